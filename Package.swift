@@ -1,0 +1,105 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+/// Every Swift target: Swift 6 language mode plus the upcoming features that keep
+/// module boundaries honest.
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "OpenReplayKit",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "replayd", targets: ["replayd"]),
+        .executable(name: "replay", targets: ["replay"]),
+        .executable(name: "replay-demo-scene", targets: ["replay-demo-scene"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+    ],
+    targets: [
+        // C libraries from Debian's packages, at the edges.
+        .systemLibrary(
+            name: "CFFmpeg", pkgConfig: "libavformat",
+            providers: [.apt(["libavcodec-dev", "libavformat-dev", "libavutil-dev", "libx264-dev"])]),
+        .systemLibrary(name: "CYUV", providers: [.apt(["libyuv-dev"])]),
+        .systemLibrary(
+            name: "CXCB", pkgConfig: "xcb",
+            providers: [.apt(["libxcb1-dev", "libxcb-shm0-dev", "libxcb-damage0-dev",
+                              "libxcb-xfixes0-dev", "libxcb-randr0-dev"])]),
+        .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple", providers: [.apt(["libpulse-dev"])]),
+
+        // Core value types: no C, no Glibc.
+        .target(name: "ReplayMedia", swiftSettings: strictSettings),
+        // Pixel conversion and audio timing.
+        .target(name: "ReplayProcessing", dependencies: ["ReplayMedia", "CYUV"], swiftSettings: strictSettings),
+        // X11 screen capture and PulseAudio capture.
+        .target(
+            name: "ReplayCapture",
+            dependencies: ["ReplayMedia", "ReplayProcessing", "ReplaySystem", "CXCB", "CPulse"],
+            swiftSettings: strictSettings),
+        // FFmpeg-backed encoders and the fragmented MP4 writer.
+        .target(name: "ReplayCodec", dependencies: ["ReplayMedia", "CFFmpeg"], swiftSettings: strictSettings),
+        // Syscall funnel, descriptors, processes, clocks.
+        .target(name: "ReplaySystem", swiftSettings: strictSettings),
+        // Wire protocol between replayd and its clients.
+        .target(name: "ReplayIPC", dependencies: ["ReplaySystem"], swiftSettings: strictSettings),
+        // replayd as a library: sessions, store, recording pipeline.
+        .target(
+            name: "ReplayDaemon",
+            dependencies: [
+                "ReplayMedia", "ReplayProcessing", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplaySystem",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings),
+        // The virtual desktop (Xvfb, PulseAudio null sink, demo scene) used by the
+        // CLI on a headless machine and by the integration tests.
+        .target(
+            name: "ReplayVirtualDesktop",
+            dependencies: ["ReplaySystem", "CXCB", "CPulse"],
+            swiftSettings: strictSettings),
+        .executableTarget(
+            name: "replayd",
+            dependencies: [
+                "ReplayDaemon", "ReplaySystem",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strictSettings),
+        .executableTarget(
+            name: "replay",
+            dependencies: [
+                "ReplayIPC", "ReplaySystem", "ReplayVirtualDesktop",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strictSettings),
+        .executableTarget(
+            name: "replay-demo-scene",
+            dependencies: ["ReplayVirtualDesktop"],
+            swiftSettings: strictSettings),
+
+        .testTarget(name: "ReplayMediaTests", dependencies: ["ReplayMedia"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "ReplayProcessingTests", dependencies: ["ReplayProcessing", "ReplayMedia"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "ReplayCodecTests", dependencies: ["ReplayCodec", "ReplayMedia", "ReplayTesting"],
+            swiftSettings: strictSettings),
+        .testTarget(name: "ReplayIPCTests", dependencies: ["ReplayIPC", "ReplaySystem"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "ReplayDaemonTests", dependencies: ["ReplayDaemon", "ReplayIPC", "ReplaySystem"],
+            swiftSettings: strictSettings),
+        // Shared fixture and media checks for the integration tests.
+        .target(
+            name: "ReplayTesting", dependencies: ["ReplaySystem", "ReplayVirtualDesktop"],
+            path: "Tests/ReplayTesting", swiftSettings: strictSettings),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["ReplayTesting", "ReplaySystem", "ReplayIPC", "replayd", "replay", "replay-demo-scene"],
+            swiftSettings: strictSettings),
+    ]
+)

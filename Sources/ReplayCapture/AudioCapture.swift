@@ -1,0 +1,36 @@
+public import ReplayMedia
+public import ReplaySystem
+
+/// Captures one audio source from PulseAudio (which PipeWire systems also serve) as
+/// 48 kHz stereo float buffers, dated on the monotonic clock shared with video.
+public final class AudioCapture {
+    public static let sampleRate = 48_000
+    public static let channels = 2
+    /// 10 ms reads: short enough to date each buffer within a few milliseconds.
+    static let readFrames = 480
+
+    private let stream: PulseRecordStream
+    public let source: AudioSource
+
+    /// Opens the stream; throws `audioUnavailable` when no audio server answers.
+    public init(source: AudioSource) throws(CaptureError) {
+        self.source = source
+        stream = try PulseRecordStream(
+            device: source == .app ? "@DEFAULT_MONITOR@" : nil,
+            streamName: source == .app ? "app audio" : "microphone",
+            sampleRate: Self.sampleRate, channels: Self.channels, periodFrames: Self.readFrames)
+    }
+
+    public func run(output: BoundedQueue<SampleBuffer>, stop: StopFlag) throws(CaptureError) {
+        var samples = [Float](repeating: 0, count: Self.readFrames * Self.channels)
+        let duration = MediaTime.samples(Int64(Self.readFrames), rate: Self.sampleRate).nanoseconds
+        while !stop.isRaised {
+            try stream.read(into: &samples)
+            // The read's last frame was captured `latency` ago; its first frame one read earlier.
+            let first = MonotonicClock.nanoseconds() - stream.latency() - duration
+            output.append(.audio(AudioBuffer(
+                source: source, time: MediaTime(nanoseconds: first),
+                sampleRate: Self.sampleRate, channels: Self.channels, samples: samples)))
+        }
+    }
+}

@@ -1,0 +1,108 @@
+public import ReplayMedia
+public import ReplaySystem
+import ReplayProcessing
+
+/// Captures the screen of one X display as a variable-frame-rate stream of I420 frames.
+///
+/// A frame is taken only when DAMAGE reports a change (or the pointer moved), at most
+/// `fps` times a second; a still screen costs almost nothing. So that encoders and
+/// viewers never starve, the last picture is repeated after `repeatInterval` of stillness.
+public final class ScreenCapture {
+    public struct Options: Sendable {
+        public var fps: Int
+        public var showCursor: Bool
+        public var repeatInterval: MediaTime
+        public init(fps: Int, showCursor: Bool, repeatInterval: MediaTime = MediaTime(nanoseconds: 250_000_000)) {
+            self.fps = fps
+            self.showCursor = showCursor
+            self.repeatInterval = repeatInterval
+        }
+    }
+
+    /// How many frames were taken, and how many the consumer could not accept.
+    public struct Counters: Sendable {
+        public var captured = 0
+        public var repeated = 0
+        public var dropped = 0
+        public init() {}
+    }
+
+    private let display: X11Display
+    private let options: Options
+    private var image: SharedImage
+    private let cursor: CursorOverlay
+    public private(set) var counters = Counters()
+
+    /// The size of the frames delivered: the screen's, rounded down to even for 4:2:0.
+    public var frameSize: (width: Int, height: Int) { evenSize(width: display.width, height: display.height) }
+
+    /// Connects to `displayName` (nil: `$DISPLAY`); throws a clear error when no X server is there.
+    public init(displayName: String?, options: Options) throws(CaptureError) {
+        display = try X11Display(name: displayName)
+        self.options = options
+        image = try SharedImage(display: display, width: display.width, height: display.height)
+        cursor = CursorOverlay(display: display)
+    }
+
+    /// Delivers frames to `output` until `stop` is raised. Throws when the display went away
+    /// or changed size; everything delivered before that stays valid.
+    public func run(output: BoundedQueue<SampleBuffer>, stop: StopFlag) throws(CaptureError) {
+        let interval = 1_000_000_000 / Int64(max(1, options.fps))
+        // Frames are taken on a grid of slots `interval` apart: a change is captured as soon
+        // as its slot has opened, and the grid does not creep by the time each capture takes,
+        // so content drawn at the capture rate is taken right after it is drawn, every time.
+        var nextSlot = Int64.min / 2
+        var lastDelivery = Int64.min / 2
+        var dirty = true
+        var previous: PixelBuffer?
+
+        while !stop.isRaised {
+            let now = MonotonicClock.nanoseconds()
+            if dirty && now >= nextSlot {
+                dirty = false
+                nextSlot = now - nextSlot > interval ? now + interval : nextSlot + interval
+                display.clearDamage()
+                let time = MediaTime(nanoseconds: MonotonicClock.nanoseconds())
+                guard image.grab(root: display.root) else {
+                    try display.checkConnection()
+                    throw CaptureError(.contentResized, "content resized: the screen changed size during the recording")
+                }
+                var pixels = PixelBuffer(width: frameSize.width, height: frameSize.height)
+                if options.showCursor {
+                    cursor.draw(into: image.pixels, width: image.width, height: image.height, bytesPerRow: image.bytesPerRow)
+                }
+                PixelConverter.convertBGRA(image.pixels, bytesPerRow: image.bytesPerRow, into: &pixels)
+                lastDelivery = now
+                previous = pixels
+                deliver(.video(VideoSample(time: time, pixels: pixels)), to: output, repeated: false)
+                continue
+            }
+
+            let deadline = dirty ? nextSlot : min(lastDelivery + options.repeatInterval.nanoseconds, now + interval)
+            switch try display.waitForEvent(until: deadline, now: MonotonicClock.nanoseconds) {
+            case .damaged:
+                dirty = true
+            case .resized(let width, let height):
+                throw CaptureError(.contentResized,
+                    "content resized: the screen changed to \(width)x\(height) during the recording")
+            case .timedOut:
+                guard !dirty else { continue }
+                if options.showCursor, let pointer = cursor.pointerPosition(), pointer != cursor.position {
+                    dirty = true
+                } else if let previous, MonotonicClock.nanoseconds() - lastDelivery >= options.repeatInterval.nanoseconds {
+                    lastDelivery = MonotonicClock.nanoseconds()
+                    let sample = VideoSample(time: MediaTime(nanoseconds: lastDelivery), pixels: previous, isRepeat: true)
+                    deliver(.video(sample), to: output, repeated: true)
+                }
+            }
+        }
+    }
+
+    private func deliver(_ sample: SampleBuffer, to output: BoundedQueue<SampleBuffer>, repeated: Bool) {
+        if output.offer(sample) {
+            if repeated { counters.repeated += 1 } else { counters.captured += 1 }
+        } else {
+            counters.dropped += 1
+        }
+    }
+}

@@ -1,0 +1,95 @@
+import CFFmpeg
+
+/// AAC (FFmpeg's native encoder) fed with a gap-free stream of interleaved float samples;
+/// it cuts them into the encoder's 1024-frame periods itself.
+final class AudioEncoder {
+    let context: UnsafeMutablePointer<AVCodecContext>
+    let sampleRate: Int
+    let channels: Int
+    private let frame: UnsafeMutablePointer<AVFrame>
+    private let frameSize: Int
+    private var pending: [Float] = []
+    private var nextPTS: Int64 = 0
+
+    init(sampleRate: Int, channels: Int, bitRate: Int = 128_000) throws(CodecError) {
+        guard let codec = avcodec_find_encoder(AV_CODEC_ID_AAC) else {
+            throw CodecError(.encoderUnavailable, "FFmpeg was built without an AAC encoder")
+        }
+        guard let context = avcodec_alloc_context3(codec), let frame = av_frame_alloc() else {
+            throw CodecError(.encoderFailed, "out of memory")
+        }
+        self.context = context
+        self.frame = frame
+        self.sampleRate = sampleRate
+        self.channels = channels
+        context.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
+        context.pointee.sample_rate = Int32(sampleRate)
+        av_channel_layout_default(&context.pointee.ch_layout, Int32(channels))
+        context.pointee.bit_rate = Int64(bitRate)
+        context.pointee.time_base = AVRational(num: 1, den: Int32(sampleRate))
+        context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
+        let status = avcodec_open2(context, codec, nil)
+        guard status >= 0 else {
+            var context: UnsafeMutablePointer<AVCodecContext>? = context
+            avcodec_free_context(&context)
+            var frame: UnsafeMutablePointer<AVFrame>? = frame
+            av_frame_free(&frame)
+            throw CodecError(.encoderFailed, "cannot open the AAC encoder", status: status)
+        }
+        frameSize = Int(context.pointee.frame_size)
+    }
+
+    deinit {
+        var context: UnsafeMutablePointer<AVCodecContext>? = context
+        avcodec_free_context(&context)
+        var frame: UnsafeMutablePointer<AVFrame>? = frame
+        av_frame_free(&frame)
+    }
+
+    /// Frames (per channel) accepted so far: the audio track's length.
+    var framesAccepted: Int64 { nextPTS + Int64(pending.count / channels) }
+
+    func encode(_ interleaved: [Float], emit: (UnsafeMutablePointer<AVPacket>) throws(CodecError) -> Void) throws(CodecError) {
+        pending += interleaved
+        var offset = 0
+        while pending.count - offset >= frameSize * channels {
+            try encodePeriod(pending, from: offset, frames: frameSize, emit: emit)
+            offset += frameSize * channels
+        }
+        pending.removeFirst(offset)
+    }
+
+    func finish(emit: (UnsafeMutablePointer<AVPacket>) throws(CodecError) -> Void) throws(CodecError) {
+        if !pending.isEmpty {
+            try encodePeriod(pending, from: 0, frames: pending.count / channels, emit: emit)
+            pending.removeAll()
+        }
+        _ = avcodec_send_frame(context, nil)
+        try receivePackets(from: context, what: "AAC", emit: emit)
+    }
+
+    private func encodePeriod(_ samples: [Float], from offset: Int, frames: Int,
+                              emit: (UnsafeMutablePointer<AVPacket>) throws(CodecError) -> Void) throws(CodecError) {
+        av_frame_unref(frame)
+        frame.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
+        frame.pointee.sample_rate = Int32(sampleRate)
+        frame.pointee.nb_samples = Int32(frames)
+        av_channel_layout_copy(&frame.pointee.ch_layout, &context.pointee.ch_layout)
+        var status = av_frame_get_buffer(frame, 0)
+        guard status >= 0 else { throw CodecError(.encoderFailed, "cannot allocate an audio frame", status: status) }
+        // Interleaved to planar: AAC wants one plane per channel.
+        for channel in 0..<channels {
+            let plane = withUnsafeBytes(of: frame.pointee.data) {
+                $0.load(fromByteOffset: channel * 8, as: UnsafeMutableRawPointer.self)
+            }.assumingMemoryBound(to: Float.self)
+            for index in 0..<frames {
+                plane[index] = samples[offset + index * channels + channel]
+            }
+        }
+        frame.pointee.pts = nextPTS
+        nextPTS += Int64(frames)
+        status = avcodec_send_frame(context, frame)
+        guard status >= 0 else { throw CodecError(.encoderFailed, "AAC encoding failed", status: status) }
+        try receivePackets(from: context, what: "AAC", emit: emit)
+    }
+}

@@ -1,0 +1,75 @@
+public import Foundation
+public import ReplayIPC
+import ReplaySystem
+
+/// The daemon's private store: a directory of mode 0700 holding `ID.mp4` and its `ID.json`.
+/// Clients only ever see ids; paths never leave the daemon.
+public final class RecordingStore: Sendable {
+    public let directory: URL
+
+    /// Opens (creating if needed) the store. Entries left "recording" by a daemon that died
+    /// are marked interrupted: their movie is playable up to its last fragment.
+    public init(directory: URL) throws {
+        self.directory = directory
+        try ReplayPaths.makePrivateDirectory(directory)
+        for var info in list() where info.state == .recording {
+            info.state = .interrupted
+            info.error = info.error ?? "replayd stopped during the recording"
+            info.bytes = fileSize(id: info.id)
+            save(info)
+        }
+    }
+
+    /// A fresh id, such as `rec-20261121-134501-3fa2`: sortable by time, unguessable enough
+    /// that ids of other recordings are not trivially enumerable.
+    public func newID(now: Date = Date()) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyyMMdd-HHmmss"
+        let suffix = String(UInt32.random(in: 0...0xffff_ffff), radix: 16)
+        return "rec-\(formatter.string(from: now))-\(suffix)"
+    }
+
+    /// Ids come from clients: accept only the shape we hand out, so no id can name a path.
+    public static func isValidID(_ id: String) -> Bool {
+        id.hasPrefix("rec-") && id.count <= 64 && id.allSatisfy { $0.isASCII && ($0.isLowercase || $0.isNumber || $0 == "-") }
+    }
+
+    public func moviePath(id: String) -> URL? {
+        guard Self.isValidID(id) else { return nil }
+        return directory.appendingPathComponent("\(id).mp4")
+    }
+
+    public func info(id: String) -> RecordingInfo? {
+        guard Self.isValidID(id),
+              let data = try? Data(contentsOf: directory.appendingPathComponent("\(id).json")) else { return nil }
+        return try? JSONDecoder().decode(RecordingInfo.self, from: data)
+    }
+
+    /// Writes the metadata atomically; a full disk leaves the previous version in place.
+    @discardableResult
+    public func save(_ info: RecordingInfo) -> Bool {
+        guard Self.isValidID(info.id), let data = try? JSONEncoder().encode(info) else { return false }
+        do {
+            try data.write(to: directory.appendingPathComponent("\(info.id).json"), options: .atomic)
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Every recording, oldest first.
+    public func list() -> [RecordingInfo] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.filter { $0.hasSuffix(".json") }
+            .compactMap { info(id: String($0.dropLast(5))) }
+            .sorted { $0.created < $1.created }
+    }
+
+    public func fileSize(id: String) -> Int64 {
+        guard let path = moviePath(id: id),
+              let size = try? FileManager.default.attributesOfItem(atPath: path.path)[.size] as? NSNumber else { return 0 }
+        return size.int64Value
+    }
+}

@@ -1,0 +1,92 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Synchronization
+public import ReplaySystem
+
+/// One end of a connection: sends and receives framed JSON messages.
+///
+/// Sending is safe from several threads (a lock keeps frames whole); receiving is done
+/// by one reader at a time.
+public final class MessageChannel: Sendable {
+    private let fd: Int32
+    private let limits: FrameCodec.Limits
+    private let writeLock = Mutex(())
+    private let closed = Atomic<Bool>(false)
+
+    /// Takes ownership of a connected socket.
+    public init(fd: Int32, limits: FrameCodec.Limits) {
+        self.fd = fd
+        self.limits = limits
+    }
+
+    public static func connect(path: String) throws(SystemError) -> MessageChannel {
+        MessageChannel(fd: try UnixSocket.connect(path: path), limits: .events)
+    }
+
+    public func send<M: Encodable>(_ message: M, body: [UInt8] = []) throws {
+        let json = try JSONEncoder().encode(message)
+        var frame = FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: body.count)
+        frame += json
+        frame += body
+        try writeLock.withLock { _ in
+            try frame.withUnsafeBytes { raw in
+                var offset = 0
+                while offset < raw.count {
+                    let base = raw.baseAddress! + offset
+                    let remaining = raw.count - offset
+                    offset += try syscall("send") { Glibc.send(fd, base, remaining, Int32(MSG_NOSIGNAL)) }
+                }
+            }
+        }
+    }
+
+    /// The next message, or nil when the peer closed the connection between messages.
+    public func receive<M: Decodable>(_ type: M.Type) throws -> (message: M, body: [UInt8])? {
+        guard let header = try readExactly(FrameCodec.headerSize, allowEOF: true) else { return nil }
+        let lengths = try FrameCodec.decodeHeader(header, limits: limits)
+        guard let json = try readExactly(lengths.json, allowEOF: false) else { throw ProtocolError.truncated }
+        let body = lengths.body > 0 ? try readExactly(lengths.body, allowEOF: false) ?? [] : []
+        do {
+            return (try JSONDecoder().decode(M.self, from: Data(json)), body)
+        } catch let error as DecodingError {
+            throw ProtocolError.malformed(Self.explain(error))
+        }
+    }
+
+    /// Wakes a blocked reader and refuses further traffic; the descriptor is released in deinit.
+    public func close() {
+        if !closed.exchange(true, ordering: .acquiringAndReleasing) {
+            shutdown(fd, Int32(SHUT_RDWR))
+        }
+    }
+
+    deinit { Glibc.close(fd) }
+
+    private func readExactly(_ count: Int, allowEOF: Bool) throws -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let n = try buffer.withUnsafeMutableBytes { raw in
+                try syscall("recv") { recv(fd, raw.baseAddress! + filled, count - filled, 0) }
+            }
+            if n == 0 {
+                if filled == 0 && allowEOF { return nil }
+                throw ProtocolError.truncated
+            }
+            filled += n
+        }
+        return buffer
+    }
+
+    private static func explain(_ error: DecodingError) -> String {
+        switch error {
+        case .dataCorrupted(let context): "not valid JSON (\(context.debugDescription))"
+        case .keyNotFound(let key, _): "missing field '\(key.stringValue)'"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            "wrong type at '\(context.codingPath.map(\.stringValue).joined(separator: "."))'"
+        @unknown default: "undecodable"
+        }
+    }
+}

@@ -1,0 +1,65 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+public import ReplaySystem
+
+/// Listening and connecting Unix stream sockets. Plain blocking descriptors: every
+/// connection gets its own thread in the daemon, which keeps the flow easy to follow.
+public enum UnixSocket {
+    /// Binds and listens on `path`, replacing a stale socket file left by a crashed daemon.
+    /// The socket file is made private to the daemon's user (mode 0600).
+    public static func listen(path: String, backlog: Int32 = 16) throws(SystemError) -> Int32 {
+        let fd = try syscall("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        do {
+            unlink(path)
+            try withAddress(path) { address, length throws(SystemError) in
+                try syscall("bind(\(path))") { bind(fd, address, length) }
+            }
+            try syscall("chmod(\(path))") { chmod(path, 0o600) }
+            try syscall("listen") { Glibc.listen(fd, backlog) }
+            return fd
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+    }
+
+    public static func connect(path: String) throws(SystemError) -> Int32 {
+        let fd = try syscall("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
+        do {
+            try withAddress(path) { address, length throws(SystemError) in
+                try syscall("connect(\(path))") { Glibc.connect(fd, address, length) }
+            }
+            return fd
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+    }
+
+    public static func accept(_ listener: Int32) throws(SystemError) -> Int32 {
+        let fd = try syscall("accept") { Glibc.accept(listener, nil, nil) }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        return fd
+    }
+
+    private static func withAddress<R>(
+        _ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) throws(SystemError) -> R
+    ) throws(SystemError) -> R {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard bytes.count < capacity else { throw SystemError(call: "socket path too long: \(path)", errno: ENAMETOOLONG) }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + 1)
+        return try withUnsafePointer(to: &address) { pointer throws(SystemError) in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address throws(SystemError) in
+                try body(address, length)
+            }
+        }
+    }
+}

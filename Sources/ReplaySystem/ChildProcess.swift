@@ -1,0 +1,130 @@
+#if canImport(Glibc)
+public import Glibc
+#endif
+import Synchronization
+
+/// A child process started with posix_spawn and reaped with waitpid. Children start in a
+/// session of their own, so Ctrl-C in the caller's terminal reaches only the caller, which
+/// then stops them in the right order.
+public final class ChildProcess: Sendable {
+    public let pid: pid_t
+    /// glibc's POSIX_SPAWN_SETSID, hidden from Swift behind _GNU_SOURCE.
+    private static let spawnSetSID: Int32 = 0x80
+    public let path: String
+    private let exitStatus = Mutex<Int32?>(nil)
+
+    /// Where a child's standard streams go: the null device, or a descriptor of ours.
+    public enum Stream: Sendable {
+        case null
+        case descriptor(Int32)
+    }
+
+    public init(path: String, arguments: [String], environment: [String: String],
+                stdout: Stream = .null, stderr: Stream = .null) throws(SystemError) {
+        self.path = path
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        for (target, stream) in [(Int32(1), stdout), (Int32(2), stderr)] {
+            switch stream {
+            case .null: posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)
+            case .descriptor(let fd): posix_spawn_file_actions_adddup2(&actions, fd, target)
+            }
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        // A fresh session, and default signal handling whatever the parent ignores.
+        var defaults = sigset_t()
+        sigfillset(&defaults)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setflags(&attributes, Int16(Self.spawnSetSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+
+        let argv = ([path] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            argv.forEach { free($0) }
+            envp.forEach { free($0) }
+        }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
+        guard status == 0 else { throw SystemError(call: "posix_spawn(\(path))", errno: status) }
+        self.pid = pid
+    }
+
+    /// This process's environment with `changes` applied.
+    public static func environment(adding changes: [String: String]) -> [String: String] {
+        var environment: [String: String] = [:]
+        var entry = Glibc.environ
+        while let pointer = entry.pointee {
+            let text = String(cString: pointer)
+            if let equals = text.firstIndex(of: "=") {
+                environment[String(text[..<equals])] = String(text[text.index(after: equals)...])
+            }
+            entry += 1
+        }
+        for (key, value) in changes { environment[key] = value }
+        return environment
+    }
+
+    /// True until the child has exited (and been reaped).
+    public var isRunning: Bool { poll() == nil }
+
+    /// The exit status once the child has exited: its code, or 128 + the signal that ended it.
+    public var terminationStatus: Int32? { poll() }
+
+    /// Blocks until the child exits; returns its status as `terminationStatus` does.
+    @discardableResult
+    public func wait() -> Int32 {
+        while true {
+            if let status = poll() { return status }
+            var raw: Int32 = 0
+            let result = waitpid(pid, &raw, 0)
+            if result == pid { return record(raw) }
+            if result == -1 && errno != EINTR { return exitStatus.withLock { $0 } ?? -1 }
+        }
+    }
+
+    /// Waits up to `timeout` seconds; returns the status, or nil if it is still running.
+    public func wait(timeout: Double) -> Int32? {
+        let deadline = MonotonicClock.nanoseconds() + Int64(timeout * 1e9)
+        while MonotonicClock.nanoseconds() < deadline {
+            if let status = poll() { return status }
+            MonotonicClock.sleep(until: MonotonicClock.nanoseconds() + 10_000_000)
+        }
+        return poll()
+    }
+
+    public func signal(_ number: Int32) {
+        if isRunning { kill(pid, number) }
+    }
+
+    /// SIGTERM, then SIGKILL if it has not exited after `grace` seconds.
+    public func terminate(grace: Double = 3) {
+        guard isRunning else { return }
+        kill(pid, SIGTERM)
+        if wait(timeout: grace) == nil {
+            kill(pid, SIGKILL)
+            wait()
+        }
+    }
+
+    private func poll() -> Int32? {
+        if let status = exitStatus.withLock({ $0 }) { return status }
+        var raw: Int32 = 0
+        let result = waitpid(pid, &raw, WNOHANG)
+        return result == pid ? record(raw) : nil
+    }
+
+    private func record(_ raw: Int32) -> Int32 {
+        // WIFEXITED / WEXITSTATUS / WTERMSIG are macros; decode the status word by hand.
+        let signalled = raw & 0x7f
+        let status = signalled == 0 ? (raw >> 8) & 0xff : 128 + signalled
+        exitStatus.withLock { $0 = status }
+        return status
+    }
+}

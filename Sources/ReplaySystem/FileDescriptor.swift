@@ -1,0 +1,49 @@
+#if canImport(Glibc)
+public import Glibc
+#endif
+
+/// A file descriptor this value owns: it is closed exactly once, by `close()` or when
+/// the value goes away.
+public struct FileDescriptor: ~Copyable {
+    public let rawValue: Int32
+
+    public init(owning rawValue: Int32) { self.rawValue = rawValue }
+
+    public static func open(_ path: String, flags: Int32, mode: mode_t = 0o600) throws(SystemError) -> FileDescriptor {
+        FileDescriptor(owning: try syscall("open(\(path))") { Glibc.open(path, flags | O_CLOEXEC, mode) })
+    }
+
+    /// Writes all of `bytes`, looping over short writes.
+    public func writeAll(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
+        var offset = 0
+        while offset < bytes.count {
+            let base = bytes.baseAddress! + offset
+            let remaining = bytes.count - offset
+            offset += try syscall("write") { Glibc.write(rawValue, base, remaining) }
+        }
+    }
+
+    /// Reads up to `buffer.count` bytes; 0 means end of file.
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
+        try syscall("read") { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
+    }
+
+    public func seek(to offset: Int64, whence: Int32 = SEEK_SET) throws(SystemError) -> Int64 {
+        Int64(try syscall("lseek") { lseek(rawValue, off_t(offset), whence) })
+    }
+
+    public func truncate(to length: Int64) throws(SystemError) {
+        try syscall("ftruncate") { ftruncate(rawValue, off_t(length)) }
+    }
+
+    public func sync() throws(SystemError) {
+        try syscall("fdatasync") { fdatasync(rawValue) }
+    }
+
+    public consuming func close() {
+        Glibc.close(rawValue)
+        discard self
+    }
+
+    deinit { Glibc.close(rawValue) }
+}

@@ -1,0 +1,42 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+public import Foundation
+
+/// Where the daemon's socket and store live by default.
+public enum ReplayPaths {
+    /// `$XDG_RUNTIME_DIR/openreplaykit`, or `/tmp/openreplaykit-UID` where that is unset.
+    public static func runtimeDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        if let dir = environment["XDG_RUNTIME_DIR"], !dir.isEmpty {
+            return URL(fileURLWithPath: dir).appendingPathComponent("openreplaykit")
+        }
+        return URL(fileURLWithPath: "/tmp/openreplaykit-\(getuid())")
+    }
+
+    /// The daemon's socket for the display named in `DISPLAY`: one daemon per display session.
+    public static func defaultSocket(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        let display = (environment["DISPLAY"] ?? "").filter { $0.isLetter || $0.isNumber }
+        return runtimeDirectory(environment: environment)
+            .appendingPathComponent(display.isEmpty ? "replayd.sock" : "replayd-\(display).sock")
+    }
+
+    /// `$XDG_DATA_HOME/openreplaykit/recordings`, by default under `~/.local/share`.
+    public static func defaultStore(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        let base: URL
+        if let dir = environment["XDG_DATA_HOME"], !dir.isEmpty {
+            base = URL(fileURLWithPath: dir)
+        } else {
+            let home = environment["HOME"] ?? NSHomeDirectory()
+            base = URL(fileURLWithPath: home).appendingPathComponent(".local/share")
+        }
+        return base.appendingPathComponent("openreplaykit/recordings")
+    }
+
+    /// Creates `url` and its parents, and makes `url` itself private (mode 0700).
+    public static func makePrivateDirectory(_ url: URL) throws {
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        guard chmod(url.path, 0o700) == 0 else {
+            throw SystemError(call: "chmod(\(url.path))", errno: errno)
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import Foundation
+import ReplayIPC
+import ReplaySystem
+import Synchronization
+import ReplayVirtualDesktop
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Finds replayd, starting it when nobody answers on its socket.
+enum DaemonClient {
+    /// Daemons this process started; kept so they can be reaped if they exit while we run.
+    static let daemons = Mutex<[ChildProcess]>([])
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Connects to the daemon at `socket`, first starting one if none is listening there.
+    static func connect(socket: String?, environment: [String: String] = [:], display: String? = nil) throws -> MessageChannel {
+        var merged = ProcessInfo.processInfo.environment
+        for (key, value) in environment { merged[key] = value }
+        let path = socket ?? ReplayPaths.defaultSocket(environment: merged).path
+        if let channel = try? MessageChannel.connect(path: path) { return channel }
+        try launchDaemon(socket: path, environment: merged, display: display)
+        let deadline = Date().addingTimeInterval(10)
+        var lastError: (any Error)?
+        while Date() < deadline {
+            do { return try MessageChannel.connect(path: path) } catch { lastError = error }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw Failure(description: "replayd did not start listening on \(path): \(lastError.map { "\($0)" } ?? "timed out")")
+    }
+
+    /// Starts replayd in its own session so that Ctrl-C in this terminal does not reach it;
+    /// it logs to replayd.log beside its socket and exits after five idle minutes.
+    private static func launchDaemon(socket: String, environment: [String: String], display: String?) throws {
+        let directory = URL(fileURLWithPath: socket).deletingLastPathComponent()
+        try ReplayPaths.makePrivateDirectory(directory)
+        let logPath = directory.appendingPathComponent("replayd.log").path
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        guard let log = FileHandle(forWritingAtPath: logPath) else {
+            throw Failure(description: "cannot write \(logPath)")
+        }
+        log.seekToEndOfFile()
+        let executable = VirtualDesktop.siblingExecutable("replayd").path
+        var arguments = ["--socket", socket, "--detach", "--idle-exit", "300"]
+        if let display { arguments += ["--display", display] }
+        do {
+            let daemon = try ChildProcess(path: executable, arguments: arguments, environment: environment,
+                                          stdout: .descriptor(log.fileDescriptor), stderr: .descriptor(log.fileDescriptor))
+            daemons.withLock { $0.append(daemon) }
+        } catch {
+            throw Failure(description: "cannot start replayd (\(executable)): \(error)")
+        }
+    }
+
+    /// Reads the next event, turning a closed connection into a clear error.
+    static func next(_ channel: MessageChannel) throws -> (message: DaemonEvent, body: [UInt8]) {
+        guard let event = try channel.receive(DaemonEvent.self) else {
+            throw Failure(description: "replayd closed the connection")
+        }
+        if case .error(let code, let message) = event.message {
+            throw Failure(description: code == .malformedRequest ? "replayd refused the request: \(message)" : message)
+        }
+        return event
+    }
+}
+
+/// Writes a line to standard error.
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}

@@ -1,0 +1,132 @@
+import ArgumentParser
+import Foundation
+import ReplayIPC
+
+extension Replay {
+    struct Recordings: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List and export the recordings in the daemon's private store.",
+            subcommands: [List.self, Export.self], defaultSubcommand: List.self)
+    }
+}
+
+extension Replay.Recordings {
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List recordings, oldest first.")
+
+        @OptionGroup var daemon: DaemonOptions
+
+        @Flag(help: "Print a JSON array of recordings.")
+        var json = false
+
+        func run() throws {
+            let recordings: [RecordingInfo]
+            do {
+                let channel = try DaemonClient.connect(socket: daemon.socket)
+                try channel.send(ClientRequest.listRecordings)
+                guard case .recordings(let list) = try DaemonClient.next(channel).message else {
+                    throw DaemonClient.Failure(description: "unexpected reply from replayd")
+                }
+                recordings = list
+            } catch {
+                printError("error: \(error)")
+                throw ExitCode.failure
+            }
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                print(String(decoding: try encoder.encode(recordings), as: UTF8.self))
+                return
+            }
+            if recordings.isEmpty {
+                print("No recordings yet. Make one with: replay record --duration 10")
+                return
+            }
+            let dateFormatter = DateFormatter()
+            dateFormatter.dateFormat = "yyyy-MM-dd HH:mm"
+            for info in recordings {
+                let date = dateFormatter.string(from: Date(timeIntervalSince1970: info.created))
+                let size = String(format: "%.1f MB", Double(info.bytes) / 1_000_000)
+                var line = "\(info.id)  \(date)  \(String(format: "%7.1f s", info.duration))  \(info.width)x\(info.height)  \(info.frames) frames  \(size)  \(info.state.rawValue)"
+                if let error = info.error { line += " (\(error))" }
+                print(line)
+            }
+        }
+    }
+
+    struct Export: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Copy a recording out of the private store into a file of yours.")
+
+        @OptionGroup var daemon: DaemonOptions
+
+        @Argument(help: "The recording's id, as 'replay recordings list' shows it.")
+        var id: String
+
+        @Option(help: "The file to write (an MP4 movie).")
+        var to: String
+
+        @Flag(help: "Replace the file if it exists.")
+        var force = false
+
+        func validate() throws {
+            if FileManager.default.fileExists(atPath: to) && !force {
+                throw ValidationError("\(to) exists; pass --force to replace it")
+            }
+        }
+
+        func run() throws {
+            do {
+                let channel = try DaemonClient.connect(socket: daemon.socket)
+                try Exporter(channel: channel, quiet: false).export(id: id, to: to)
+            } catch {
+                printError("error: \(error)")
+                throw ExitCode.failure
+            }
+        }
+    }
+}
+
+/// Streams a recording from the daemon into a file: written beside the target and renamed
+/// into place only when complete, so a failed export never leaves half a movie under its name.
+struct Exporter {
+    let channel: MessageChannel
+    let quiet: Bool
+
+    func export(id: String, to path: String) throws {
+        try channel.send(ClientRequest.exportRecording(id: id))
+        guard case .exportBegin(let size) = try DaemonClient.next(channel).message else {
+            throw DaemonClient.Failure(description: "unexpected reply from replayd")
+        }
+        let target = URL(fileURLWithPath: path)
+        let partial = target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).partial")
+        guard FileManager.default.createFile(atPath: partial.path, contents: nil),
+              let handle = FileHandle(forWritingAtPath: partial.path) else {
+            throw DaemonClient.Failure(description: "cannot write \(partial.path)")
+        }
+        var written: Int64 = 0
+        do {
+            defer { try? handle.close() }
+            while true {
+                let event = try DaemonClient.next(channel)
+                switch event.message {
+                case .exportChunk:
+                    try handle.write(contentsOf: event.body)
+                    written += Int64(event.body.count)
+                case .exportEnd:
+                    try handle.synchronize()
+                    _ = try? FileManager.default.removeItem(at: target)
+                    try FileManager.default.moveItem(at: partial, to: target)
+                    if !quiet { printError("Exported \(id) to \(path) (\(String(format: "%.1f", Double(written) / 1_000_000)) MB).") }
+                    _ = size
+                    return
+                default:
+                    throw DaemonClient.Failure(description: "unexpected reply from replayd during export")
+                }
+            }
+        } catch {
+            try? FileManager.default.removeItem(at: partial)
+            throw error
+        }
+    }
+}

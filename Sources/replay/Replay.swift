@@ -1,0 +1,30 @@
+import ArgumentParser
+
+@main
+struct Replay: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replay",
+        abstract: "Record the screen and its audio with OpenReplayKit.",
+        discussion: """
+            Capture happens in the replayd daemon, which this command starts when it is not \
+            running. Recordings go to the daemon's private store; export them with \
+            'replay recordings export'.
+
+            On a machine with no DISPLAY, 'replay record' starts its own virtual display \
+            (Xvfb, 1920x1080), an audio server with a null sink and a demo scene that flashes \
+            and beeps once a second, and stops them afterwards.
+
+            Examples:
+              replay record --duration 10 --output demo.mp4
+              replay record --mic            (until Ctrl-C)
+              replay recordings list
+              replay recordings export rec-20261121-134501-3fa2 --to talk.mp4
+            """,
+        subcommands: [Record.self, Recordings.self, Status.self])
+}
+
+/// Where to find the daemon; shared by every subcommand.
+struct DaemonOptions: ParsableArguments {
+    @Option(help: "replayd's socket (default: $XDG_RUNTIME_DIR/openreplaykit/replayd-DISPLAY.sock).")
+    var socket: String?
+}
