@@ -25,9 +25,8 @@ public final class AudioCapture {
         var samples = [Float](repeating: 0, count: Self.readFrames * Self.channels)
         let duration = MediaTime.samples(Int64(Self.readFrames), rate: Self.sampleRate).nanoseconds
         while !stop.isRaised {
-            try stream.read(into: &samples)
-            // The read's last frame was captured `latency` ago; its first frame one read earlier.
-            let first = MonotonicClock.nanoseconds() - stream.latency() - duration
+            // Until the server's timing arrives, date the buffer by the read: it just ended.
+            let first = try stream.read(into: &samples) ?? MonotonicClock.nanoseconds() - duration
             output.append(.audio(AudioBuffer(
                 source: source, time: MediaTime(nanoseconds: first),
                 sampleRate: Self.sampleRate, channels: Self.channels, samples: samples)))

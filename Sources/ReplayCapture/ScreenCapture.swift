@@ -91,6 +91,8 @@ public final class ScreenCapture {
                     dirty = true
                 } else if let previous, MonotonicClock.nanoseconds() - lastDelivery >= options.repeatInterval.nanoseconds {
                     lastDelivery = MonotonicClock.nanoseconds()
+                    // A repeat takes a slot too, so a change right after it still waits its turn.
+                    nextSlot = lastDelivery + interval
                     let sample = VideoSample(time: MediaTime(nanoseconds: lastDelivery), pixels: previous, isRepeat: true)
                     deliver(.video(sample), to: output, repeated: true)
                 }

@@ -213,7 +213,7 @@ final class RecordingSession: Sendable {
                 // Close both tracks at the moment the recording was stopped: the still screen
                 // is shown until then, and audio that had not arrived yet is silence.
                 let interval = MediaTime(nanoseconds: 1_000_000_000 / Int64(options.fps))
-                if let lastVideo, stopTime - lastVideo.time > interval {
+                if let lastVideo, stopTime - lastVideo.time >= interval + interval {
                     try writer.append(VideoSample(time: stopTime - interval, pixels: lastVideo.pixels, isRepeat: true),
                                       at: stopTime - interval - origin)
                 }

@@ -19,8 +19,10 @@ public enum DemoScene {
 
     /// Runs until the process is killed. Audio is optional: without a server the scene is silent.
     public static func run(frameRate: Int = 30) throws {
-        // Flashes fall on whole seconds of the monotonic clock, starting a second from now.
-        let epoch = (MonotonicClock.nanoseconds() / 1_000_000_000 + 1) * 1_000_000_000
+        // Flashes fall on whole seconds of the monotonic clock. The first waits until the audio
+        // stream has settled (its latency jumps while the server starts the sink), so that
+        // even the first beep is where it belongs.
+        let epoch = (MonotonicClock.nanoseconds() / 1_000_000_000 + 2) * 1_000_000_000
         let stop = StopFlag()
         Thread.detachNewThread { BeepPlayer.run(epoch: epoch, stop: stop) }
         try FlashPainter(frameRate: frameRate).run(epoch: epoch)

@@ -26,6 +26,7 @@ public final class VirtualDesktop: @unchecked Sendable {
 
     public struct StartError: Error, CustomStringConvertible {
         public let description: String
+        public init(description: String) { self.description = description }
     }
 
     /// `:N`, the display Xvfb chose.
@@ -61,7 +62,8 @@ public final class VirtualDesktop: @unchecked Sendable {
                 let executable = demoSceneExecutable ?? siblingExecutable("replay-demo-scene")
                 let scene = try launch(executable.path, [], environment: desktop.environment, stderr: .descriptor(2))
                 desktop.processes.append(scene)
-                Thread.sleep(forTimeInterval: 0.5)
+                // The scene's first flash comes once its audio has settled, 1-2 s from now.
+                Thread.sleep(forTimeInterval: 1)
                 guard scene.isRunning else {
                     desktop.stop()
                     throw StartError(description: "the demo scene exited at start")
@@ -139,7 +141,7 @@ public final class VirtualDesktop: @unchecked Sendable {
             "--daemonize=no", "--system=false", "--exit-idle-time=-1", "--use-pid-file=no", "--disallow-exit",
             "-n", "--disable-shm=yes", "--log-target=stderr", "--log-level=error",
             "--load=module-native-protocol-unix socket=\(socket) auth-anonymous=1",
-            "--load=module-null-sink sink_name=replay_speakers sink_properties=device.description=Speakers",
+            "--load=module-null-sink sink_name=replay_speakers sink_properties=device.description=Speakers norewinds=1",
             "--load=module-null-source source_name=replay_microphone",
             "--load=module-default-device-restore",
         ], environment: environment)

@@ -1,46 +1,144 @@
 import CPulse
+import ReplaySystem
 
-/// A PulseAudio record stream through the simple API: blocking reads of 32-bit float
-/// frames, and the stream's latency to date them.
+/// A PulseAudio record stream through the asynchronous API on its own threaded main loop.
+///
+/// The simple API cannot say that a monitor source's data is "from the future" (the sink
+/// plays it only after its own latency) and reports such latency as zero; this API gives
+/// the signed, interpolated latency, which is what dates each buffer correctly.
 final class PulseRecordStream {
-    private let stream: OpaquePointer
     let sampleRate: Int
     let channels: Int
+    private let mainloop: OpaquePointer
+    private let context: OpaquePointer
+    private var stream: OpaquePointer?
+    /// Bytes of the current peeked fragment already handed out.
+    private var fragmentOffset = 0
 
     /// `device` nil means the default source; "@DEFAULT_MONITOR@" is what the default sink plays.
     init(device: String?, streamName: String, sampleRate: Int, channels: Int, periodFrames: Int) throws(CaptureError) {
         self.sampleRate = sampleRate
         self.channels = channels
+        guard let mainloop = pa_threaded_mainloop_new() else { throw CaptureError(.audioUnavailable, "out of memory") }
+        self.mainloop = mainloop
+        guard let context = pa_context_new(pa_threaded_mainloop_get_api(mainloop), "OpenReplayKit replayd") else {
+            pa_threaded_mainloop_free(mainloop)
+            throw CaptureError(.audioUnavailable, "out of memory")
+        }
+        self.context = context
+        let loop = UnsafeMutableRawPointer(mainloop)
+        pa_context_set_state_callback(context, { _, userdata in
+            pa_threaded_mainloop_signal(OpaquePointer(userdata), 0)
+        }, loop)
+
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        guard pa_context_connect(context, nil, PA_CONTEXT_NOFLAGS, nil) >= 0, pa_threaded_mainloop_start(mainloop) >= 0 else {
+            throw CaptureError(.audioUnavailable, "no audio server (\(Self.errorText(context)))")
+        }
+        while true {
+            let state = pa_context_get_state(context)
+            if state == PA_CONTEXT_READY { break }
+            if PA_CONTEXT_IS_GOOD(state) == 0 {
+                throw CaptureError(.audioUnavailable, "no audio server (\(Self.errorText(context)))")
+            }
+            pa_threaded_mainloop_wait(mainloop)
+        }
+
         var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: UInt32(sampleRate), channels: UInt8(channels))
-        let periodBytes = UInt32(periodFrames * channels * MemoryLayout<Float>.size)
-        // Small fragments: each read returns soon after its audio was captured, which keeps stamps tight.
-        var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max,
-                                        minreq: UInt32.max, fragsize: periodBytes)
-        var error: Int32 = 0
-        guard let stream = pa_simple_new(nil, "OpenReplayKit replayd", PA_STREAM_RECORD, device, streamName,
-                                         &spec, nil, &attributes, &error) else {
-            throw CaptureError(.audioUnavailable, "no audio server (\(String(cString: pa_strerror(error))))")
+        guard let stream = pa_stream_new(context, streamName, &spec, nil) else {
+            throw CaptureError(.audioUnavailable, "cannot create an audio stream (\(Self.errorText(context)))")
         }
         self.stream = stream
+        pa_stream_set_state_callback(stream, { _, userdata in pa_threaded_mainloop_signal(OpaquePointer(userdata), 0) }, loop)
+        pa_stream_set_read_callback(stream, { _, _, userdata in pa_threaded_mainloop_signal(OpaquePointer(userdata), 0) }, loop)
+        // Small fragments keep each buffer's date close to its capture.
+        let fragment = UInt32(periodFrames * channels * MemoryLayout<Float>.size)
+        var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max,
+                                        minreq: UInt32.max, fragsize: fragment)
+        let flags = pa_stream_flags_t(PA_STREAM_INTERPOLATE_TIMING.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue)
+        guard pa_stream_connect_record(stream, device, &attributes, flags) >= 0 else {
+            throw CaptureError(.audioUnavailable, "cannot record from \(device ?? "the default source") (\(Self.errorText(context)))")
+        }
+        while true {
+            let state = pa_stream_get_state(stream)
+            if state == PA_STREAM_READY { break }
+            if PA_STREAM_IS_GOOD(state) == 0 {
+                throw CaptureError(.audioUnavailable, "cannot record from \(device ?? "the default source") (\(Self.errorText(context)))")
+            }
+            pa_threaded_mainloop_wait(mainloop)
+        }
     }
 
-    deinit { pa_simple_free(stream) }
-
-    /// Fills `samples` (interleaved) completely.
-    func read(into samples: inout [Float]) throws(CaptureError) {
-        var error: Int32 = 0
-        let status = samples.withUnsafeMutableBytes { raw in
-            pa_simple_read(stream, raw.baseAddress, raw.count, &error)
+    deinit {
+        pa_threaded_mainloop_lock(mainloop)
+        if let stream {
+            pa_stream_set_read_callback(stream, nil, nil)
+            pa_stream_set_state_callback(stream, nil, nil)
+            pa_stream_disconnect(stream)
+            pa_stream_unref(stream)
         }
-        if status < 0 {
-            throw CaptureError(.audioFailed, "audio capture failed: \(String(cString: pa_strerror(error)))")
-        }
+        pa_context_set_state_callback(context, nil, nil)
+        pa_context_disconnect(context)
+        pa_threaded_mainloop_unlock(mainloop)
+        pa_threaded_mainloop_stop(mainloop)
+        pa_context_unref(context)
+        pa_threaded_mainloop_free(mainloop)
     }
 
-    /// How long ago the next sample to be read was captured, in nanoseconds.
-    func latency() -> Int64 {
-        var error: Int32 = 0
-        let microseconds = pa_simple_get_latency(stream, &error)
-        return microseconds == UInt64.max ? 0 : Int64(microseconds) * 1000
+    /// Fills `samples` (interleaved) completely; returns when the first of them was captured
+    /// on the monotonic clock (for a monitor source: when the sink plays it, which can be
+    /// a little in the future). Nil while the server has not sent timing yet.
+    func read(into samples: inout [Float]) throws(CaptureError) -> Int64? {
+        pa_threaded_mainloop_lock(mainloop)
+        defer { pa_threaded_mainloop_unlock(mainloop) }
+        let wanted = samples.count * MemoryLayout<Float>.size
+        var filled = 0
+        var captured: Int64?
+        while filled < wanted {
+            guard let stream, PA_STREAM_IS_GOOD(pa_stream_get_state(stream)) != 0,
+                  PA_CONTEXT_IS_GOOD(pa_context_get_state(context)) != 0 else {
+                throw CaptureError(.audioFailed, "audio capture failed: the audio server went away")
+            }
+            var data: UnsafeRawPointer?
+            var length = 0
+            guard pa_stream_peek(stream, &data, &length) >= 0 else {
+                throw CaptureError(.audioFailed, "audio capture failed (\(Self.errorText(context)))")
+            }
+            if length == 0 {
+                pa_threaded_mainloop_wait(mainloop)
+                continue
+            }
+            if filled == 0 {
+                // The latency dates the sample at the read index: the next byte of this fragment.
+                var microseconds: pa_usec_t = 0
+                var negative: Int32 = 0
+                if pa_stream_get_latency(stream, &microseconds, &negative) >= 0 {
+                    let offset = Int64(fragmentOffset / (channels * MemoryLayout<Float>.size)) * 1_000_000_000 / Int64(sampleRate)
+                    let latency = Int64(microseconds) * 1000
+                    captured = MonotonicClock.nanoseconds() - (negative != 0 ? -latency : latency) + offset
+                }
+            }
+            let count = min(length - fragmentOffset, wanted - filled)
+            samples.withUnsafeMutableBytes { raw in
+                if let data {
+                    raw.baseAddress!.advanced(by: filled).copyMemory(from: data.advanced(by: fragmentOffset), byteCount: count)
+                } else {
+                    // A hole in the stream: the server lost data; it is silence to us.
+                    raw.baseAddress!.advanced(by: filled).initializeMemory(as: UInt8.self, repeating: 0, count: count)
+                }
+            }
+            filled += count
+            fragmentOffset += count
+            if fragmentOffset == length {
+                pa_stream_drop(stream)
+                fragmentOffset = 0
+            }
+        }
+        return captured
+    }
+
+    private static func errorText(_ context: OpaquePointer) -> String {
+        String(cString: pa_strerror(pa_context_errno(context)))
     }
 }

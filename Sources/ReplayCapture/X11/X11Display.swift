@@ -24,12 +24,13 @@ final class X11Display {
 
     init(name: String?) throws(CaptureError) {
         var screenNumber: Int32 = 0
+        let shownName = name ?? getenv("DISPLAY").map { String(cString: $0) } ?? "(DISPLAY is not set)"
         guard let connection = xcb_connect(name, &screenNumber) else {
-            throw CaptureError(.noDisplay, "cannot connect to X display \(name ?? "(DISPLAY unset)")")
+            throw CaptureError(.noDisplay, "cannot connect to X display \(shownName)")
         }
         if xcb_connection_has_error(connection) != 0 {
             xcb_disconnect(connection)
-            throw CaptureError(.noDisplay, "cannot connect to X display \(name ?? "(DISPLAY unset)"): is an X server running there?")
+            throw CaptureError(.noDisplay, "cannot connect to X display \(shownName): is an X server running there?")
         }
         self.connection = connection
 
@@ -37,7 +38,7 @@ final class X11Display {
         for _ in 0..<screenNumber { xcb_screen_next(&roots) }
         guard let screen = roots.data else {
             xcb_disconnect(connection)
-            throw CaptureError(.noDisplay, "X display \(name ?? "") has no screen \(screenNumber)")
+            throw CaptureError(.noDisplay, "X display \(shownName) has no screen \(screenNumber)")
         }
         root = screen.pointee.root
         width = Int(screen.pointee.width_in_pixels)

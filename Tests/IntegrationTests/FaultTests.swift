@@ -1,0 +1,169 @@
+import Foundation
+import ReplayIPC
+import ReplaySystem
+import ReplayTesting
+import ReplayVirtualDesktop
+import Testing
+
+extension IntegrationTests {
+    @Suite struct Faults {
+        @Test func killingTheDaemonMidRecordingLeavesAPlayableMovie() throws {
+            let fixture = try ReplayFixture()
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let recording = try fixture.startReplay(["record", "--duration", "20"])
+            Thread.sleep(forTimeInterval: 10)
+            let daemon = try #require(fixture.daemon)
+            daemon.signal(SIGKILL)
+            daemon.wait()
+            let cli = recording.finish(timeout: 10)
+            #expect(cli.status != 0, "\(cli)")
+            #expect(cli.stderr.contains("ended without a result"), "\(cli)")
+
+            let movie = try #require(fixture.storedMovies().first)
+            let probe = try MediaProbe(movie)
+            #expect((probe.video?.packets ?? 0) >= 8 * 30 * 95 / 100, "video packets \(probe.video?.packets ?? 0)")
+            #expect((probe.video?.duration ?? probe.duration ?? 0) >= 8)
+            #expect((probe.audio.first?.duration ?? 0) >= 8, "audio \(probe.audio.first?.duration ?? 0)")
+
+            // A new daemon reports it as interrupted and can still export it.
+            try fixture.startDaemon()
+            let listed = try fixture.replay(["recordings", "list", "--json"])
+            #expect(listed.stdout.contains("\"interrupted\""), "\(listed)")
+        }
+
+        @Test func sigtermStopsTheDaemonCleanlyAndKeepsTheRecording() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let recording = try fixture.startReplay(["record", "--duration", "30", "--json"])
+            Thread.sleep(forTimeInterval: 3)
+            let daemon = try #require(fixture.daemon)
+            daemon.signal(SIGTERM)
+            #expect(daemon.wait(timeout: 15) == 0, "daemon log: \(fixture.daemonLog)")
+            let cli = recording.finish(timeout: 10)
+            #expect(cli.status == 0, "\(cli)")
+            #expect(!FileManager.default.fileExists(atPath: fixture.socket))
+            let movie = try #require(fixture.storedMovies().first)
+            let duration = try MediaProbe(movie).duration ?? 0
+            #expect(duration > 2 && duration < 6, "duration \(duration)")
+        }
+
+        @Test func interruptingTheCLIStopsTheRecordingAndKeepsIt() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let recording = try fixture.startReplay(["record", "--json"])
+            Thread.sleep(forTimeInterval: 3)
+            recording.process.signal(SIGINT)
+            let cli = recording.finish(timeout: 15)
+            #expect(cli.status == 0, "\(cli)")
+            let summary = try #require(try JSONSerialization.jsonObject(with: Data(cli.stdout.utf8)) as? [String: Any])
+            let duration = summary["duration"] as? Double ?? 0
+            #expect(duration > 2 && duration < 6, "\(cli)")
+            #expect(try MediaProbe(try #require(fixture.storedMovies().first)).video?.codec == "h264")
+        }
+
+        @Test func unknownOptionsAreRefusedWithAMessage() throws {
+            let fixture = try ReplayFixture(desktop: nil)
+            defer { fixture.stop() }
+            let result = try fixture.replay(["record", "--frobnicate"])
+            #expect(result.status != 0)
+            #expect(result.stderr.contains("Unknown option '--frobnicate'"), "\(result)")
+            let badFPS = try fixture.replay(["record", "--fps", "0"])
+            #expect(badFPS.status != 0 && badFPS.stderr.contains("--fps"), "\(badFPS)")
+        }
+
+        @Test func noXServerIsAClearError() throws {
+            let fixture = try ReplayFixture(desktop: nil)
+            defer { fixture.stop() }
+            try fixture.startDaemon(environment: ["DISPLAY": ":231"])
+            let result = try fixture.replay(["record", "--duration", "2"], environment: ["DISPLAY": ":231"])
+            #expect(result.status != 0)
+            #expect(result.stderr.contains("cannot connect to X display :231"), "\(result)")
+            #expect(fixture.storedMovies().isEmpty)
+            // The daemon is still there for the next client.
+            #expect(try fixture.replay(["status"]).status == 0)
+        }
+
+        @Test func noAudioServerRecordsVideoOnlyWithAWarning() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, audio: false))
+            defer { fixture.stop() }
+            try fixture.startDaemon(environment: ["PULSE_SERVER": "unix:\(fixture.file("no-pulse").path)"])
+            let movie = fixture.file("silent.mp4")
+            let result = try fixture.replay(["record", "--duration", "2", "--output", movie.path])
+            #expect(result.status == 0, "\(result)")
+            #expect(result.stderr.contains("warning: app audio not recorded: no audio server"), "\(result)")
+            let probe = try MediaProbe(movie)
+            #expect(probe.video?.codec == "h264")
+            #expect(probe.audio.isEmpty)
+        }
+
+        @Test func aFullDiskEndsTheRecordingWithAnErrorAndKeepsWhatWasWritten() throws {
+            let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("ork-full-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
+            let mount = try Command.run("/bin/mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mountPoint.path])
+            try #require(mount.status == 0, "this test needs root to mount a small tmpfs: \(mount)")
+            defer {
+                _ = try? Command.run("/bin/umount", [mountPoint.path])
+                try? FileManager.default.removeItem(at: mountPoint)
+            }
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 1280, height: 720),
+                                            storeDirectory: mountPoint.appendingPathComponent("store"))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let result = try fixture.replay(["record", "--duration", "30", "--bitrate", "4000", "--json"])
+            #expect(result.status != 0, "\(result)")
+            #expect(result.stderr.contains("No space left on device"), "\(result)")
+
+            let movie = try #require(fixture.storedMovies().first)
+            let probe = try MediaProbe(movie)
+            #expect(probe.video?.codec == "h264")
+            #expect((probe.video?.packets ?? 0) >= 30, "kept \(probe.video?.packets ?? 0) frames")
+            // ffmpeg decodes what was kept without errors.
+            let decode = try Command.run(Command.which("ffmpeg"), ["-v", "error", "-i", movie.path, "-fps_mode", "passthrough", "-f", "null", "-"])
+            #expect(decode.status == 0 && decode.stderr.isEmpty, "\(decode)")
+        }
+
+        @Test func malformedRequestsAreRejectedAndTheDaemonCarriesOn() throws {
+            let fixture = try ReplayFixture(desktop: nil)
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+
+            // A header announcing far more than the request limit.
+            let oversized = try UnixSocket.connect(path: fixture.socket)
+            let oversizedReply = try exchange(oversized, bytes: [0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0])
+            #expect(oversizedReply.contains("malformedRequest"), "\(oversizedReply)")
+
+            // Valid framing around something that is not a request.
+            let json = Array(#"{"launchMissiles":{}}"#.utf8)
+            let unknown = try UnixSocket.connect(path: fixture.socket)
+            let unknownReply = try exchange(unknown, bytes: FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: 0) + json)
+            #expect(unknownReply.contains("malformedRequest"), "\(unknownReply)")
+
+            // Out-of-range options are refused too.
+            let request = try JSONEncoder().encode(ClientRequest.startRecording(RecordingOptions(duration: -5, fps: 10_000)))
+            let invalid = try UnixSocket.connect(path: fixture.socket)
+            let invalidReply = try exchange(invalid, bytes: FrameCodec.encodeHeader(jsonLength: request.count, bodyLength: 0) + [UInt8](request))
+            #expect(invalidReply.contains("fps must be between"), "\(invalidReply)")
+
+            #expect(fixture.daemon?.isRunning == true)
+            #expect(try fixture.replay(["status"]).status == 0)
+        }
+
+        /// Sends raw bytes and returns everything the daemon answers until it closes the connection.
+        private func exchange(_ fd: Int32, bytes: [UInt8]) throws -> String {
+            defer { close(fd) }
+            _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            shutdown(fd, Int32(SHUT_WR))
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if count <= 0 { break }
+                received += buffer[..<count]
+            }
+            return String(decoding: received, as: UTF8.self)
+        }
+    }
+}

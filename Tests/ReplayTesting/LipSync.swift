@@ -1,0 +1,75 @@
+public import Foundation
+
+/// Measures lip sync in a recording of the demo scene: finds each flash (the first frame
+/// whose mean brightness jumps) and each beep (the first millisecond whose energy jumps),
+/// pairs them, and reports audio-minus-video offsets.
+public struct LipSync: Sendable {
+    public let flashes: [Double]
+    public let beeps: [Double]
+    /// Audio minus video, in milliseconds, one per flash that has a beep within 0.4 s.
+    public let offsets: [Double]
+
+    public var maxAbsoluteOffset: Double { offsets.map(abs).max() ?? .infinity }
+    /// How far the offset moved from the first pair to the last.
+    public var drift: Double { (offsets.last ?? 0) - (offsets.first ?? 0) }
+
+    public init(_ file: URL) throws {
+        flashes = try Self.flashTimes(file)
+        beeps = try Self.beepTimes(file)
+        var offsets: [Double] = []
+        for flash in flashes {
+            if let beep = beeps.min(by: { abs($0 - flash) < abs($1 - flash) }), abs(beep - flash) < 0.4 {
+                offsets.append((beep - flash) * 1000)
+            }
+        }
+        self.offsets = offsets
+    }
+
+    private static func flashTimes(_ file: URL) throws -> [Double] {
+        // Presentation times from the packets (no B-frames, so packet order is display order).
+        let times = try Command.run(Command.which("ffprobe"), [
+            "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", file.path,
+        ]).stdout.split(whereSeparator: \.isNewline).compactMap { Double($0.split(separator: ",")[0]) }.sorted()
+        let raw = try decode(file, ["-map", "0:v:0", "-vf", "scale=32:18", "-fps_mode", "passthrough",
+                                    "-pix_fmt", "gray", "-f", "rawvideo"])
+        let pixels = 32 * 18
+        let brightness = stride(from: 0, to: raw.count - pixels + 1, by: pixels).map { start in
+            Double(raw[start..<start + pixels].reduce(0) { $0 + Int($1) }) / Double(pixels)
+        }
+        var onsets: [Double] = []
+        for index in 1..<min(brightness.count, times.count)
+        where brightness[index] - brightness[index - 1] > 60 && brightness[index] > 150 {
+            onsets.append(times[index])
+        }
+        return onsets
+    }
+
+    private static func beepTimes(_ file: URL) throws -> [Double] {
+        let start = try Command.run(Command.which("ffprobe"), [
+            "-v", "error", "-select_streams", "a:0", "-show_entries", "stream=start_time", "-of", "csv=p=0", file.path,
+        ]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let origin = Double(start) ?? 0
+        let raw = try decode(file, ["-map", "0:a:0", "-ac", "1", "-ar", "48000", "-f", "f32le"])
+        let samples = raw.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        let window = 48
+        let energy = stride(from: 0, to: samples.count - window + 1, by: window).map { start in
+            (samples[start..<start + window].reduce(0) { $0 + Double($1 * $1) } / Double(window)).squareRoot()
+        }
+        guard let peak = energy.max(), peak > 0 else { return [] }
+        let threshold = max(peak * 0.25, 1e-3)
+        var onsets: [Double] = []
+        for index in 1..<energy.count where energy[index] >= threshold && energy[index - 1] < threshold {
+            let time = origin + Double(index) / 1000
+            if time - (onsets.last ?? -1) > 0.3 { onsets.append(time) }
+        }
+        return onsets
+    }
+
+    private static func decode(_ file: URL, _ arguments: [String]) throws -> Data {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("decode-\(UUID().uuidString).raw")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let result = try Command.run(Command.which("ffmpeg"), ["-v", "error", "-i", file.path] + arguments + ["-y", output.path])
+        guard result.status == 0 else { throw MediaProbe.Failure(description: "ffmpeg cannot decode \(file.path): \(result.stderr)") }
+        return try Data(contentsOf: output)
+    }
+}

@@ -1,0 +1,43 @@
+public import Foundation
+
+/// What ffprobe says of a movie: an independent check of what we wrote.
+public struct MediaProbe: Sendable {
+    public struct Stream: Sendable {
+        public let type: String
+        public let codec: String
+        public let width: Int?
+        public let height: Int?
+        public let duration: Double?
+        public let packets: Int?
+        public let title: String?
+    }
+
+    public let streams: [Stream]
+    public let duration: Double?
+
+    public var video: Stream? { streams.first { $0.type == "video" } }
+    public var audio: [Stream] { streams.filter { $0.type == "audio" } }
+
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Probes `file`, counting packets (so frames are counted without decoding).
+    public init(_ file: URL) throws {
+        let result = try Command.run(Command.which("ffprobe"), [
+            "-v", "error", "-count_packets", "-print_format", "json", "-show_streams", "-show_format", file.path,
+        ])
+        guard result.status == 0, let data = result.stdout.data(using: .utf8),
+              let root = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+            throw Failure(description: "ffprobe cannot read \(file.path): \(result.stderr)")
+        }
+        func number(_ value: Any?) -> Double? { (value as? String).flatMap(Double.init) ?? (value as? Double) }
+        streams = ((root["streams"] as? [[String: Any]]) ?? []).map { stream in
+            Stream(type: stream["codec_type"] as? String ?? "", codec: stream["codec_name"] as? String ?? "",
+                   width: stream["width"] as? Int, height: stream["height"] as? Int,
+                   duration: number(stream["duration"]), packets: (stream["nb_read_packets"] as? String).flatMap(Int.init),
+                   title: (stream["tags"] as? [String: Any])?["title"] as? String)
+        }
+        duration = number((root["format"] as? [String: Any])?["duration"])
+    }
+}

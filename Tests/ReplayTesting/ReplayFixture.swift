@@ -1,0 +1,82 @@
+public import Foundation
+public import ReplaySystem
+public import ReplayVirtualDesktop
+
+/// The one shared fixture for integration tests: a virtual desktop (Xvfb, PulseAudio with a
+/// null sink, the demo scene) on a free display, a private replayd on its own socket and
+/// store, and helpers to run the `replay` CLI against them. `stop()` ends all of it.
+public final class ReplayFixture: @unchecked Sendable {
+    // @unchecked: `daemon` is only replaced by the test that owns the fixture.
+    public let desktop: VirtualDesktop?
+    public let directory: URL
+    public let socket: String
+    public let store: URL
+    public private(set) var daemon: ChildProcess?
+
+    public static let replay = VirtualDesktop.siblingExecutable("replay").path
+    public static let replayd = VirtualDesktop.siblingExecutable("replayd").path
+
+    /// - Parameter desktop: the desktop to start, or nil for none (to test "no X server").
+    public init(desktop: VirtualDesktop.Options? = VirtualDesktop.Options(), storeDirectory: URL? = nil) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("ork-test-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        socket = directory.appendingPathComponent("replayd.sock").path
+        store = storeDirectory ?? directory.appendingPathComponent("store")
+        self.desktop = try desktop.map { try VirtualDesktop.start($0) }
+    }
+
+    /// DISPLAY and PULSE_SERVER of the desktop, plus `overrides`.
+    public func environment(_ overrides: [String: String] = [:]) -> [String: String] {
+        var environment = desktop?.environment ?? [:]
+        environment["XDG_RUNTIME_DIR"] = directory.path
+        environment["XDG_DATA_HOME"] = directory.appendingPathComponent("data").path
+        for (key, value) in overrides { environment[key] = value }
+        return environment
+    }
+
+    /// Starts replayd on the fixture's socket and store and waits until it answers.
+    public func startDaemon(environment overrides: [String: String] = [:]) throws {
+        let log = open(directory.appendingPathComponent("replayd.log").path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        defer { close(log) }
+        let daemon = try ChildProcess(
+            path: Self.replayd, arguments: ["--socket", socket, "--store", store.path],
+            environment: ChildProcess.environment(adding: environment(overrides)), stdout: .descriptor(log), stderr: .descriptor(log))
+        self.daemon = daemon
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if FileManager.default.fileExists(atPath: socket) { return }
+            guard daemon.isRunning else { break }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        throw VirtualDesktop.StartError(description: "replayd did not start; its log:\n\(daemonLog)")
+    }
+
+    public var daemonLog: String {
+        (try? String(contentsOf: directory.appendingPathComponent("replayd.log"), encoding: .utf8)) ?? ""
+    }
+
+    /// Runs `replay ARGUMENTS --socket SOCKET` to completion.
+    public func replay(_ arguments: [String], environment overrides: [String: String] = [:], timeout: Double = 120) throws -> CommandResult {
+        try Command.run(Self.replay, arguments + ["--socket", socket], environment: environment(overrides), timeout: timeout)
+    }
+
+    /// Starts `replay ARGUMENTS --socket SOCKET` in the background.
+    public func startReplay(_ arguments: [String], environment overrides: [String: String] = [:]) throws -> RunningCommand {
+        try Command.start(Self.replay, arguments + ["--socket", socket], environment: environment(overrides))
+    }
+
+    /// The movie files in the store.
+    public func storedMovies() -> [URL] {
+        ((try? FileManager.default.contentsOfDirectory(at: store, includingPropertiesForKeys: nil)) ?? [])
+            .filter { $0.pathExtension == "mp4" }
+    }
+
+    public func file(_ name: String) -> URL { directory.appendingPathComponent(name) }
+
+    /// Stops the daemon and the desktop and removes every file the fixture made.
+    public func stop() {
+        daemon?.terminate(grace: 10)
+        desktop?.stop()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
