@@ -129,7 +129,8 @@ public final class MovieWriter {
         let status = avcodec_parameters_from_context(stream.pointee.codecpar, codec)
         guard status >= 0 else { throw CodecError(.muxerFailed, "cannot describe a track", status: status) }
         stream.pointee.time_base = codec.pointee.time_base
-        if let title { av_dict_set(&stream.pointee.metadata, "title", title, 0) }
+        // MP4 names a track in its handler box.
+        if let title { av_dict_set(&stream.pointee.metadata, "handler_name", title, 0) }
         return stream.pointee.index
     }
 

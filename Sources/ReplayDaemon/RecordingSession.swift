@@ -16,7 +16,8 @@ final class RecordingSession: Sendable {
     private let store: RecordingStore
     private let displayName: String?
     private let logger: Logger
-    private let queue = BoundedQueue<SampleBuffer>(capacity: 24)
+    // About a quarter of a second of video: enough to ride out a slow frame, small enough to bound memory.
+    private let queue = BoundedQueue<SampleBuffer>(capacity: 8)
     private let stopFlag = StopFlag()
     private let state = Mutex(State())
     private let finished = DispatchSemaphore(value: 0)

@@ -36,7 +36,7 @@ public struct MediaProbe: Sendable {
             Stream(type: stream["codec_type"] as? String ?? "", codec: stream["codec_name"] as? String ?? "",
                    width: stream["width"] as? Int, height: stream["height"] as? Int,
                    duration: number(stream["duration"]), packets: (stream["nb_read_packets"] as? String).flatMap(Int.init),
-                   title: (stream["tags"] as? [String: Any])?["title"] as? String)
+                   title: (stream["tags"] as? [String: Any])?["handler_name"] as? String)
         }
         duration = number((root["format"] as? [String: Any])?["duration"])
     }

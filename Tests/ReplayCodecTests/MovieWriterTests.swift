@@ -1,0 +1,71 @@
+import Foundation
+import ReplayCodec
+import ReplayMedia
+import ReplayTesting
+import Testing
+
+@Suite struct MovieWriterTests {
+    func frame(_ index: Int, width: Int = 320, height: Int = 240) -> PixelBuffer {
+        var pixels = PixelBuffer(width: width, height: height)
+        for y in 0..<height { for x in 0..<width { pixels.data[y * width + x] = UInt8((x + y + index * 4) & 0xff) } }
+        return pixels
+    }
+
+    @Test func writesAFragmentedMP4ThatFFprobeReads() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("writer-\(UUID().uuidString).mp4")
+        defer { try? FileManager.default.removeItem(at: path) }
+        let writer = try MovieWriter(path: path.path, format: MovieFormat(width: 320, height: 240, fps: 30, audioSources: [.app, .microphone]))
+        for index in 0..<90 {
+            try writer.append(VideoSample(time: .zero, pixels: frame(index)), at: MediaTime(seconds: Double(index) / 30))
+        }
+        let tone = (0..<48_000 * 3).flatMap { index -> [Float] in
+            let value = Float(sin(Double(index) * 2 * .pi * 440 / 48_000) * 0.3)
+            return [value, value]
+        }
+        try writer.append(audio: tone, source: .app)
+        try writer.append(audio: [Float](repeating: 0, count: 48_000 * 3 * 2), source: .microphone)
+        try writer.finish()
+
+        let probe = try MediaProbe(path)
+        #expect(probe.video?.codec == "h264" && probe.video?.width == 320 && probe.video?.height == 240)
+        #expect(probe.video?.packets == 90)
+        #expect(probe.audio.count == 2)
+        #expect(probe.audio.map(\.title) == ["app audio", "microphone"])
+        #expect(abs((probe.duration ?? 0) - 3) < 0.1)
+        // Fragmented: a moof for (at least) every second.
+        let bytes = try Data(contentsOf: path)
+        let moof = Data("moof".utf8)
+        var count = 0
+        var range = bytes.startIndex..<bytes.endIndex
+        while let found = bytes.range(of: moof, in: range) {
+            count += 1
+            range = found.upperBound..<bytes.endIndex
+        }
+        #expect(count >= 3)
+    }
+
+    @Test func aDeviceWithNoSpaceIsAWriteFailure() {
+        do {
+            let writer = try MovieWriter(path: "/dev/full", format: MovieFormat(width: 64, height: 64, fps: 30, audioSources: []))
+            for index in 0..<120 {
+                try writer.append(VideoSample(time: .zero, pixels: frame(index, width: 64, height: 64)),
+                                  at: MediaTime(seconds: Double(index) / 30))
+            }
+            try writer.finish()
+            Issue.record("writing a movie to /dev/full succeeded")
+        } catch let error as CodecError {
+            #expect(error.code == .writeFailed)
+            #expect(error.message.contains("No space left on device"), "\(error)")
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+    }
+
+    @Test func aMissingDirectoryIsAClearError() {
+        #expect {
+            _ = try MovieWriter(path: "/nonexistent/dir/movie.mp4", format: MovieFormat(width: 64, height: 64, fps: 30, audioSources: []))
+        } throws: { error in
+            (error as? CodecError)?.code == .writeFailed && "\(error)".contains("No such file or directory")
+        }
+    }
+}

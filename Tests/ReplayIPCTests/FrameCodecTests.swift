@@ -1,0 +1,74 @@
+import Foundation
+import ReplayIPC
+import ReplaySystem
+import Testing
+
+@Suite struct FrameCodecTests {
+    @Test func headersRoundTrip() throws {
+        let header = FrameCodec.encodeHeader(jsonLength: 300, bodyLength: 70_000)
+        let lengths = try FrameCodec.decodeHeader(header, limits: .events)
+        #expect(lengths.json == 300 && lengths.body == 70_000)
+    }
+
+    @Test func oversizedAndEmptyMessagesAreRefusedBeforeAnyAllocation() {
+        #expect(throws: ProtocolError.tooLarge(0x7fff_ffff, limit: 64 * 1024)) {
+            try FrameCodec.decodeHeader([0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0], limits: .requests)
+        }
+        #expect(throws: ProtocolError.tooLarge(1, limit: 0)) {
+            try FrameCodec.decodeHeader([0, 0, 0, 2, 0, 0, 0, 1], limits: .requests)
+        }
+        #expect(throws: ProtocolError.emptyMessage) {
+            try FrameCodec.decodeHeader([0, 0, 0, 0, 0, 0, 0, 0], limits: .requests)
+        }
+        #expect(throws: ProtocolError.truncated) {
+            try FrameCodec.decodeHeader([0, 0, 1], limits: .requests)
+        }
+    }
+
+    @Test func requestsAndEventsSurviveTheWire() throws {
+        let (client, server) = try socketPair()
+        let request = ClientRequest.startRecording(RecordingOptions(duration: 12.5, fps: 60, microphone: true))
+        try client.send(request)
+        let received = try #require(try server.receive(ClientRequest.self))
+        #expect(received.message == request)
+
+        try server.send(DaemonEvent.exportChunk, body: [1, 2, 3])
+        let event = try #require(try client.receive(DaemonEvent.self))
+        #expect(event.message == .exportChunk && event.body == [1, 2, 3])
+    }
+
+    @Test func garbageIsAMalformedMessageAndAClosedPeerIsNil() throws {
+        let (raw, server) = try socketPair(rawClient: true)
+        let junk = Array("not json at all".utf8)
+        let frame = FrameCodec.encodeHeader(jsonLength: junk.count, bodyLength: 0) + junk
+        _ = frame.withUnsafeBytes { send(raw.fd, $0.baseAddress, $0.count, 0) }
+        #expect(throws: ProtocolError.self) { try server.receive(ClientRequest.self) }
+
+        let (other, listener) = try socketPair(rawClient: true)
+        close(other.fd)
+        #expect(try listener.receive(ClientRequest.self) == nil)
+    }
+
+    @Test func aMessageCutShortIsTruncated() throws {
+        let (raw, server) = try socketPair(rawClient: true)
+        let frame = FrameCodec.encodeHeader(jsonLength: 100, bodyLength: 0) + Array("{\"sta".utf8)
+        _ = frame.withUnsafeBytes { send(raw.fd, $0.baseAddress, $0.count, 0) }
+        shutdown(raw.fd, Int32(SHUT_WR))
+        #expect(throws: ProtocolError.truncated) { try server.receive(ClientRequest.self) }
+        close(raw.fd)
+    }
+
+    struct RawEnd { let fd: Int32 }
+
+    private func socketPair() throws -> (MessageChannel, MessageChannel) {
+        var fds: [Int32] = [0, 0]
+        try syscall("socketpair") { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) }
+        return (MessageChannel(fd: fds[0], limits: .events), MessageChannel(fd: fds[1], limits: .requests))
+    }
+
+    private func socketPair(rawClient: Bool) throws -> (RawEnd, MessageChannel) {
+        var fds: [Int32] = [0, 0]
+        try syscall("socketpair") { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) }
+        return (RawEnd(fd: fds[0]), MessageChannel(fd: fds[1], limits: .requests))
+    }
+}

@@ -1,0 +1,34 @@
+import ReplayMedia
+import Testing
+
+@Suite struct MediaTimeTests {
+    @Test func convertsToTimescalesRoundingToTheNearestUnit() {
+        #expect(MediaTime(nanoseconds: 1_000_000_000).value(timescale: 90_000) == 90_000)
+        #expect(MediaTime(nanoseconds: 5_555).value(timescale: 90_000) == 0)
+        #expect(MediaTime(nanoseconds: 5_556).value(timescale: 90_000) == 1)
+        #expect(MediaTime(nanoseconds: -1_000_000_000).value(timescale: 48_000) == -48_000)
+        #expect(MediaTime(seconds: 3_600.5).value(timescale: 1000) == 3_600_500)
+    }
+
+    @Test func sampleIndexesMapToTime() {
+        #expect(MediaTime.samples(48_000, rate: 48_000) == MediaTime(nanoseconds: 1_000_000_000))
+        #expect(MediaTime.samples(1024, rate: 48_000).nanoseconds == 21_333_333)
+        #expect(MediaTime.samples(1024, rate: 44_100).nanoseconds == 23_219_954)
+    }
+
+    @Test func audioBufferDurationFollowsItsFrames() {
+        let buffer = AudioBuffer(source: .app, time: .zero, sampleRate: 48_000, channels: 2,
+                                 samples: [Float](repeating: 0, count: 960))
+        #expect(buffer.frameCount == 480)
+        #expect(buffer.duration == MediaTime(nanoseconds: 10_000_000))
+    }
+
+    @Test func pixelBuffersAreEvenAndPlanar() {
+        let size = evenSize(width: 1921, height: 1081)
+        #expect(size.width == 1920 && size.height == 1080)
+        let buffer = PixelBuffer(width: 4, height: 2)
+        #expect(buffer.data.count == 8 + 2 + 2)
+        #expect(buffer.offset(ofPlane: 1) == 8 && buffer.offset(ofPlane: 2) == 10)
+        #expect(buffer.stride(ofPlane: 2) == 2 && buffer.height(ofPlane: 1) == 1)
+    }
+}
