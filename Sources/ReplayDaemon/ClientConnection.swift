@@ -48,7 +48,7 @@ struct ClientConnection {
                 try channel.send(DaemonEvent.error(code: .malformedRequest, message: problem))
                 return
             }
-            guard recording == nil else {
+            guard recording?.isFinished ?? true else {
                 try channel.send(DaemonEvent.error(code: .busy, message: "this connection is already recording"))
                 return
             }
@@ -126,13 +126,12 @@ struct ClientConnection {
     }
 
     private func export(id: String) throws {
-        guard let info = daemon.store.info(id: id), let path = daemon.store.moviePath(id: id),
+        guard daemon.store.info(id: id) != nil, let path = daemon.store.moviePath(id: id),
               let handle = FileHandle(forReadingAtPath: path.path) else {
             try channel.send(DaemonEvent.error(code: .notFound, message: "no recording with id '\(id)'"))
             return
         }
         defer { try? handle.close() }
-        _ = info
         let size = daemon.store.fileSize(id: id)
         try channel.send(DaemonEvent.exportBegin(size: size))
         while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {

@@ -87,6 +87,11 @@ public final class Daemon: Sendable {
         for session in sessions { session.stop() }
         for session in sessions { _ = session.waitUntilFinished() }
         unlink(configuration.socketPath)
+        // Give each recording's client a moment to receive its summary and hang up.
+        let deadline = MonotonicClock.nanoseconds() + 2_000_000_000
+        while !sessions.isEmpty && state.withLock({ $0.connections > 0 }) && MonotonicClock.nanoseconds() < deadline {
+            Thread.sleep(forTimeInterval: 0.02)
+        }
         Glibc.shutdown(listener, Int32(SHUT_RDWR))
     }
 

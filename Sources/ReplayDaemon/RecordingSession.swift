@@ -49,6 +49,8 @@ final class RecordingSession: Sendable {
     func start() throws -> RecordingStarted {
         let options = self.options
         let screenReady = DispatchSemaphore(value: 0)
+        // Capture waits for the writer to exist, so no frame is taken before the recording's origin.
+        let begin = DispatchSemaphore(value: 0)
         let screenResult = Mutex<Result<(Int, Int), CaptureError>?>(nil)
         let queue = self.queue, stopFlag = self.stopFlag, displayName = self.displayName
 
@@ -66,6 +68,7 @@ final class RecordingSession: Sendable {
                 return
             }
             screenReady.signal()
+            begin.wait()
             do throws(CaptureError) {
                 try capture.run(output: queue, stop: stopFlag)
             } catch {
@@ -103,6 +106,7 @@ final class RecordingSession: Sendable {
                 keyframeInterval: options.video.keyframeInterval, audioSources: audioSources))
         } catch {
             stopFlag.raise()
+            begin.signal()
             try? FileManager.default.removeItem(at: path)
             throw error
         }
@@ -114,6 +118,7 @@ final class RecordingSession: Sendable {
             $0.height = size.1
         }
         store.save(info())
+        begin.signal()
 
         for capture in audioCaptures {
             producers.enter()
@@ -147,6 +152,8 @@ final class RecordingSession: Sendable {
         }
         stopFlag.raise()
     }
+
+    var isFinished: Bool { state.withLock { $0.summary != nil } }
 
     /// Blocks until the movie is closed.
     func waitUntilFinished() -> RecordingSummary {

@@ -114,11 +114,14 @@ struct Exporter {
                     try handle.write(contentsOf: event.body)
                     written += Int64(event.body.count)
                 case .exportEnd:
+                    // A finished recording does not change; one still being written may grow.
+                    guard written >= size else {
+                        throw DaemonClient.Failure(description: "export ended after \(written) of \(size) bytes")
+                    }
                     try handle.synchronize()
                     _ = try? FileManager.default.removeItem(at: target)
                     try FileManager.default.moveItem(at: partial, to: target)
                     if !quiet { printError("Exported \(id) to \(path) (\(String(format: "%.1f", Double(written) / 1_000_000)) MB).") }
-                    _ = size
                     return
                 default:
                     throw DaemonClient.Failure(description: "unexpected reply from replayd during export")

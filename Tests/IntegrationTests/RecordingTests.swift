@@ -95,9 +95,9 @@ extension IntegrationTests {
             #expect(status.status == 0, "\(status)")
             #expect(status.stdout.contains("replayd pid"))
             // Stop the daemon the CLI started.
-            if let pid = status.stdout.split(separator: " ").dropFirst(2).first.flatMap({ Int32($0.trimmingCharacters(in: .punctuationCharacters)) }) {
-                kill(pid, SIGTERM)
-            }
+            let pid = try #require(status.stdout.split(separator: " ").dropFirst(2).first
+                .flatMap { Int32($0.trimmingCharacters(in: .punctuationCharacters)) }, "\(status)")
+            #expect(kill(pid, SIGTERM) == 0)
         }
     }
 }
