@@ -31,6 +31,7 @@ public final class ScreenCapture {
     private let options: Options
     private var image: SharedImage
     private let cursor: CursorOverlay
+    private let pool = PixelBufferPool()
     public private(set) var counters = Counters()
 
     /// The size of the frames delivered: the screen's, rounded down to even for 4:2:0.
@@ -67,11 +68,11 @@ public final class ScreenCapture {
                     try display.checkConnection()
                     throw CaptureError(.contentResized, "content resized: the screen changed size during the recording")
                 }
-                var pixels = PixelBuffer(width: frameSize.width, height: frameSize.height)
+                let pixels = pool.take(width: frameSize.width, height: frameSize.height)
                 if options.showCursor {
                     cursor.draw(into: image.pixels, width: image.width, height: image.height, bytesPerRow: image.bytesPerRow)
                 }
-                PixelConverter.convertBGRA(image.pixels, bytesPerRow: image.bytesPerRow, into: &pixels)
+                PixelConverter.convertBGRA(image.pixels, bytesPerRow: image.bytesPerRow, into: pixels)
                 lastDelivery = now
                 previous = pixels
                 deliver(.video(VideoSample(time: time, pixels: pixels)), to: output, repeated: false)

@@ -55,28 +55,35 @@ final class VideoEncoder {
 
     /// Encodes one picture shown at `pts` (1/90000 s); packets go to `emit`.
     func encode(_ pixels: PixelBuffer, pts: Int64, emit: (UnsafeMutablePointer<AVPacket>) throws(CodecError) -> Void) throws(CodecError) {
-        // x264 keeps references to its input, so each picture gets fresh, refcounted planes.
+        // The frame points at the picture's own memory (no copy); the reference the buffer
+        // holds keeps that memory alive for as long as FFmpeg wants it.
         av_frame_unref(frame)
         frame.pointee.format = AV_PIX_FMT_YUV420P.rawValue
         frame.pointee.width = Int32(pixels.width)
         frame.pointee.height = Int32(pixels.height)
-        var status = av_frame_get_buffer(frame, 0)
-        guard status >= 0 else { throw CodecError(.encoderFailed, "cannot allocate a video frame", status: status) }
-        for plane in 0..<3 {
-            let rows = pixels.height(ofPlane: plane), width = pixels.stride(ofPlane: plane)
-            let destinationStride = Int(withUnsafeBytes(of: frame.pointee.linesize) { $0.load(fromByteOffset: plane * 4, as: Int32.self) })
-            let destination = withUnsafeBytes(of: frame.pointee.data) { $0.load(fromByteOffset: plane * 8, as: UnsafeMutablePointer<UInt8>.self) }
-            let offset = pixels.offset(ofPlane: plane)
-            pixels.data.withUnsafeBufferPointer { source in
-                for row in 0..<rows {
-                    (destination + row * destinationStride).update(from: source.baseAddress! + offset + row * width, count: width)
+        let bytes = pixels.bytes
+        let owner = Unmanaged.passRetained(pixels.storage).toOpaque()
+        guard let buffer = av_buffer_create(
+            bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count,
+            { owner, _ in Unmanaged<PixelStorage>.fromOpaque(owner!).release() }, owner, AV_BUFFER_FLAG_READONLY)
+        else {
+            Unmanaged<PixelStorage>.fromOpaque(owner).release()
+            throw CodecError(.encoderFailed, "out of memory")
+        }
+        frame.pointee.buf.0 = buffer
+        withUnsafeMutableBytes(of: &frame.pointee.data) { data in
+            withUnsafeMutableBytes(of: &frame.pointee.linesize) { linesize in
+                for plane in 0..<3 {
+                    data.storeBytes(of: bytes.baseAddress! + pixels.offset(ofPlane: plane), toByteOffset: plane * 8,
+                                    as: UnsafeMutableRawPointer.self)
+                    linesize.storeBytes(of: Int32(pixels.stride(ofPlane: plane)), toByteOffset: plane * 4, as: Int32.self)
                 }
             }
         }
         let monotonicPTS = max(pts, lastPTS + 1)
         lastPTS = monotonicPTS
         frame.pointee.pts = monotonicPTS
-        status = avcodec_send_frame(context, frame)
+        let status = avcodec_send_frame(context, frame)
         guard status >= 0 else { throw CodecError(.encoderFailed, "H.264 encoding failed", status: status) }
         try drain(emit: emit)
     }

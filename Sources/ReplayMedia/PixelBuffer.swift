@@ -1,22 +1,44 @@
-/// A planar 4:2:0 picture (I420) in memory the buffer owns.
+/// Memory for one picture, at a stable address so C code (libyuv, the encoder) can use it
+/// without copies.
+///
+/// Written only by the producer before the picture is shared, read-only after that: a
+/// `PixelBuffer` is handed from thread to thread, never written by two at once.
+public final class PixelStorage: @unchecked Sendable {
+    // @unchecked: see above; the single-writer-then-readers hand-off is the synchronisation.
+    public let bytes: UnsafeMutableRawBufferPointer
+
+    public init(byteCount: Int) {
+        bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: byteCount, alignment: 64)
+    }
+
+    deinit { bytes.deallocate() }
+}
+
+/// A planar 4:2:0 picture (I420): Y, then U, then V, each tightly packed in one storage.
 ///
 /// Width and height are even: 4:2:0 chroma cannot describe an odd edge, so capture
 /// drops the last column or row of an odd-sized screen rather than inventing one.
 public struct PixelBuffer: Sendable {
     public let width: Int
     public let height: Int
-    /// Y, then U, then V, each tightly packed (stride equals the plane's width), in one allocation.
-    public var data: [UInt8]
+    public let storage: PixelStorage
 
+    /// A picture in fresh, uninitialised memory.
     public init(width: Int, height: Int) {
-        precondition(width > 0 && height > 0 && width % 2 == 0 && height % 2 == 0, "I420 needs even, positive sizes")
-        self.width = width
-        self.height = height
-        let chroma = (width / 2) * (height / 2)
-        data = [UInt8](repeating: 16, count: width * height) + [UInt8](repeating: 128, count: 2 * chroma)
+        self.init(width: width, height: height, storage: PixelStorage(byteCount: Self.byteCount(width: width, height: height)))
     }
 
-    /// Where plane 0 (Y), 1 (U) or 2 (V) starts in `data`.
+    init(width: Int, height: Int, storage: PixelStorage) {
+        precondition(width > 0 && height > 0 && width % 2 == 0 && height % 2 == 0, "I420 needs even, positive sizes")
+        precondition(storage.bytes.count >= Self.byteCount(width: width, height: height))
+        self.width = width
+        self.height = height
+        self.storage = storage
+    }
+
+    public static func byteCount(width: Int, height: Int) -> Int { width * height * 3 / 2 }
+
+    /// Where plane 0 (Y), 1 (U) or 2 (V) starts.
     public func offset(ofPlane plane: Int) -> Int {
         let luma = width * height
         return plane == 0 ? 0 : luma + (plane - 1) * (luma / 4)
@@ -24,6 +46,11 @@ public struct PixelBuffer: Sendable {
 
     public func stride(ofPlane plane: Int) -> Int { plane == 0 ? width : width / 2 }
     public func height(ofPlane plane: Int) -> Int { plane == 0 ? height : height / 2 }
+
+    /// The picture's bytes, all three planes.
+    public var bytes: UnsafeMutableRawBufferPointer {
+        UnsafeMutableRawBufferPointer(rebasing: storage.bytes[0..<Self.byteCount(width: width, height: height)])
+    }
 }
 
 /// The largest even size that fits in `width` x `height`.

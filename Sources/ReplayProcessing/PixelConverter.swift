@@ -6,18 +6,15 @@ public enum PixelConverter {
     /// Converts the top-left `destination.width` x `destination.height` pixels of a BGRA
     /// image; a wider or taller source (an odd edge) is cropped.
     public static func convertBGRA(
-        _ source: UnsafeRawPointer, bytesPerRow: Int, into destination: inout PixelBuffer
+        _ source: UnsafeRawPointer, bytesPerRow: Int, into destination: PixelBuffer
     ) {
         let width = destination.width, height = destination.height
         let yStride = destination.stride(ofPlane: 0), cStride = destination.stride(ofPlane: 1)
-        let u = destination.offset(ofPlane: 1), v = destination.offset(ofPlane: 2)
-        destination.data.withUnsafeMutableBufferPointer { planes in
-            let base = planes.baseAddress!
-            // libyuv's "ARGB" is B, G, R, A in memory: exactly X11's little-endian 32-bit pixels.
-            _ = ARGBToI420(
-                source.assumingMemoryBound(to: UInt8.self), Int32(bytesPerRow),
-                base, Int32(yStride), base + u, Int32(cStride), base + v, Int32(cStride),
-                Int32(width), Int32(height))
-        }
+        let base = destination.bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        // libyuv's "ARGB" is B, G, R, A in memory: exactly X11's little-endian 32-bit pixels.
+        _ = ARGBToI420(
+            source.assumingMemoryBound(to: UInt8.self), Int32(bytesPerRow),
+            base, Int32(yStride), base + destination.offset(ofPlane: 1), Int32(cStride),
+            base + destination.offset(ofPlane: 2), Int32(cStride), Int32(width), Int32(height))
     }
 }

@@ -6,7 +6,8 @@ import Foundation
 public final class BoundedQueue<Element: Sendable>: @unchecked Sendable {
     // @unchecked: every stored property is guarded by `condition`.
     private let condition = NSCondition()
-    private var elements: [Element] = []
+    /// Popped slots are emptied at once: a popped 3 MB picture must not stay referenced here.
+    private var elements: [Element?] = []
     private var head = 0
     private var isClosed = false
     public let capacity: Int
@@ -39,6 +40,7 @@ public final class BoundedQueue<Element: Sendable>: @unchecked Sendable {
         while head == elements.count && !isClosed { condition.wait() }
         guard head < elements.count else { return nil }
         let element = elements[head]
+        elements[head] = nil
         head += 1
         if head > 64 && head * 2 > elements.count {
             elements.removeFirst(head)

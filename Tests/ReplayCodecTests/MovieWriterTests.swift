@@ -6,8 +6,9 @@ import Testing
 
 @Suite struct MovieWriterTests {
     func frame(_ index: Int, width: Int = 320, height: Int = 240) -> PixelBuffer {
-        var pixels = PixelBuffer(width: width, height: height)
-        for y in 0..<height { for x in 0..<width { pixels.data[y * width + x] = UInt8((x + y + index * 4) & 0xff) } }
+        let pixels = PixelBuffer(width: width, height: height)
+        for y in 0..<height { for x in 0..<width { pixels.bytes[y * width + x] = UInt8((x + y + index * 4) & 0xff) } }
+        for chroma in pixels.offset(ofPlane: 1)..<pixels.bytes.count { pixels.bytes[chroma] = 128 }
         return pixels
     }
 

@@ -27,8 +27,30 @@ import Testing
         let size = evenSize(width: 1921, height: 1081)
         #expect(size.width == 1920 && size.height == 1080)
         let buffer = PixelBuffer(width: 4, height: 2)
-        #expect(buffer.data.count == 8 + 2 + 2)
+        #expect(buffer.bytes.count == 8 + 2 + 2)
         #expect(buffer.offset(ofPlane: 1) == 8 && buffer.offset(ofPlane: 2) == 10)
         #expect(buffer.stride(ofPlane: 2) == 2 && buffer.height(ofPlane: 1) == 1)
+    }
+}
+
+@Suite struct PixelBufferPoolTests {
+    @Test func memoryIsReusedOnceNobodyHoldsIt() {
+        let pool = PixelBufferPool()
+        var first: PixelBuffer? = pool.take(width: 64, height: 32)
+        let held = pool.take(width: 64, height: 32)
+        #expect(first!.storage !== held.storage)
+        let address = first!.storage.bytes.baseAddress
+        first = nil
+        let reused = pool.take(width: 64, height: 32)
+        #expect(reused.storage.bytes.baseAddress == address)
+        #expect(pool.count == 2)
+    }
+
+    @Test func aNewSizeDropsTheOldMemory() {
+        let pool = PixelBufferPool()
+        _ = pool.take(width: 64, height: 32)
+        let resized = pool.take(width: 32, height: 32)
+        #expect(resized.bytes.count == 32 * 32 * 3 / 2)
+        #expect(pool.count == 1)
     }
 }
