@@ -96,7 +96,7 @@ let package = Package(
             swiftSettings: strictSettings),
         // Shared fixture and media checks for the integration tests.
         .target(
-            name: "ReplayTesting", dependencies: ["ReplaySystem", "ReplayVirtualDesktop"],
+            name: "ReplayTesting", dependencies: ["ReplaySystem", "ReplayIPC", "ReplayVirtualDesktop"],
             path: "Tests/ReplayTesting", swiftSettings: strictSettings),
         .testTarget(
             name: "IntegrationTests",

@@ -1,5 +1,6 @@
 public import Foundation
 public import ReplaySystem
+import ReplayIPC
 public import ReplayVirtualDesktop
 
 /// The one shared fixture for integration tests: a virtual desktop (Xvfb, PulseAudio with a
@@ -42,9 +43,13 @@ public final class ReplayFixture: @unchecked Sendable {
             path: Self.replayd, arguments: ["--socket", socket, "--store", store.path],
             environment: ChildProcess.environment(adding: environment(overrides)), stdout: .descriptor(log), stderr: .descriptor(log))
         self.daemon = daemon
+        // Ready means accepting: a socket file can be left over by a daemon that was killed.
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            if FileManager.default.fileExists(atPath: socket) { return }
+            if let fd = try? UnixSocket.connect(path: socket) {
+                close(fd)
+                return
+            }
             guard daemon.isRunning else { break }
             Thread.sleep(forTimeInterval: 0.05)
         }
