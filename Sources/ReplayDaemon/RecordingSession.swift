@@ -247,6 +247,14 @@ final class RecordingSession: Sendable {
             return summary
         }
         store.save(info())
+        for (source, timeline) in timelines where timeline.insertedFrames + timeline.droppedFrames > 0 {
+            // Silence inserted or audio dropped to keep sync: large numbers point at a capture problem.
+            logger.info("audio timing corrections", metadata: [
+                "recording": "\(id)", "source": "\(source.rawValue)",
+                "insertedMs": "\(timeline.insertedFrames * 1000 / Int64(timeline.sampleRate))",
+                "droppedMs": "\(timeline.droppedFrames * 1000 / Int64(timeline.sampleRate))",
+            ])
+        }
         logger.info("recording finished", metadata: [
             "recording": "\(id)", "frames": "\(summary.frames)", "dropped": "\(summary.dropped)",
             "duration": "\(summary.duration)", "error": "\(summary.error ?? "none")",

@@ -24,7 +24,7 @@ public struct AudioTimeline: Sendable {
     private var anchored = false
 
     public init(origin: MediaTime, sampleRate: Int, channels: Int,
-                tolerance: MediaTime = MediaTime(nanoseconds: 15_000_000),
+                tolerance: MediaTime = MediaTime(nanoseconds: 4_000_000),
                 discontinuity: MediaTime = MediaTime(nanoseconds: 200_000_000)) {
         self.origin = origin
         self.sampleRate = sampleRate

@@ -128,16 +128,22 @@ private enum BeepPlayer {
         }
         defer { pa_simple_free(stream) }
         var chunk = [Float](repeating: 0, count: chunkFrames)
-        // Sample n reaches the sink at anchor + n / rate. The anchor is set from the stream's
-        // latency and kept while the measurement agrees, so the beeps follow the steady
-        // sample clock rather than the jitter of each latency reading.
+        // Sample n is heard at anchor + n / rate. Each latency reading gives the anchor with a
+        // few milliseconds of jitter, and the server's estimate settles over seconds, so the
+        // anchor follows a slow moving average of the readings; a sustained disagreement (an
+        // underrun, a new sink latency) restarts it.
         var written: Int64 = 0
         var anchor: Int64?
+        var disagreements = 0
         while !stop.isRaised {
             let latency = Int64(pa_simple_get_latency(stream, &error)) * 1000
             let measured = MonotonicClock.nanoseconds() + latency - written * 1_000_000_000 / Int64(sampleRate)
-            if anchor == nil || abs(measured - anchor!) > 15_000_000 || written < Int64(sampleRate / 5) {
+            disagreements = anchor.map { abs(measured - $0) > 40_000_000 } == true ? disagreements + 1 : 0
+            if let current = anchor, written >= Int64(sampleRate / 5), disagreements <= 10 {
+                anchor = current + (measured - current) / 50
+            } else {
                 anchor = measured
+                disagreements = 0
             }
             let start = anchor! + written * 1_000_000_000 / Int64(sampleRate)
             for index in 0..<chunkFrames {
