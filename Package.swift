@@ -89,6 +89,7 @@ let package = Package(
         .testTarget(
             name: "ReplayCodecTests", dependencies: ["ReplayCodec", "ReplayMedia", "ReplayTesting"],
             swiftSettings: strictSettings),
+        .testTarget(name: "ReplayCaptureTests", dependencies: ["ReplayCapture"], swiftSettings: strictSettings),
         .testTarget(name: "ReplaySystemTests", dependencies: ["ReplaySystem"], swiftSettings: strictSettings),
         .testTarget(name: "ReplayIPCTests", dependencies: ["ReplayIPC", "ReplaySystem"], swiftSettings: strictSettings),
         .testTarget(

@@ -1,6 +1,7 @@
 public import ReplayMedia
 public import ReplaySystem
 import ReplayProcessing
+import Synchronization
 
 /// Captures the screen of one X display as a variable-frame-rate stream of I420 frames.
 ///
@@ -19,12 +20,19 @@ public final class ScreenCapture {
         }
     }
 
-    /// How many frames were taken, and how many the consumer could not accept.
-    public struct Counters: Sendable {
-        public var captured = 0
-        public var repeated = 0
-        public var dropped = 0
+    /// How many frames were taken, and how many the consumer could not accept; read live by
+    /// other threads for progress reports.
+    public final class Counters: Sendable {
+        private let values = Mutex((captured: 0, repeated: 0, dropped: 0))
         public init() {}
+        public var captured: Int { values.withLock { $0.captured } }
+        public var repeated: Int { values.withLock { $0.repeated } }
+        public var dropped: Int { values.withLock { $0.dropped } }
+        func count(delivered: Bool, repeated: Bool) {
+            values.withLock { values in
+                if !delivered { values.dropped += 1 } else if repeated { values.repeated += 1 } else { values.captured += 1 }
+            }
+        }
     }
 
     private let display: X11Display
@@ -32,13 +40,14 @@ public final class ScreenCapture {
     private var image: SharedImage
     private let cursor: CursorOverlay
     private let pool = PixelBufferPool()
-    public private(set) var counters = Counters()
+    public let counters: Counters
 
     /// The size of the frames delivered: the screen's, rounded down to even for 4:2:0.
     public var frameSize: (width: Int, height: Int) { evenSize(width: display.width, height: display.height) }
 
     /// Connects to `displayName` (nil: `$DISPLAY`); throws a clear error when no X server is there.
-    public init(displayName: String?, options: Options) throws(CaptureError) {
+    public init(displayName: String?, options: Options, counters: Counters = Counters()) throws(CaptureError) {
+        self.counters = counters
         display = try X11Display(name: displayName)
         self.options = options
         image = try SharedImage(display: display, width: display.width, height: display.height)
@@ -49,19 +58,15 @@ public final class ScreenCapture {
     /// or changed size; everything delivered before that stays valid.
     public func run(output: BoundedQueue<SampleBuffer>, stop: StopFlag) throws(CaptureError) {
         let interval = 1_000_000_000 / Int64(max(1, options.fps))
-        // Frames are taken on a grid of slots `interval` apart: a change is captured as soon
-        // as its slot has opened, and the grid does not creep by the time each capture takes,
-        // so content drawn at the capture rate is taken right after it is drawn, every time.
-        var nextSlot = Int64.min / 2
+        var pacer = FramePacer(interval: interval, now: MonotonicClock.nanoseconds())
         var lastDelivery = Int64.min / 2
         var dirty = true
         var previous: PixelBuffer?
 
         while !stop.isRaised {
             let now = MonotonicClock.nanoseconds()
-            if dirty && now >= nextSlot {
+            if dirty && pacer.take(at: now) {
                 dirty = false
-                nextSlot = now - nextSlot > interval ? now + interval : nextSlot + interval
                 display.clearDamage()
                 let time = MediaTime(nanoseconds: MonotonicClock.nanoseconds())
                 guard image.grab(root: display.root) else {
@@ -79,7 +84,7 @@ public final class ScreenCapture {
                 continue
             }
 
-            let deadline = dirty ? nextSlot : min(lastDelivery + options.repeatInterval.nanoseconds, now + interval)
+            let deadline = dirty ? pacer.nextFrame(after: now) : min(lastDelivery + options.repeatInterval.nanoseconds, now + interval)
             switch try display.waitForEvent(until: deadline, now: MonotonicClock.nanoseconds) {
             case .damaged:
                 dirty = true
@@ -88,13 +93,12 @@ public final class ScreenCapture {
                     "content resized: the screen changed to \(width)x\(height) during the recording")
             case .timedOut:
                 guard !dirty else { continue }
+                let now = MonotonicClock.nanoseconds()
                 if options.showCursor, let pointer = cursor.pointerPosition(), pointer != cursor.position {
                     dirty = true
-                } else if let previous, MonotonicClock.nanoseconds() - lastDelivery >= options.repeatInterval.nanoseconds {
-                    lastDelivery = MonotonicClock.nanoseconds()
-                    // A repeat takes a slot too, so a change right after it still waits its turn.
-                    nextSlot = lastDelivery + interval
-                    let sample = VideoSample(time: MediaTime(nanoseconds: lastDelivery), pixels: previous, isRepeat: true)
+                } else if let previous, now - lastDelivery >= options.repeatInterval.nanoseconds, pacer.take(at: now) {
+                    lastDelivery = now
+                    let sample = VideoSample(time: MediaTime(nanoseconds: now), pixels: previous, isRepeat: true)
                     deliver(.video(sample), to: output, repeated: true)
                 }
             }
@@ -102,10 +106,6 @@ public final class ScreenCapture {
     }
 
     private func deliver(_ sample: SampleBuffer, to output: BoundedQueue<SampleBuffer>, repeated: Bool) {
-        if output.offer(sample) {
-            if repeated { counters.repeated += 1 } else { counters.captured += 1 }
-        } else {
-            counters.dropped += 1
-        }
+        counters.count(delivered: output.offer(sample), repeated: repeated)
     }
 }

@@ -3,10 +3,11 @@ import CFFmpeg
 /// AAC (FFmpeg's native encoder) fed with a gap-free stream of interleaved float samples;
 /// it cuts them into the encoder's 1024-frame periods itself.
 final class AudioEncoder {
-    let context: UnsafeMutablePointer<AVCodecContext>
+    private let encoder: EncoderContext
+    var context: UnsafeMutablePointer<AVCodecContext> { encoder.context }
+    private var frame: UnsafeMutablePointer<AVFrame> { encoder.frame }
     let sampleRate: Int
     let channels: Int
-    private let frame: UnsafeMutablePointer<AVFrame>
     private let frameSize: Int
     private var pending: [Float] = []
     private var nextPTS: Int64 = 0
@@ -15,11 +16,8 @@ final class AudioEncoder {
         guard let codec = avcodec_find_encoder(AV_CODEC_ID_AAC) else {
             throw CodecError(.encoderUnavailable, "FFmpeg was built without an AAC encoder")
         }
-        guard let context = avcodec_alloc_context3(codec), let frame = av_frame_alloc() else {
-            throw CodecError(.encoderFailed, "out of memory")
-        }
-        self.context = context
-        self.frame = frame
+        encoder = try EncoderContext(codec: codec)
+        let context = encoder.context
         self.sampleRate = sampleRate
         self.channels = channels
         context.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
@@ -28,22 +26,8 @@ final class AudioEncoder {
         context.pointee.bit_rate = Int64(bitRate)
         context.pointee.time_base = AVRational(num: 1, den: Int32(sampleRate))
         context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
-        let status = avcodec_open2(context, codec, nil)
-        guard status >= 0 else {
-            var context: UnsafeMutablePointer<AVCodecContext>? = context
-            avcodec_free_context(&context)
-            var frame: UnsafeMutablePointer<AVFrame>? = frame
-            av_frame_free(&frame)
-            throw CodecError(.encoderFailed, "cannot open the AAC encoder", status: status)
-        }
+        try encoder.open(describing: "the AAC encoder")
         frameSize = Int(context.pointee.frame_size)
-    }
-
-    deinit {
-        var context: UnsafeMutablePointer<AVCodecContext>? = context
-        avcodec_free_context(&context)
-        var frame: UnsafeMutablePointer<AVFrame>? = frame
-        av_frame_free(&frame)
     }
 
     /// Frames (per channel) accepted so far: the audio track's length.

@@ -4,19 +4,17 @@ import ReplayMedia
 /// H.264 through libavcodec's libx264, for variable-frame-rate input stamped in 1/90000 s.
 final class VideoEncoder {
     static let timescale: Int32 = 90_000
-    let context: UnsafeMutablePointer<AVCodecContext>
-    private let frame: UnsafeMutablePointer<AVFrame>
+    private let encoder: EncoderContext
+    var context: UnsafeMutablePointer<AVCodecContext> { encoder.context }
+    private var frame: UnsafeMutablePointer<AVFrame> { encoder.frame }
     private var lastPTS: Int64 = .min
 
     init(width: Int, height: Int, fps: Int, preset: String, bitRate: Int?, crf: Int, keyframeInterval: Int?) throws(CodecError) {
         guard let codec = avcodec_find_encoder_by_name("libx264") else {
             throw CodecError(.encoderUnavailable, "FFmpeg was built without libx264")
         }
-        guard let context = avcodec_alloc_context3(codec), let frame = av_frame_alloc() else {
-            throw CodecError(.encoderFailed, "out of memory")
-        }
-        self.context = context
-        self.frame = frame
+        encoder = try EncoderContext(codec: codec)
+        let context = encoder.context
         context.pointee.width = Int32(width)
         context.pointee.height = Int32(height)
         context.pointee.pix_fmt = AV_PIX_FMT_YUV420P
@@ -33,24 +31,7 @@ final class VideoEncoder {
         } else {
             av_opt_set(context.pointee.priv_data, "crf", String(crf), 0)
         }
-        let status = avcodec_open2(context, codec, nil)
-        guard status >= 0 else {
-            var context: UnsafeMutablePointer<AVCodecContext>? = context
-            avcodec_free_context(&context)
-            var frame: UnsafeMutablePointer<AVFrame>? = frame
-            av_frame_free(&frame)
-            throw CodecError(.encoderFailed, "cannot open the H.264 encoder (preset \(preset))", status: status)
-        }
-        frame.pointee.format = AV_PIX_FMT_YUV420P.rawValue
-        frame.pointee.width = Int32(width)
-        frame.pointee.height = Int32(height)
-    }
-
-    deinit {
-        var context: UnsafeMutablePointer<AVCodecContext>? = context
-        avcodec_free_context(&context)
-        var frame: UnsafeMutablePointer<AVFrame>? = frame
-        av_frame_free(&frame)
+        try encoder.open(describing: "the H.264 encoder (preset \(preset))")
     }
 
     /// Encodes one picture shown at `pts` (1/90000 s); packets go to `emit`.

@@ -22,6 +22,7 @@ final class RecordingSession: Sendable {
     private let state = Mutex(State())
     private let finished = DispatchSemaphore(value: 0)
     private let producers = DispatchGroup()
+    private let screenCounters = ScreenCapture.Counters()
 
     private struct State {
         var origin = MediaTime.zero
@@ -29,7 +30,6 @@ final class RecordingSession: Sendable {
         var height = 0
         var stopTime: MediaTime?
         var failure: String?
-        var screen = ScreenCapture.Counters()
         var writtenFrames = 0
         var bytes: Int64 = 0
         var summary: RecordingSummary?
@@ -60,7 +60,8 @@ final class RecordingSession: Sendable {
             let capture: ScreenCapture
             do throws(CaptureError) {
                 capture = try ScreenCapture(displayName: displayName,
-                                            options: .init(fps: options.fps, showCursor: options.showCursor))
+                                            options: .init(fps: options.fps, showCursor: options.showCursor),
+                                            counters: screenCounters)
                 screenResult.withLock { $0 = .success(capture.frameSize) }
             } catch {
                 screenResult.withLock { $0 = .failure(error) }
@@ -74,8 +75,6 @@ final class RecordingSession: Sendable {
             } catch {
                 fail(error.description)
             }
-            let counters = capture.counters
-            state.withLock { $0.screen = counters }
         }
         screenReady.wait()
         let size: (Int, Int)
@@ -142,6 +141,8 @@ final class RecordingSession: Sendable {
             DispatchQueue.global().asyncAfter(deadline: .now() + duration) { [self] in stop() }
         }
         for warning in warnings { logger.warning("\(warning)", metadata: ["recording": "\(id)"]) }
+        // Time zero of the movie on the monotonic clock, to relate the movie to other clocks' events.
+        logger.debug("recording origin", metadata: ["recording": "\(id)", "monotonicNs": "\(origin.nanoseconds)"])
         return RecordingStarted(id: id, width: size.0, height: size.1, warnings: warnings)
     }
 
@@ -166,7 +167,7 @@ final class RecordingSession: Sendable {
         state.withLock { state in
             RecordingProgress(
                 elapsed: (MediaTime(nanoseconds: MonotonicClock.nanoseconds()) - state.origin).seconds,
-                frames: state.writtenFrames, dropped: state.screen.dropped, bytes: state.bytes)
+                frames: state.writtenFrames, dropped: screenCounters.dropped, bytes: state.bytes)
         }
     }
 
@@ -242,7 +243,7 @@ final class RecordingSession: Sendable {
             state.bytes = bytes
             let summary = RecordingSummary(
                 id: id, duration: max(0, (stopTime - origin).seconds), frames: frames,
-                dropped: state.screen.dropped, error: state.failure)
+                dropped: screenCounters.dropped, error: state.failure)
             state.summary = summary
             return summary
         }
@@ -269,7 +270,7 @@ final class RecordingSession: Sendable {
             let status: RecordingInfo.State = state.summary == nil ? .recording : (state.failure == nil ? .complete : .interrupted)
             return RecordingInfo(
                 id: id, created: state.created, state: status, duration: max(0, (end - state.origin).seconds),
-                frames: state.writtenFrames, dropped: state.screen.dropped, width: state.width, height: state.height,
+                frames: state.writtenFrames, dropped: screenCounters.dropped, width: state.width, height: state.height,
                 bytes: state.bytes, error: state.failure)
         }
     }

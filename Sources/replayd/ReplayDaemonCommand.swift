@@ -30,11 +30,15 @@ struct ReplayDaemonCommand: ParsableCommand {
     @Option(help: "Exit after this many seconds with no client and no recording.")
     var idleExit: Int?
 
+    @Option(help: "Least severe log messages to show: trace, debug, info, notice, warning, error or critical.")
+    var logLevel: String = "info"
+
     @Flag(help: "Leave the caller's session and process group (used when the CLI starts the daemon).")
     var detach = false
 
     func validate() throws {
         if let idleExit, idleExit <= 0 { throw ValidationError("--idle-exit must be positive") }
+        if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("unknown --log-level '\(logLevel)'") }
     }
 
     func run() throws {
@@ -42,7 +46,7 @@ struct ReplayDaemonCommand: ParsableCommand {
         signal(SIGPIPE, SIG_IGN)
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         var logger = Logger(label: "replayd")
-        logger.logLevel = .info
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 
         let daemon: Daemon
         do {

@@ -40,6 +40,19 @@ extension IntegrationTests {
             #expect(sync.maxAbsoluteOffset <= 1000.0 / 30, "offsets \(sync.offsets)")
             #expect(abs(sync.drift) <= 10, "offsets \(sync.offsets)")
             print("lip sync over 20 s: audio minus video offsets (ms):", sync.offsets.map { ($0 * 10).rounded() / 10 })
+            // The demo scene flashes and beeps on whole seconds of the monotonic clock: with the
+            // movie's origin on that clock, each side's own lateness can be told apart.
+            if let origin = fixture.daemonLog.split(separator: " ").first(where: { $0.hasPrefix("monotonicNs=") })
+                .flatMap({ Double($0.dropFirst("monotonicNs=".count)) }) {
+                func lateness(_ times: [Double]) -> [Double] {
+                    times.map { time in
+                        let fraction = (origin / 1e9 + time).truncatingRemainder(dividingBy: 1)
+                        return ((fraction > 0.5 ? fraction - 1 : fraction) * 10_000).rounded() / 10
+                    }
+                }
+                print("flash lateness (ms):", lateness(sync.flashes), "beep lateness (ms):", lateness(sync.beeps))
+            }
+            print(fixture.daemonLog.split(separator: "\n").filter { $0.contains("audio timing corrections") }.joined(separator: "\n"))
         }
 
         @Test(.serialized, arguments: [(1366, 768), (1921, 1081)])

@@ -40,7 +40,7 @@ public final class ReplayFixture: @unchecked Sendable {
         let log = open(directory.appendingPathComponent("replayd.log").path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         defer { close(log) }
         let daemon = try ChildProcess(
-            path: Self.replayd, arguments: ["--socket", socket, "--store", store.path],
+            path: Self.replayd, arguments: ["--socket", socket, "--store", store.path, "--log-level", "debug"],
             environment: ChildProcess.environment(adding: environment(overrides)), stdout: .descriptor(log), stderr: .descriptor(log))
         self.daemon = daemon
         // Ready means accepting: a socket file can be left over by a daemon that was killed.
