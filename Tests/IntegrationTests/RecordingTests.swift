@@ -1,4 +1,5 @@
 import Foundation
+import ReplaySystem
 import ReplayTesting
 import ReplayVirtualDesktop
 import Testing
@@ -99,6 +100,16 @@ extension IntegrationTests {
             #expect(missing.status != 0 && missing.stderr.contains("no recording"), "\(missing)")
             let traversal = try fixture.replay(["recordings", "export", "../../etc/passwd", "--to", fixture.file("y.mp4").path])
             #expect(traversal.status != 0, "\(traversal)")
+        }
+
+        @Test func aDaemonStartedOnDemandLeavesWhenIdle() throws {
+            let fixture = try ReplayFixture(desktop: nil)
+            defer { fixture.stop() }
+            let daemon = try ChildProcess(
+                path: ReplayFixture.replayd, arguments: ["--socket", fixture.socket, "--store", fixture.store.path, "--idle-exit", "1"],
+                environment: ChildProcess.environment(adding: fixture.environment()))
+            #expect(daemon.wait(timeout: 10) == 0)
+            #expect(!FileManager.default.fileExists(atPath: fixture.socket))
         }
 
         @Test func theCLIStartsTheDaemonOnDemand() throws {
