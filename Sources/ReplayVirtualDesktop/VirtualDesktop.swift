@@ -34,8 +34,15 @@ public final class VirtualDesktop: @unchecked Sendable {
     /// `unix:PATH` of the audio server, when one was started.
     public let pulseServer: String?
     public let directory: URL
-    private var processes: [ChildProcess] = []
+    private var processes: [(component: Component, process: ChildProcess)] = []
     private let lock = NSLock()
+
+    /// The servers and clients a desktop runs.
+    public enum Component: Sendable {
+        case display
+        case audioServer
+        case demoScene
+    }
 
     /// The environment a client of this desktop needs: DISPLAY and PULSE_SERVER.
     public var environment: [String: String] {
@@ -47,21 +54,21 @@ public final class VirtualDesktop: @unchecked Sendable {
     public static func start(_ options: Options = Options(), demoSceneExecutable: URL? = nil) throws -> VirtualDesktop {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("openreplaykit-desktop-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        var processes: [ChildProcess] = []
+        var processes: [(component: Component, process: ChildProcess)] = []
         do {
             let (xvfb, display) = try startXvfb(width: options.width, height: options.height)
-            processes.append(xvfb)
+            processes.append((.display, xvfb))
             var pulseServer: String?
             if options.audio {
                 let (pulse, server) = try startPulseAudio(in: directory)
-                processes.append(pulse)
+                processes.append((.audioServer, pulse))
                 pulseServer = server
             }
             let desktop = VirtualDesktop(display: display, pulseServer: pulseServer, directory: directory, processes: processes)
             if options.demoScene {
                 let executable = demoSceneExecutable ?? siblingExecutable("replay-demo-scene")
                 let scene = try launch(executable.path, [], environment: desktop.environment, stderr: .descriptor(2))
-                desktop.processes.append(scene)
+                desktop.processes.append((.demoScene, scene))
                 // The scene's first flash comes once its audio has settled, 1-2 s from now.
                 Thread.sleep(forTimeInterval: 1)
                 guard scene.isRunning else {
@@ -71,13 +78,14 @@ public final class VirtualDesktop: @unchecked Sendable {
             }
             return desktop
         } catch {
-            for process in processes.reversed() { process.terminate() }
+            for entry in processes.reversed() { entry.process.terminate() }
             try? FileManager.default.removeItem(at: directory)
             throw error
         }
     }
 
-    private init(display: String, pulseServer: String?, directory: URL, processes: [ChildProcess]) {
+    private init(display: String, pulseServer: String?, directory: URL,
+                 processes: [(component: Component, process: ChildProcess)]) {
         self.display = display
         self.pulseServer = pulseServer
         self.directory = directory
@@ -91,8 +99,17 @@ public final class VirtualDesktop: @unchecked Sendable {
             processes = []
             return running
         }
-        for process in running.reversed() { process.terminate() }
+        for entry in running.reversed() { entry.process.terminate() }
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Kills one part at once, as a crash would (for fault tests); the rest keeps running.
+    public func crash(_ component: Component) {
+        let victims = lock.withLock { processes.filter { $0.component == component }.map(\.process) }
+        for process in victims {
+            process.signal(SIGKILL)
+            process.wait()
+        }
     }
 
     deinit { stop() }

@@ -171,3 +171,39 @@ extension IntegrationTests {
         }
     }
 }
+
+extension IntegrationTests.Faults {
+    @Test func losingTheXServerEndsTheRecordingAndKeepsWhatWasRecorded() throws {
+        let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+        defer { fixture.stop() }
+        try fixture.startDaemon()
+        let recording = try fixture.startReplay(["record", "--duration", "20", "--json"])
+        Thread.sleep(forTimeInterval: 3)
+        fixture.desktop?.crash(.display)
+        let cli = recording.finish(timeout: 20)
+        #expect(cli.status != 0, "\(cli)")
+        #expect(cli.stderr.contains("lost the connection to the X server"), "\(cli)")
+        let probe = try MediaProbe(try #require(fixture.storedMovies().first))
+        #expect((probe.duration ?? 0) > 2 && (probe.duration ?? 0) < 6, "duration \(probe.duration ?? 0)")
+        // The daemon outlives the display it was recording.
+        #expect(try fixture.replay(["status"]).status == 0)
+    }
+
+    @Test func losingTheAudioServerKeepsRecordingTheScreen() throws {
+        let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+        defer { fixture.stop() }
+        try fixture.startDaemon()
+        let movie = fixture.file("audio-lost.mp4")
+        let recording = try fixture.startReplay(["record", "--duration", "6", "--output", movie.path])
+        Thread.sleep(forTimeInterval: 2)
+        fixture.desktop?.crash(.audioServer)
+        let cli = recording.finish(timeout: 20)
+        #expect(cli.status == 0, "\(cli)")
+        let probe = try MediaProbe(movie)
+        #expect((probe.video?.packets ?? 0) >= 170, "video packets \(probe.video?.packets ?? 0)")
+        // The audio track goes on, silent, to the end.
+        #expect(abs((probe.audio.first?.duration ?? 0) - 6) < 0.3, "audio \(probe.audio.first?.duration ?? 0)")
+        #expect(fixture.daemonLog.contains("audio capture ended"), "\(fixture.daemonLog)")
+    }
+}
+

@@ -56,6 +56,19 @@ extension IntegrationTests {
             print(fixture.daemonLog.split(separator: "\n").filter { $0.contains("audio timing corrections") }.joined(separator: "\n"))
         }
 
+        @Test func theMicrophoneIsASecondAudioTrack() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let movie = fixture.file("mic.mp4")
+            let result = try fixture.replay(["record", "--duration", "3", "--mic", "--output", movie.path])
+            #expect(result.status == 0, "\(result)")
+            let probe = try MediaProbe(movie)
+            #expect(probe.audio.map(\.codec) == ["aac", "aac"])
+            #expect(probe.audio.map(\.title) == ["app audio", "microphone"])
+            #expect(probe.audio.allSatisfy { abs(($0.duration ?? 0) - 3) < 0.3 })
+        }
+
         @Test(.serialized, arguments: [(1366, 768), (1921, 1081)])
         func oddDisplaySizesGiveValidMovies(width: Int, height: Int) throws {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: width, height: height))
