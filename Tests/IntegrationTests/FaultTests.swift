@@ -155,6 +155,22 @@ extension IntegrationTests {
             #expect(try fixture.replay(["status"]).status == 0)
         }
 
+        @Test func randomBytesNeverBringTheDaemonDown() throws {
+            let fixture = try ReplayFixture(desktop: nil)
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            var generator = SystemRandomNumberGenerator()
+            for round in 0..<200 {
+                var bytes = (0..<Int.random(in: 1...512, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                // Every other round, a plausible header so the JSON decoder gets garbage too.
+                if round % 2 == 0 { bytes = FrameCodec.encodeHeader(jsonLength: bytes.count, bodyLength: 0) + bytes }
+                let fd = try UnixSocket.connect(path: fixture.socket)
+                _ = try exchange(fd, bytes: bytes)
+            }
+            #expect(fixture.daemon?.isRunning == true)
+            #expect(try fixture.replay(["status"]).status == 0)
+        }
+
         /// Sends raw bytes and returns everything the daemon answers until it closes the connection.
         private func exchange(_ fd: Int32, bytes: [UInt8]) throws -> String {
             defer { close(fd) }
