@@ -1,6 +1,6 @@
 public import Foundation
 public import Logging
-public import ReplayIPC
+import ReplayIPC
 import ReplaySystem
 import Synchronization
 #if canImport(Glibc)

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import ReplayCapture
 import ReplayCodec
-public import ReplayIPC
+import ReplayIPC
 import ReplayMedia
 import ReplayProcessing
 import ReplaySystem

@@ -12,7 +12,7 @@ public enum UnixSocket {
         let fd = try syscall("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
         do {
             unlink(path)
-            try withAddress(path) { address, length throws(SystemError) in
+            _ = try withAddress(path) { address, length throws(SystemError) in
                 try syscall("bind(\(path))") { bind(fd, address, length) }
             }
             try syscall("chmod(\(path))") { chmod(path, 0o600) }
@@ -27,7 +27,7 @@ public enum UnixSocket {
     public static func connect(path: String) throws(SystemError) -> Int32 {
         let fd = try syscall("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
         do {
-            try withAddress(path) { address, length throws(SystemError) in
+            _ = try withAddress(path) { address, length throws(SystemError) in
                 try syscall("connect(\(path))") { Glibc.connect(fd, address, length) }
             }
             return fd

@@ -38,7 +38,7 @@ enum DaemonClient {
         let directory = URL(fileURLWithPath: socket).deletingLastPathComponent()
         try ReplayPaths.makePrivateDirectory(directory)
         let logPath = directory.appendingPathComponent("replayd.log").path
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         guard let log = FileHandle(forWritingAtPath: logPath) else {
             throw Failure(description: "cannot write \(logPath)")
         }

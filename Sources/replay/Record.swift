@@ -46,6 +46,9 @@ extension Replay {
         @Option(name: .shortAndLong, help: "Also export the finished recording to this file.")
         var output: String?
 
+        @Flag(help: "Replace the --output file if it exists.")
+        var force = false
+
         @Flag(help: "Print the result as one JSON object with keys id, duration, frames, dropped.")
         var json = false
 
@@ -54,6 +57,10 @@ extension Replay {
             if !(1...120).contains(fps) { throw ValidationError("--fps must be between 1 and 120") }
             if let bitrate, !(100...100_000).contains(bitrate) { throw ValidationError("--bitrate must be between 100 and 100000 kb/s") }
             if let keyframeInterval, keyframeInterval < 1 { throw ValidationError("--keyframe-interval must be at least 1") }
+            // Refused now rather than after the recording.
+            if let output, FileManager.default.fileExists(atPath: output), !force {
+                throw ValidationError("\(output) exists; pass --force to replace it")
+            }
         }
 
         func run() throws {

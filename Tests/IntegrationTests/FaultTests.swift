@@ -72,6 +72,11 @@ extension IntegrationTests {
             #expect(result.stderr.contains("Unknown option '--frobnicate'"), "\(result)")
             let badFPS = try fixture.replay(["record", "--fps", "0"])
             #expect(badFPS.status != 0 && badFPS.stderr.contains("--fps"), "\(badFPS)")
+            let existing = fixture.file("taken.mp4")
+            #expect(FileManager.default.createFile(atPath: existing.path, contents: Data("mine".utf8)))
+            let clobber = try fixture.replay(["record", "--duration", "1", "--output", existing.path])
+            #expect(clobber.status != 0 && clobber.stderr.contains("--force"), "\(clobber)")
+            #expect(try Data(contentsOf: existing) == Data("mine".utf8))
         }
 
         @Test func noXServerIsAClearError() throws {
