@@ -12,6 +12,8 @@ struct ClientConnection {
 
     func serve() {
         var recording: RecordingSession?
+        let peer = (try? channel.peer())?.description ?? "unknown peer"
+        daemon.logger.debug("client connected", metadata: ["peer": "\(peer)"])
         defer {
             // A client that goes away mid-recording ends it; the movie is kept.
             if let recording {
@@ -26,7 +28,7 @@ struct ClientConnection {
                 guard let received = try channel.receive(ClientRequest.self) else { return }
                 request = received.message
             } catch let error as ProtocolError {
-                daemon.logger.warning("rejected a malformed request: \(error)")
+                daemon.logger.warning("rejected a malformed request: \(error)", metadata: ["peer": "\(peer)"])
                 try? channel.send(DaemonEvent.error(code: .malformedRequest, message: error.description))
                 return
             } catch {

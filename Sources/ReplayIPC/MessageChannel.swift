@@ -21,6 +21,9 @@ public final class MessageChannel: Sendable {
         self.limits = limits
     }
 
+    /// The process on the other end, from the kernel.
+    public func peer() throws(SystemError) -> PeerIdentity { try PeerIdentity(socket: fd) }
+
     public static func connect(path: String) throws(SystemError) -> MessageChannel {
         MessageChannel(fd: try UnixSocket.connect(path: path), limits: .events)
     }

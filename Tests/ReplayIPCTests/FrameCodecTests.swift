@@ -58,6 +58,15 @@ import Testing
         close(raw.fd)
     }
 
+    @Test func thePeerIsIdentifiedByTheKernel() throws {
+        let (client, _) = try socketPair()
+        let peer = try client.peer()
+        #expect(peer.pid == getpid())
+        #expect(peer.uid == getuid())
+        let me = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        #expect(peer.executable == me)
+    }
+
     struct RawEnd { let fd: Int32 }
 
     private func socketPair() throws -> (MessageChannel, MessageChannel) {

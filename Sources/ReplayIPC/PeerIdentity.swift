@@ -1,0 +1,41 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+public import ReplaySystem
+
+/// Who is on the other end of a Unix socket, as the kernel tells it (SO_PEERCRED), not as
+/// the client claims: the basis for per-process consent and for the daemon's logs.
+public struct PeerIdentity: Sendable, Equatable, CustomStringConvertible {
+    public let pid: Int32
+    public let uid: UInt32
+    public let gid: UInt32
+    /// The client's executable (`/proc/PID/exe`), when it can still be read.
+    public let executable: String?
+
+    /// Asks the kernel about the peer of a connected socket.
+    public init(socket fd: Int32) throws(SystemError) {
+        var credentials = PeerCredentials()
+        var length = socklen_t(MemoryLayout<PeerCredentials>.size)
+        try syscall("getsockopt(SO_PEERCRED)") { getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) }
+        pid = credentials.pid
+        uid = credentials.uid
+        gid = credentials.gid
+        executable = Self.executable(of: credentials.pid)
+    }
+
+    private static func executable(of pid: Int32) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/\(pid)/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    public var description: String { "pid \(pid) uid \(uid) (\(executable ?? "unknown executable"))" }
+}
+
+/// Linux's `struct ucred`, which Glibc hides behind _GNU_SOURCE: pid_t, uid_t, gid_t.
+private struct PeerCredentials {
+    var pid: Int32 = 0
+    var uid: UInt32 = 0
+    var gid: UInt32 = 0
+}
