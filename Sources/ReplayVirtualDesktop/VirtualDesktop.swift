@@ -15,12 +15,16 @@ public final class VirtualDesktop: @unchecked Sendable {
         public var height: Int
         public var audio: Bool
         public var demoScene: Bool
+        /// A display whose size can change (`xrandr -s WxH`): Xephyr nested in an Xvfb, since
+        /// Debian's Xvfb cannot change its size.
+        public var resizable: Bool
 
-        public init(width: Int = 1920, height: Int = 1080, audio: Bool = true, demoScene: Bool = true) {
+        public init(width: Int = 1920, height: Int = 1080, audio: Bool = true, demoScene: Bool = true, resizable: Bool = false) {
             self.width = width
             self.height = height
             self.audio = audio
             self.demoScene = demoScene
+            self.resizable = resizable
         }
     }
 
@@ -56,8 +60,14 @@ public final class VirtualDesktop: @unchecked Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         var processes: [(component: Component, process: ChildProcess)] = []
         do {
-            let (xvfb, display) = try startXvfb(width: options.width, height: options.height)
-            processes.append((.display, xvfb))
+            var (server, display) = try startXServer("/usr/bin/Xvfb", [
+                "-screen", "0", "\(options.width)x\(options.height)x24", "+extension", "RANDR"])
+            processes.append((.display, server))
+            if options.resizable {
+                (server, display) = try startXServer("/usr/bin/Xephyr", [
+                    "-screen", "\(options.width)x\(options.height)", "-resizeable"], environment: ["DISPLAY": display])
+                processes.append((.display, server))
+            }
             var pulseServer: String?
             if options.audio {
                 let (pulse, server) = try startPulseAudio(in: directory)
@@ -126,27 +136,28 @@ public final class VirtualDesktop: @unchecked Sendable {
         return directory.appendingPathComponent(name)
     }
 
-    private static func startXvfb(width: Int, height: Int) throws -> (ChildProcess, String) {
-        // -displayfd: Xvfb picks a free display and writes its number once it accepts clients.
+    /// Starts an X server on a free display: with -displayfd it picks one and writes its
+    /// number once it accepts clients.
+    private static func startXServer(_ path: String, _ arguments: [String],
+                                     environment: [String: String] = [:]) throws -> (ChildProcess, String) {
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { throw StartError(description: "pipe: \(String(cString: strerror(errno)))") }
         _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
         defer { close(ends[0]) }
-        let xvfb: ChildProcess
+        let server: ChildProcess
         do {
-            xvfb = try launch("/usr/bin/Xvfb", ["-displayfd", "1", "-screen", "0", "\(width)x\(height)x24",
-                                                 "-nolisten", "tcp", "-noreset", "+extension", "RANDR"],
-                              environment: [:], stdout: .descriptor(ends[1]))
+            server = try launch(path, ["-displayfd", "1", "-nolisten", "tcp", "-noreset"] + arguments,
+                                environment: environment, stdout: .descriptor(ends[1]))
         } catch {
             close(ends[1])
             throw error
         }
         close(ends[1])
         guard let number = readLine(from: ends[0], timeout: 10), Int(number) != nil else {
-            xvfb.terminate()
-            throw StartError(description: "Xvfb did not start (is the xvfb package installed?)")
+            server.terminate()
+            throw StartError(description: "\(path) did not start (is its package, xvfb or xserver-xephyr, installed?)")
         }
-        return (xvfb, ":\(number)")
+        return (server, ":\(number)")
     }
 
     private static func startPulseAudio(in directory: URL) throws -> (ChildProcess, String) {

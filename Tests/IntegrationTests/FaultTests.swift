@@ -228,3 +228,21 @@ extension IntegrationTests.Faults {
     }
 }
 
+extension IntegrationTests.Faults {
+    @Test func aScreenResizeEndsTheRecordingWithContentResizedAndKeepsIt() throws {
+        let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 800, height: 600, resizable: true))
+        defer { fixture.stop() }
+        try fixture.startDaemon()
+        let recording = try fixture.startReplay(["record", "--duration", "20", "--json"])
+        Thread.sleep(forTimeInterval: 3)
+        let display = try #require(fixture.desktop?.display)
+        let resize = try Command.run(Command.which("xrandr"), ["-s", "640x480"], environment: ["DISPLAY": display])
+        #expect(resize.status == 0, "\(resize)")
+        let cli = recording.finish(timeout: 20)
+        #expect(cli.status != 0, "\(cli)")
+        #expect(cli.stderr.contains("content resized"), "\(cli)")
+        let probe = try MediaProbe(try #require(fixture.storedMovies().first))
+        #expect(probe.video?.width == 800 && probe.video?.height == 600)
+        #expect((probe.duration ?? 0) > 2 && (probe.duration ?? 0) < 6, "duration \(probe.duration ?? 0)")
+    }
+}
