@@ -64,7 +64,8 @@ private final class FlashPainter {
     func run(epoch: Int64) throws {
         // Frames are drawn on a grid locked to the epoch, like a video player's: frame k at
         // epoch + k / rate, so every flash starts exactly on a frame.
-        var frame = max(0, (MonotonicClock.nanoseconds() - epoch) * Int64(frameRate) / 1_000_000_000)
+        // Frames before the epoch (negative) move too: only the flashes wait for the audio.
+        var frame = Self.floorDivide((MonotonicClock.nanoseconds() - epoch) * Int64(frameRate), 1_000_000_000) + 1
         while xcb_connection_has_error(connection) == 0 {
             let due = epoch + frame * 1_000_000_000 / Int64(frameRate)
             MonotonicClock.sleep(until: due)
@@ -79,13 +80,17 @@ private final class FlashPainter {
             // After a stall, skip the frames that are already late rather than rushing through them.
             let now = MonotonicClock.nanoseconds()
             if now - epoch > (frame + 1) * 1_000_000_000 / Int64(frameRate) {
-                frame = (now - epoch) * Int64(frameRate) / 1_000_000_000 + 1
+                frame = Self.floorDivide((now - epoch) * Int64(frameRate), 1_000_000_000) + 1
             }
         }
         throw SystemError(call: "X connection", errno: EPIPE)
     }
 
-    private func drawMovingContent(frame: Int64) {
+    private static func floorDivide(_ a: Int64, _ b: Int64) -> Int64 { a >= 0 ? a / b : -((-a + b - 1) / b) }
+
+    private func drawMovingContent(frame signedFrame: Int64) {
+        // Positions repeat every 2^20 frames; keep them positive before the epoch.
+        let frame = signedFrame & 0xfffff
         fill(0x202030, x: 0, y: 0, width: width, height: height)
         let colors: [UInt32] = [0xc03030, 0x30a040, 0x3050c0, 0xc0a030, 0x8040a0, 0x30a0a0]
         let barWidth = max(8, width / 24)

@@ -12,6 +12,16 @@ import Testing
         #expect(queue.pop() == 1 && queue.pop() == 2 && queue.pop() == 4)
     }
 
+    @Test func appendedElementsDoNotCountAgainstTheCapacity() {
+        let queue = BoundedQueue<Int>(capacity: 1)
+        for value in 0..<50 { queue.append(value) }
+        #expect(queue.offer(100))
+        #expect(!queue.offer(101))
+        for value in 0..<50 { #expect(queue.pop() == value) }
+        #expect(queue.pop() == 100)
+        #expect(queue.offer(102))
+    }
+
     @Test func closingDrainsThenEnds() {
         let queue = BoundedQueue<Int>(capacity: 4)
         queue.append(7)
