@@ -16,10 +16,12 @@ let package = Package(
         .executable(name: "replayd", targets: ["replayd"]),
         .executable(name: "replay", targets: ["replay"]),
         .executable(name: "replay-demo-scene", targets: ["replay-demo-scene"]),
+        .library(name: "OpenReplayKit", targets: ["OpenReplayKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         // C libraries from Debian's packages, at the edges.
@@ -30,7 +32,7 @@ let package = Package(
         .systemLibrary(
             name: "CXCB", pkgConfig: "xcb",
             providers: [.apt(["libxcb1-dev", "libxcb-shm0-dev", "libxcb-damage0-dev",
-                              "libxcb-xfixes0-dev", "libxcb-randr0-dev"])]),
+                              "libxcb-xfixes0-dev", "libxcb-randr0-dev", "libxcb-res0-dev"])]),
         .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple", providers: [.apt(["libpulse-dev"])]),
 
         // Core value types: no C, no Glibc.
@@ -54,6 +56,7 @@ let package = Package(
             dependencies: [
                 "ReplayMedia", "ReplayProcessing", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplaySystem",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
             ],
             swiftSettings: strictSettings),
         // The virtual desktop (Xvfb, PulseAudio null sink, demo scene) used by the
@@ -65,7 +68,7 @@ let package = Package(
         .executableTarget(
             name: "replayd",
             dependencies: [
-                "ReplayDaemon", "ReplaySystem",
+                "ReplayDaemon", "ReplayIPC", "ReplaySystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -77,6 +80,13 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings),
+        // The app SDK: recording, in-app capture and capture state, all through replayd.
+        .target(name: "OpenReplayKit", dependencies: ["ReplayIPC", "ReplaySystem", "ReplayMedia"], swiftSettings: strictSettings),
+        // An app that uses all of OpenReplayKit: hides its secret while captured, records, shares its window.
+        .executableTarget(
+            name: "secret-notes",
+            dependencies: ["OpenReplayKit", "CXCB", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Examples/SecretNotes", swiftSettings: strictSettings),
         .executableTarget(
             name: "replay-demo-scene",
             dependencies: ["ReplayVirtualDesktop"],
@@ -89,7 +99,7 @@ let package = Package(
         .testTarget(
             name: "ReplayCodecTests", dependencies: ["ReplayCodec", "ReplayMedia", "ReplayTesting"],
             swiftSettings: strictSettings),
-        .testTarget(name: "ReplayCaptureTests", dependencies: ["ReplayCapture"], swiftSettings: strictSettings),
+        .testTarget(name: "ReplayCaptureTests", dependencies: ["ReplayCapture", "ReplaySystem"], swiftSettings: strictSettings),
         .testTarget(name: "ReplaySystemTests", dependencies: ["ReplaySystem"], swiftSettings: strictSettings),
         .testTarget(name: "ReplayIPCTests", dependencies: ["ReplayIPC", "ReplaySystem"], swiftSettings: strictSettings),
         .testTarget(
@@ -101,7 +111,9 @@ let package = Package(
             path: "Tests/ReplayTesting", swiftSettings: strictSettings),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["ReplayTesting", "ReplaySystem", "ReplayIPC", "replayd", "replay", "replay-demo-scene"],
+            dependencies: [
+                "ReplayTesting", "ReplaySystem", "ReplayIPC", "replayd", "replay", "replay-demo-scene", "secret-notes",
+            ],
             swiftSettings: strictSettings),
     ]
 )

@@ -13,10 +13,18 @@ public final class ScreenCapture {
         public var fps: Int
         public var showCursor: Bool
         public var repeatInterval: MediaTime
-        public init(fps: Int, showCursor: Bool, repeatInterval: MediaTime = MediaTime(nanoseconds: 250_000_000)) {
+        /// Everything, or only one process's own windows (in-app capture).
+        public var filter: WindowFilter
+        /// Windows painted black in every frame.
+        public var protectedWindows: ProtectedWindows?
+
+        public init(fps: Int, showCursor: Bool, repeatInterval: MediaTime = MediaTime(nanoseconds: 250_000_000),
+                    filter: WindowFilter = .everything, protectedWindows: ProtectedWindows? = nil) {
             self.fps = fps
             self.showCursor = showCursor
             self.repeatInterval = repeatInterval
+            self.filter = filter
+            self.protectedWindows = protectedWindows
         }
     }
 
@@ -39,6 +47,8 @@ public final class ScreenCapture {
     private let options: Options
     private var image: SharedImage
     private let cursor: CursorOverlay
+    /// Who owns which window, for in-app capture and protected windows; made on first need.
+    private var windowStack: WindowStack?
     private let pool = PixelBufferPool()
     public let counters: Counters
 
@@ -52,6 +62,7 @@ public final class ScreenCapture {
         self.options = options
         image = try SharedImage(display: display, width: display.width, height: display.height)
         cursor = CursorOverlay(display: display)
+        if case .onlyProcess = options.filter { windowStack = try WindowStack(display: display) }
     }
 
     /// Delivers frames to `output` until `stop` is raised. Throws when the display went away
@@ -62,9 +73,15 @@ public final class ScreenCapture {
         var lastDelivery = Int64.min / 2
         var dirty = true
         var previous: PixelBuffer?
+        var protectionGeneration = options.protectedWindows?.generation ?? 0
 
         while !stop.isRaised {
             let now = MonotonicClock.nanoseconds()
+            // A window protected or released since the last frame: take a fresh one at once.
+            if let generation = options.protectedWindows?.generation, generation != protectionGeneration {
+                protectionGeneration = generation
+                dirty = true
+            }
             if dirty && pacer.take(at: now) {
                 dirty = false
                 display.clearDamage()
@@ -74,6 +91,7 @@ public final class ScreenCapture {
                     throw CaptureError(.contentResized, "content resized: the screen changed size during the recording")
                 }
                 let pixels = pool.take(width: frameSize.width, height: frameSize.height)
+                maskWindows()
                 if options.showCursor {
                     cursor.draw(into: image.pixels, width: image.width, height: image.height, bytesPerRow: image.bytesPerRow)
                 }
@@ -103,6 +121,23 @@ public final class ScreenCapture {
                 }
             }
         }
+    }
+
+    /// Blacks out what this capture must not show: other processes' windows (in-app
+    /// capture) and protected windows. Fails closed: if the windows cannot be told apart,
+    /// the whole picture is black.
+    private func maskWindows() {
+        let protected = options.protectedWindows?.windows ?? []
+        guard options.filter != .everything || !protected.isEmpty else { return }
+        let screen = PixelRect(x: 0, y: 0, width: image.width, height: image.height)
+        if windowStack == nil { windowStack = try? WindowStack(display: display) }
+        let mask: CaptureMask
+        if let windowStack {
+            mask = CaptureMask(windows: windowStack.windows(), filter: options.filter, protected: protected, screen: screen)
+        } else {
+            mask = CaptureMask(keep: [], black: [], screen: screen)
+        }
+        mask.apply(to: image.pixels, bytesPerRow: image.bytesPerRow)
     }
 
     private func deliver(_ sample: SampleBuffer, to output: BoundedQueue<SampleBuffer>, repeated: Bool) {

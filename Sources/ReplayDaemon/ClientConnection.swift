@@ -1,41 +1,78 @@
+import ReplayCapture
 import Foundation
 import Logging
 import ReplayIPC
 import ReplaySystem
 import Synchronization
 
-/// Serves one client: reads requests until the client goes away. A malformed request is
-/// answered with an error and the connection is closed; the daemon carries on.
-struct ClientConnection {
+/// Serves one client: reads requests until the client goes away. A malformed or
+/// out-of-order request is answered with an error and the connection is closed; the
+/// daemon carries on.
+///
+/// Who the client is comes from the kernel: the person's own tools (the replay CLI run by
+/// the store's owner) may read the store and answer consent; every other client is an app,
+/// which must get consent to capture and only ever sees opaque recording ids.
+final class ClientConnection {
+    enum Role {
+        case person
+        case app
+    }
+
+    /// A request refused; `closing` ends the connection after the error is sent.
+    struct Refusal: Error {
+        let code: ErrorCode
+        let message: String
+        var closing = false
+    }
+
     let daemon: Daemon
     let channel: MessageChannel
+    /// Unique per connection: the owner of the windows it protects.
+    let number: Int
+    let peer: PeerIdentity?
+    let role: Role
+    var recording: RecordingSession?
+    var capture: AppCaptureSession?
+    var agentID: Int?
+    var watcherID: Int?
+
+    init(daemon: Daemon, channel: MessageChannel, number: Int) {
+        self.daemon = daemon
+        self.channel = channel
+        self.number = number
+        peer = try? channel.peer(executableOf: daemon.configuration.identifier.executable(of:))
+        let trusted = peer.map { peer in
+            peer.uid == daemon.configuration.ownerUID
+                && peer.executable.map { daemon.configuration.trustedExecutables.contains($0) } == true
+        } ?? false
+        role = trusted ? .person : .app
+    }
+
+    var peerDescription: String { peer?.description ?? "unknown peer" }
 
     func serve() {
-        var recording: RecordingSession?
-        let peer = (try? channel.peer())?.description ?? "unknown peer"
-        daemon.logger.debug("client connected", metadata: ["peer": "\(peer)"])
-        defer {
-            // A client that goes away mid-recording ends it; the movie is kept.
-            if let recording {
-                recording.stop()
-                _ = recording.waitUntilFinished()
-            }
-            channel.close()
-        }
+        daemon.logger.debug("client connected", metadata: ["peer": "\(peerDescription)", "role": "\(role)"])
+        defer { cleanUp() }
         while true {
             let request: ClientRequest
             do {
                 guard let received = try channel.receive(ClientRequest.self) else { return }
                 request = received.message
             } catch let error as ProtocolError {
-                daemon.logger.warning("rejected a malformed request: \(error)", metadata: ["peer": "\(peer)"])
+                daemon.logger.warning("rejected a malformed request: \(error)", metadata: ["peer": "\(peerDescription)"])
                 try? channel.send(DaemonEvent.error(code: .malformedRequest, message: error.description))
                 return
             } catch {
                 return
             }
             do {
-                try handle(request, recording: &recording)
+                try handle(request)
+            } catch let refusal as Refusal {
+                try? channel.send(DaemonEvent.error(code: refusal.code, message: refusal.message))
+                if refusal.closing {
+                    daemon.logger.warning("closed a connection after: \(refusal.message)", metadata: ["peer": "\(peerDescription)"])
+                    return
+                }
             } catch {
                 daemon.logger.warning("request failed: \(error)")
                 try? channel.send(DaemonEvent.error(code: .internalError, message: "\(error)"))
@@ -43,102 +80,69 @@ struct ClientConnection {
         }
     }
 
-    private func handle(_ request: ClientRequest, recording: inout RecordingSession?) throws {
+    private func handle(_ request: ClientRequest) throws {
         switch request {
-        case .startRecording(let options):
-            if let problem = Self.validate(options) {
-                try channel.send(DaemonEvent.error(code: .malformedRequest, message: problem))
-                return
-            }
-            guard recording?.isFinished ?? true else {
-                try channel.send(DaemonEvent.error(code: .busy, message: "this connection is already recording"))
-                return
-            }
-            recording = try startRecording(options)
-        case .stopRecording:
-            guard let session = recording else {
-                try channel.send(DaemonEvent.error(code: .notFound, message: "no recording is running on this connection"))
-                return
-            }
-            session.stop()
-        case .listRecordings:
-            try channel.send(DaemonEvent.recordings(daemon.store.list()))
-        case .exportRecording(let id):
-            try export(id: id)
-        case .status:
-            try channel.send(DaemonEvent.status(DaemonStatus(
-                pid: getpid(), display: daemon.configuration.displayName ?? ProcessInfo.processInfo.environment["DISPLAY"],
-                activeRecordings: daemon.activeRecordings)))
+        case .startRecording(let options): try startRecording(options)
+        case .stopRecording: try stopRecording()
+        case .listRecordings: try listRecordings()
+        case .exportRecording(let id): try export(id: id)
+        case .deleteRecording(let id): try delete(id: id)
+        case .previewURL(let id): try previewURL(id: id)
+        case .discardRecording(let id): try discard(id: id)
+        case .showPreview(let id): try showPreview(id: id)
+        case .status: try sendStatus()
+        case .registerConsentAgent: try registerAgent()
+        case .answerConsent(let requestID, let allow): try answerConsent(requestID: requestID, allow: allow)
+        case .startCapture(let options): try startCapture(options)
+        case .stopCapture: try stopCapture()
+        case .watchCaptureState: try watchCaptureState()
+        case .protectWindow(let id): try protectWindow(id)
+        case .unprotectWindow(let id): try unprotectWindow(id)
         }
     }
 
-    static func validate(_ options: RecordingOptions) -> String? {
-        if !(1...120).contains(options.fps) { return "fps must be between 1 and 120" }
-        if let duration = options.duration, !(duration > 0 && duration <= 86_400) {
-            return "duration must be between 0 and 86400 seconds"
+    /// Throws unless the client is the person's own tool.
+    func requirePerson(_ what: String) throws {
+        guard role == .person else {
+            throw Refusal(code: .notPermitted, message: "apps cannot \(what): only the person's own replay command can")
         }
-        if let rate = options.video.bitRate, !(100_000...100_000_000).contains(rate) {
-            return "bit rate must be between 100 kb/s and 100 Mb/s"
-        }
-        if !(0...51).contains(options.video.crf) { return "crf must be between 0 and 51" }
-        let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
-        if !presets.contains(options.video.preset) { return "unknown x264 preset '\(options.video.preset)'" }
-        if let interval = options.video.keyframeInterval, !(1...1000).contains(interval) {
-            return "keyframe interval must be between 1 and 1000 frames"
-        }
-        return nil
     }
 
-    private func startRecording(_ options: RecordingOptions) throws -> RecordingSession? {
-        let session = RecordingSession(
-            id: daemon.store.newID(), options: options, store: daemon.store,
-            displayName: daemon.configuration.displayName, logger: daemon.logger)
-        guard daemon.register(session) else {
-            try channel.send(DaemonEvent.error(code: .busy, message: "replayd is shutting down"))
-            return nil
+    /// Asks for consent when the client is an app; throws `userDeclined` on a refusal.
+    func requireConsent(_ capabilities: ConsentBroker.Capabilities) throws {
+        guard role == .app else { return }
+        guard let peer else { throw Refusal(code: .userDeclined, message: "the app's process could not be identified") }
+        let decision = daemon.consent.authorize(peer, capabilities: capabilities) {
+            try? channel.send(DaemonEvent.waitingForConsent)
         }
-        let started: RecordingStarted
-        do {
-            started = try session.start()
-        } catch {
-            daemon.unregister(session)
-            try channel.send(DaemonEvent.error(code: .captureFailed, message: "\(error)"))
-            return nil
+        if case .declined(let why) = decision {
+            daemon.logger.info("capture declined", metadata: ["peer": "\(peerDescription)", "why": "\(why)"])
+            throw Refusal(code: .userDeclined, message: "the person did not allow this app to capture: \(why)")
         }
-        daemon.logger.info("recording started", metadata: [
-            "recording": "\(started.id)", "size": "\(started.width)x\(started.height)", "fps": "\(options.fps)",
-        ])
-        try channel.send(DaemonEvent.recordingStarted(started))
-
-        // Progress once a second until the movie is closed, then the summary.
-        let channel = self.channel, daemon = self.daemon
-        Thread.detachNewThread {
-            let done = DispatchSemaphore(value: 0)
-            Thread.detachNewThread {
-                let summary = session.waitUntilFinished()
-                daemon.unregister(session)
-                try? channel.send(DaemonEvent.recordingFinished(summary))
-                done.signal()
-            }
-            while done.wait(timeout: .now() + 1) == .timedOut {
-                try? channel.send(DaemonEvent.progress(session.progress()))
-            }
-        }
-        return session
+        daemon.logger.info("capture allowed", metadata: ["peer": "\(peerDescription)"])
     }
 
-    private func export(id: String) throws {
-        guard daemon.store.info(id: id) != nil, let path = daemon.store.moviePath(id: id),
-              let handle = FileHandle(forReadingAtPath: path.path) else {
-            try channel.send(DaemonEvent.error(code: .notFound, message: "no recording with id '\(id)'"))
-            return
+    private func sendStatus() throws {
+        try channel.send(DaemonEvent.status(DaemonStatus(
+            pid: getpid(), display: daemon.configuration.displayName ?? ProcessInfo.processInfo.environment["DISPLAY"],
+            activeRecordings: role == .person ? daemon.activeRecordings : [], mode: daemon.configuration.mode,
+            store: role == .person ? daemon.store.directory.path : nil,
+            pagesURL: role == .person ? daemon.pagesBaseURL : nil)))
+    }
+
+    private func cleanUp() {
+        // A client that goes away mid-recording ends it; the movie is kept.
+        if let recording {
+            recording.stop()
+            _ = recording.waitUntilFinished()
         }
-        defer { try? handle.close() }
-        let size = daemon.store.fileSize(id: id)
-        try channel.send(DaemonEvent.exportBegin(size: size))
-        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-            try channel.send(DaemonEvent.exportChunk, body: [UInt8](chunk))
+        if let capture {
+            capture.stop()
+            capture.waitUntilFinished()
         }
-        try channel.send(DaemonEvent.exportEnd)
+        if let agentID { daemon.consent.removeAgent(agentID) }
+        if let watcherID { daemon.captureMonitor.unwatch(watcherID) }
+        daemon.protectedWindows.release(owner: number)
+        channel.close()
     }
 }

@@ -1,6 +1,7 @@
 public import Foundation
 public import Logging
-import ReplayIPC
+public import ReplayIPC
+import ReplayCapture
 import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
@@ -16,24 +17,53 @@ public final class Daemon: Sendable {
         public var displayName: String?
         /// Exit after this long with no client and no recording (for daemons started on demand).
         public var idleExit: Duration?
+        public var mode: DaemonStatus.Mode
+        /// The person the daemon serves: their own tools may read the store.
+        public var ownerUID: UInt32
+        /// The person's own tools (the replay CLI beside replayd): run by the owner, they may
+        /// list, export and delete recordings and answer consent. Everything else is an app.
+        public var trustedExecutables: Set<String>
+        public var consent: ConsentBroker.Settings
+        /// Port of the loopback consent and preview pages (0: any free one; nil: no pages).
+        public var pagesPort: Int?
+        public var identifier: ExecutableIdentifier
 
-        public init(socketPath: String, store: URL, displayName: String?, idleExit: Duration? = nil) {
+        public init(socketPath: String, store: URL, displayName: String?, idleExit: Duration? = nil,
+                    mode: DaemonStatus.Mode = .user, ownerUID: UInt32 = getuid(), trustedExecutables: Set<String> = [],
+                    consent: ConsentBroker.Settings = .init(), pagesPort: Int? = 0,
+                    identifier: ExecutableIdentifier = ExecutableIdentifier()) {
             self.socketPath = socketPath
             self.store = store
             self.displayName = displayName
             self.idleExit = idleExit
+            self.mode = mode
+            self.ownerUID = ownerUID
+            self.trustedExecutables = trustedExecutables
+            self.consent = consent
+            self.pagesPort = pagesPort
+            self.identifier = identifier
         }
     }
 
     let configuration: Configuration
     let store: RecordingStore
     let logger: Logger
+    let consent: ConsentBroker
+    let captureMonitor = CaptureMonitor()
+    let protectedWindows = ProtectedWindows()
+    let previews = PreviewTokens()
+    let windows: WindowOwnership
+    private let pages: LoopbackPages
+    private let pagesAddress = PagesAddress()
     private let listener: Int32
     private let state = Mutex(State())
 
     private struct State {
         var sessions: [String: RecordingSession] = [:]
+        /// Which process made each recording an app started: only it may discard or preview it.
+        var appRecordings: [String: PeerIdentity] = [:]
         var connections = 0
+        var nextConnection = 0
         var lastActivity = MonotonicClock.nanoseconds()
         var stopping = false
     }
@@ -43,15 +73,36 @@ public final class Daemon: Sendable {
         self.configuration = configuration
         self.logger = logger
         store = try RecordingStore(directory: configuration.store)
+        let pagesAddress = self.pagesAddress
+        consent = ConsentBroker(settings: configuration.consent) { request, token in
+            pagesAddress.url.map { "\($0)/consent/\(request)?token=\(token)" }
+        }
+        windows = WindowOwnership(displayName: configuration.displayName)
+        pages = LoopbackPages(consent: consent, previews: previews, store: store, logger: logger)
+        if let port = configuration.pagesPort {
+            pagesAddress.url = try pages.start(port: port)
+        }
         let socketDirectory = URL(fileURLWithPath: configuration.socketPath).deletingLastPathComponent()
-        try ReplayPaths.makePrivateDirectory(socketDirectory)
-        listener = try UnixSocket.listen(path: configuration.socketPath)
+        if configuration.mode == .system {
+            // Clients of every user connect; what each may do is decided per request.
+            try FileManager.default.createDirectory(at: socketDirectory, withIntermediateDirectories: true)
+            listener = try UnixSocket.listen(path: configuration.socketPath, mode: 0o666)
+        } else {
+            try ReplayPaths.makePrivateDirectory(socketDirectory)
+            listener = try UnixSocket.listen(path: configuration.socketPath)
+        }
     }
+
+    var pagesBaseURL: String? { pagesAddress.url }
 
     /// Serves clients until `shutdown()`.
     public func run() {
-        logger.info("replayd listening", metadata: ["socket": "\(configuration.socketPath)", "store": "\(store.directory.path)"])
+        logger.info("replayd listening", metadata: [
+            "socket": "\(configuration.socketPath)", "store": "\(store.directory.path)", "mode": "\(configuration.mode.rawValue)",
+            "pages": "\(pagesBaseURL ?? "off")",
+        ])
         if let idle = configuration.idleExit { watchIdleness(limit: idle) }
+        watchFocus()
         while true {
             let fd: Int32
             do {
@@ -62,12 +113,14 @@ public final class Daemon: Sendable {
                 continue
             }
             let channel = MessageChannel(fd: fd, limits: .requests)
-            state.withLock {
+            let number = state.withLock {
                 $0.connections += 1
+                $0.nextConnection += 1
                 $0.lastActivity = MonotonicClock.nanoseconds()
+                return $0.nextConnection
             }
             Thread.detachNewThread { [self] in
-                ClientConnection(daemon: self, channel: channel).serve()
+                ClientConnection(daemon: self, channel: channel, number: number).serve()
                 state.withLock {
                     $0.connections -= 1
                     $0.lastActivity = MonotonicClock.nanoseconds()
@@ -93,12 +146,14 @@ public final class Daemon: Sendable {
             Thread.sleep(forTimeInterval: 0.02)
         }
         Glibc.shutdown(listener, Int32(SHUT_RDWR))
+        pages.stop()
     }
 
     func register(_ session: RecordingSession) -> Bool {
         state.withLock { state in
             guard !state.stopping else { return false }
             state.sessions[session.id] = session
+            captureMonitor.begin(.recording(session.id))
             return true
         }
     }
@@ -108,9 +163,40 @@ public final class Daemon: Sendable {
             $0.sessions[session.id] = nil
             $0.lastActivity = MonotonicClock.nanoseconds()
         }
+        captureMonitor.end(.recording(session.id))
+    }
+
+    func recordAppRecording(_ id: String, by peer: PeerIdentity) {
+        state.withLock { $0.appRecordings[id] = peer }
+    }
+
+    /// True when `peer` is the very process (pid and start time) that made recording `id`.
+    func isAppRecording(_ id: String, madeBy peer: PeerIdentity) -> Bool {
+        state.withLock { state in
+            guard let maker = state.appRecordings[id] else { return false }
+            return maker.pid == peer.pid && maker.startTime == peer.startTime
+        }
+    }
+
+    func forgetAppRecording(_ id: String) {
+        _ = state.withLock { $0.appRecordings.removeValue(forKey: id) }
     }
 
     var activeRecordings: [String] { state.withLock { Array($0.sessions.keys).sorted() } }
+
+    /// An app in focus is in use: its consent does not lapse (ReplayKit asks again only
+    /// after 8 minutes in the background). Polled, a few times per lapse period.
+    private func watchFocus() {
+        let period = min(5, max(0.2, Double(configuration.consent.idleLimit.nanoseconds) / 4e9))
+        Thread.detachNewThread { [self] in
+            while !state.withLock({ $0.stopping }) {
+                Thread.sleep(forTimeInterval: period)
+                let consented = consent.consentedProcesses
+                guard !consented.isEmpty, let focused = try? windows.focusedProcess(), consented.contains(focused) else { continue }
+                consent.markActive(pid: focused)
+            }
+        }
+    }
 
     private func watchIdleness(limit: Duration) {
         let limitNanoseconds = limit.components.seconds * 1_000_000_000

@@ -15,6 +15,7 @@ final class RecordingSession: Sendable {
     private let options: RecordingOptions
     private let store: RecordingStore
     private let displayName: String?
+    private let protectedWindows: ProtectedWindows
     private let logger: Logger
     // About a quarter of a second of video: enough to ride out a slow frame, small enough to bound memory.
     private let queue = BoundedQueue<SampleBuffer>(capacity: 8)
@@ -36,11 +37,13 @@ final class RecordingSession: Sendable {
         var created = Date().timeIntervalSince1970
     }
 
-    init(id: String, options: RecordingOptions, store: RecordingStore, displayName: String?, logger: Logger) {
+    init(id: String, options: RecordingOptions, store: RecordingStore, displayName: String?,
+         protectedWindows: ProtectedWindows, logger: Logger) {
         self.id = id
         self.options = options
         self.store = store
         self.displayName = displayName
+        self.protectedWindows = protectedWindows
         self.logger = logger
     }
 
@@ -53,6 +56,7 @@ final class RecordingSession: Sendable {
         let begin = DispatchSemaphore(value: 0)
         let screenResult = Mutex<Result<(Int, Int), CaptureError>?>(nil)
         let queue = self.queue, stopFlag = self.stopFlag, displayName = self.displayName
+        let protectedWindows = self.protectedWindows
 
         producers.enter()
         Thread.detachNewThread { [self] in
@@ -60,7 +64,8 @@ final class RecordingSession: Sendable {
             let capture: ScreenCapture
             do throws(CaptureError) {
                 capture = try ScreenCapture(displayName: displayName,
-                                            options: .init(fps: options.fps, showCursor: options.showCursor),
+                                            options: .init(fps: options.fps, showCursor: options.showCursor,
+                                                          protectedWindows: protectedWindows),
                                             counters: screenCounters)
                 screenResult.withLock { $0 = .success(capture.frameSize) }
             } catch {

@@ -67,6 +67,15 @@ public final class RecordingStore: Sendable {
             .sorted { $0.created < $1.created }
     }
 
+    /// Removes a recording and its metadata; false when there is no such recording.
+    @discardableResult
+    public func delete(id: String) -> Bool {
+        guard let movie = moviePath(id: id), info(id: id) != nil else { return false }
+        try? FileManager.default.removeItem(at: movie)
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent("\(id).json"))
+        return true
+    }
+
     public func fileSize(id: String) -> Int64 {
         guard let path = moviePath(id: id),
               let size = try? FileManager.default.attributesOfItem(atPath: path.path)[.size] as? NSNumber else { return 0 }

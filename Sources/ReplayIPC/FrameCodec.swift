@@ -15,8 +15,8 @@ public enum FrameCodec {
         }
         /// What the daemon accepts from clients: requests are small and carry no body.
         public static let requests = Limits(maxJSON: 64 * 1024, maxBody: 0)
-        /// What clients accept from the daemon.
-        public static let events = Limits(maxJSON: 4 * 1024 * 1024, maxBody: 4 * 1024 * 1024)
+        /// What clients accept from the daemon: a body holds an export chunk or one I420 picture (4K fits).
+        public static let events = Limits(maxJSON: 4 * 1024 * 1024, maxBody: 16 * 1024 * 1024)
     }
 
     public static func encodeHeader(jsonLength: Int, bodyLength: Int) -> [UInt8] {

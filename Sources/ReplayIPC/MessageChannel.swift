@@ -22,7 +22,9 @@ public final class MessageChannel: Sendable {
     }
 
     /// The process on the other end, from the kernel.
-    public func peer() throws(SystemError) -> PeerIdentity { try PeerIdentity(socket: fd) }
+    public func peer(executableOf: (Int32) -> String? = PeerIdentity.executable(of:)) throws(SystemError) -> PeerIdentity {
+        try PeerIdentity(socket: fd, executableOf: executableOf)
+    }
 
     public static func connect(path: String) throws(SystemError) -> MessageChannel {
         MessageChannel(fd: try UnixSocket.connect(path: path), limits: .events)

@@ -9,6 +9,31 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     /// Streams a recording back as `exportBegin`, `exportChunk`s with the bytes as body, `exportEnd`.
     case exportRecording(id: String)
     case status
+
+    // The person's own tools only (the replay CLI run by the store's owner).
+    /// Deletes a recording from the store.
+    case deleteRecording(id: String)
+    /// A loopback URL, with a fresh token, of the recording's preview page.
+    case previewURL(id: String)
+    /// Makes this connection a consent agent: it receives `consentRequested` and
+    /// `previewOffered` events and answers with `answerConsent`.
+    case registerConsentAgent
+    case answerConsent(requestID: String, allow: Bool)
+
+    // Apps.
+    /// Deletes a recording this client process made and has not shown yet.
+    case discardRecording(id: String)
+    /// Asks the daemon to show the person the preview of a recording this process made.
+    /// The app never sees the page or its token.
+    case showPreview(id: String)
+    /// Streams this process's own windows: `captureStarted`, then `capturedFrame`s.
+    case startCapture(CaptureOptions)
+    case stopCapture
+    /// Subscribes to `captureState` events: one now, then one per change.
+    case watchCaptureState
+    /// Paints a window of this process black in every capture while this connection is open.
+    case protectWindow(id: UInt32)
+    case unprotectWindow(id: UInt32)
 }
 
 public struct RecordingOptions: Codable, Sendable, Equatable {
@@ -60,6 +85,25 @@ public enum DaemonEvent: Codable, Sendable, Equatable {
     case exportChunk
     case exportEnd
     case status(DaemonStatus)
+    case recordingDeleted(id: String)
+    case previewURL(String)
+    /// The daemon is asking the person; the answer can take a while.
+    case waitingForConsent
+    case consentAgentRegistered
+    /// To consent agents: an app asks to capture; answer with `answerConsent` or open `pageURL`.
+    case consentRequested(ConsentPrompt)
+    /// To consent agents: the request was answered (here or elsewhere) or abandoned.
+    case consentResolved(requestID: String, allowed: Bool)
+    /// To consent agents: an app asked to show the person a recording's preview.
+    case previewOffered(PreviewOffer)
+    case previewShown
+    case captureStarted(width: Int, height: Int, fps: Int)
+    /// One I420 picture of the app's own windows in the body (Y, then U, then V, tightly packed).
+    case capturedFrame(CapturedFrameInfo)
+    case captureStopped(error: String?)
+    case captureState(CaptureStatus)
+    case windowProtected(id: UInt32)
+    case windowUnprotected(id: UInt32)
     /// The request failed; the daemon closes the connection after a protocol error.
     case error(code: ErrorCode, message: String)
 }
@@ -70,6 +114,14 @@ public enum ErrorCode: String, Codable, Sendable {
     case notFound
     case captureFailed
     case internalError
+    /// The person, an agent or the policy said no.
+    case userDeclined
+    /// This client may not do that (an app asking for the store, for instance).
+    case notPermitted
+    /// A request that makes no sense now (stopping a capture that was never started, ...).
+    case outOfOrder
+    case insufficientStorage
+    case failedToShowPreview
 }
 
 public struct RecordingStarted: Codable, Sendable, Equatable {
@@ -153,13 +205,28 @@ public struct RecordingInfo: Codable, Sendable, Equatable {
 }
 
 public struct DaemonStatus: Codable, Sendable, Equatable {
+    public enum Mode: String, Codable, Sendable {
+        /// Runs as the person's own user; the store is theirs.
+        case user
+        /// Started as root with --system; runs as the `replayd` user, which alone owns the store.
+        case system
+    }
+
     public var pid: Int32
     public var display: String?
     public var activeRecordings: [String]
+    public var mode: Mode
+    /// The store's directory; told only to the person's own tools, nil for apps.
+    public var store: String?
+    /// The loopback address of the consent and preview pages.
+    public var pagesURL: String?
 
-    public init(pid: Int32, display: String?, activeRecordings: [String]) {
+    public init(pid: Int32, display: String?, activeRecordings: [String], mode: Mode, store: String?, pagesURL: String?) {
         self.pid = pid
         self.display = display
         self.activeRecordings = activeRecordings
+        self.mode = mode
+        self.store = store
+        self.pagesURL = pagesURL
     }
 }

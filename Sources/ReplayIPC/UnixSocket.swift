@@ -7,15 +7,15 @@ public import ReplaySystem
 /// connection gets its own thread in the daemon, which keeps the flow easy to follow.
 public enum UnixSocket {
     /// Binds and listens on `path`, replacing a stale socket file left by a crashed daemon.
-    /// The socket file is made private to the daemon's user (mode 0600).
-    public static func listen(path: String, backlog: Int32 = 16) throws(SystemError) -> Int32 {
+    /// The socket file is private to the daemon's user (mode 0600) unless `mode` says otherwise.
+    public static func listen(path: String, mode: UInt32 = 0o600, backlog: Int32 = 16) throws(SystemError) -> Int32 {
         let fd = try syscall("socket") { socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0) }
         do {
             unlink(path)
             _ = try withAddress(path) { address, length throws(SystemError) in
                 try syscall("bind(\(path))") { bind(fd, address, length) }
             }
-            try syscall("chmod(\(path))") { chmod(path, 0o600) }
+            try syscall("chmod(\(path))") { chmod(path, mode) }
             try syscall("listen") { Glibc.listen(fd, backlog) }
             return fd
         } catch {

@@ -20,15 +20,14 @@ public final class ChildProcess: Sendable {
     }
 
     public init(path: String, arguments: [String], environment: [String: String],
-                stdout: Stream = .null, stderr: Stream = .null) throws(SystemError) {
+                stdin: Stream = .null, stdout: Stream = .null, stderr: Stream = .null) throws(SystemError) {
         self.path = path
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        for (target, stream) in [(Int32(1), stdout), (Int32(2), stderr)] {
+        for (target, stream) in [(Int32(0), stdin), (Int32(1), stdout), (Int32(2), stderr)] {
             switch stream {
-            case .null: posix_spawn_file_actions_addopen(&actions, target, "/dev/null", O_WRONLY, 0)
+            case .null: posix_spawn_file_actions_addopen(&actions, target, "/dev/null", target == 0 ? O_RDONLY : O_WRONLY, 0)
             case .descriptor(let fd): posix_spawn_file_actions_adddup2(&actions, fd, target)
             }
         }

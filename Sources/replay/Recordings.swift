@@ -6,7 +6,7 @@ extension Replay {
     struct Recordings: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List and export the recordings in the daemon's private store.",
-            subcommands: [List.self, Export.self], defaultSubcommand: List.self)
+            subcommands: [List.self, Export.self, Preview.self, Delete.self], defaultSubcommand: List.self)
     }
 }
 
@@ -79,6 +79,56 @@ extension Replay.Recordings {
             do {
                 let channel = try DaemonClient.connect(socket: daemon.socket)
                 try Exporter(channel: channel, quiet: false).export(id: id, to: to)
+            } catch {
+                printError("error: \(error)")
+                throw ExitCode.failure
+            }
+        }
+    }
+}
+
+extension Replay.Recordings {
+    struct Preview: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print the address of a recording's preview page (watch, save or delete it in a browser).",
+            discussion: "The address carries a token that only you get: apps never see it. It works while this replayd runs.")
+
+        @OptionGroup var daemon: DaemonOptions
+
+        @Argument(help: "The recording's id, as 'replay recordings list' shows it.")
+        var id: String
+
+        func run() throws {
+            do {
+                let channel = try DaemonClient.connect(socket: daemon.socket)
+                try channel.send(ClientRequest.previewURL(id: id))
+                guard case .previewURL(let url) = try DaemonClient.next(channel).message else {
+                    throw DaemonClient.Failure(description: "unexpected reply from replayd")
+                }
+                print(url)
+            } catch {
+                printError("error: \(error)")
+                throw ExitCode.failure
+            }
+        }
+    }
+
+    struct Delete: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Delete a recording from the private store.")
+
+        @OptionGroup var daemon: DaemonOptions
+
+        @Argument(help: "The recording's id, as 'replay recordings list' shows it.")
+        var id: String
+
+        func run() throws {
+            do {
+                let channel = try DaemonClient.connect(socket: daemon.socket)
+                try channel.send(ClientRequest.deleteRecording(id: id))
+                guard case .recordingDeleted = try DaemonClient.next(channel).message else {
+                    throw DaemonClient.Failure(description: "unexpected reply from replayd")
+                }
+                printError("Deleted \(id).")
             } catch {
                 printError("error: \(error)")
                 throw ExitCode.failure

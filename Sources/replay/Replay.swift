@@ -19,8 +19,9 @@ struct Replay: ParsableCommand {
               replay record --mic            (until Ctrl-C)
               replay recordings list
               replay recordings export rec-20261121-134501-3fa2 --to talk.mp4
+              replay consent-agent          (answer apps that ask to capture)
             """,
-        subcommands: [Record.self, Recordings.self, Status.self])
+        subcommands: [Record.self, Recordings.self, ConsentAgent.self, Status.self])
 }
 
 /// Where to find the daemon; shared by every subcommand.

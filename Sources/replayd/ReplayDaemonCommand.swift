@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import ReplayDaemon
+import ReplayIPC
 import ReplaySystem
 #if canImport(Glibc)
 import Glibc
@@ -16,6 +17,10 @@ struct ReplayDaemonCommand: ParsableCommand {
             Clients (the replay CLI, apps) talk to it over a Unix socket. The replay CLI starts it \
             on demand, so running it by hand is only needed for a service manager. SIGTERM or \
             SIGINT stop it cleanly: running recordings are finished and kept.
+
+            Apps must get the person's consent before they capture: a consent agent             ('replay consent-agent') or the loopback page it points to asks, or a policy file             answers on unattended machines, e.g. {"default": "ask", "apps": {"/usr/bin/obs": "allow"}}.
+
+            With --system (as root), replayd runs as its own user 'replayd', which alone can             read the store; clients of every user may connect.
             """)
 
     @Option(help: "Unix socket to listen on (default: $XDG_RUNTIME_DIR/openreplaykit/replayd-DISPLAY.sock).")
@@ -36,12 +41,44 @@ struct ReplayDaemonCommand: ParsableCommand {
     @Flag(help: "Leave the caller's session and process group (used when the CLI starts the daemon).")
     var detach = false
 
+    @Flag(help: "Run as the system daemon: start as root, drop to the 'replayd' user, store in /var/lib/openreplaykit (needs the user; scripts/install-deps creates it).")
+    var system = false
+
+    @Option(help: "The person whose replay command may read the store and answer consent (user name or uid; default: the user who starts replayd).")
+    var owner: String?
+
+    @Option(help: "JSON file with standing consent answers for unattended machines.")
+    var consentPolicy: String?
+
+    @Option(help: "Seconds an app waits for the person's answer before it counts as declined.")
+    var consentTimeout: Int = 120
+
+    @Option(help: "Seconds without focus or capture after which an app's consent lapses (ReplayKit: 8 minutes).")
+    var consentIdle: Int = 480
+
+    @Option(help: "Loopback port of the consent and preview pages (0: any free port).")
+    var pagesPort: Int = 0
+
+    @Flag(help: "Serve no consent or preview pages.")
+    var noPages = false
+
+    @Flag(help: .hidden)
+    var identifyExecutables = false
+
     func validate() throws {
         if let idleExit, idleExit <= 0 { throw ValidationError("--idle-exit must be positive") }
+        if consentTimeout <= 0 || consentIdle <= 0 { throw ValidationError("--consent-timeout and --consent-idle must be positive") }
+        if !(0...65535).contains(pagesPort) { throw ValidationError("--pages-port must be between 0 and 65535") }
+        if system && getuid() != 0 { throw ValidationError("--system needs root: replayd drops to its own user from there") }
+        if let owner, Int(owner) == nil, getpwnam(owner) == nil { throw ValidationError("--owner: no user '\(owner)'") }
         if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("unknown --log-level '\(logLevel)'") }
     }
 
     func run() throws {
+        if identifyExecutables {
+            ExecutableIdentifier.serveRequests()
+            return
+        }
         if detach { _ = setsid() }
         signal(SIGPIPE, SIG_IGN)
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
@@ -50,11 +87,33 @@ struct ReplayDaemonCommand: ParsableCommand {
 
         let daemon: Daemon
         do {
+            var policy = ConsentPolicy.askEveryone
+            if let consentPolicy { policy = try ConsentPolicy.load(from: URL(fileURLWithPath: consentPolicy)) }
+            let owner = ownerUID()
+            var identifier = ExecutableIdentifier()
+            let socketPath = socket ?? (system ? "/run/openreplaykit/replayd.sock" : ReplayPaths.defaultSocket().path)
+            let storeURL = store.map { URL(fileURLWithPath: $0) }
+                ?? (system ? URL(fileURLWithPath: "/var/lib/openreplaykit/recordings") : ReplayPaths.defaultStore())
+            if system {
+                guard let user = ServiceUser(named: "replayd") else {
+                    throw ValidationError("--system needs the user 'replayd' (scripts/install-deps creates it)")
+                }
+                identifier = try ExecutableIdentifier(helperExecutable: Self.ownExecutable)
+                try user.makeDirectory(storeURL, mode: 0o700)
+                // Its socket's directory is the daemon's, and open to every user.
+                try user.makeDirectory(URL(fileURLWithPath: socketPath).deletingLastPathComponent(), mode: 0o755)
+                try user.become()
+            }
             daemon = try Daemon(configuration: .init(
-                socketPath: socket ?? ReplayPaths.defaultSocket().path,
-                store: store.map { URL(fileURLWithPath: $0) } ?? ReplayPaths.defaultStore(),
+                socketPath: socketPath,
+                store: storeURL,
                 displayName: display,
-                idleExit: idleExit.map { .seconds($0) }), logger: logger)
+                idleExit: idleExit.map { .seconds($0) },
+                mode: system ? .system : .user,
+                ownerUID: owner,
+                trustedExecutables: Self.trustedExecutables(),
+                consent: .init(policy: policy, timeout: .seconds(consentTimeout), idleLimit: .seconds(consentIdle)),
+                pagesPort: noPages ? nil : pagesPort, identifier: identifier), logger: logger)
         } catch {
             logger.critical("cannot start: \(error)")
             throw ExitCode(1)
@@ -70,5 +129,22 @@ struct ReplayDaemonCommand: ParsableCommand {
         }
         daemon.run()
         withExtendedLifetime(sources) {}
+    }
+
+    /// `--owner`, else whoever started replayd (through sudo, the user who ran sudo).
+    private func ownerUID() -> UInt32 {
+        if let owner { return UInt32(owner) ?? getpwnam(owner)!.pointee.pw_uid }
+        if getuid() == 0, let sudoUID = ProcessInfo.processInfo.environment["SUDO_UID"].flatMap(UInt32.init) { return sudoUID }
+        return getuid()
+    }
+
+    /// The replay CLI installed beside this replayd: the person's own tool.
+    private static func trustedExecutables() -> Set<String> {
+        let cli = URL(fileURLWithPath: ownExecutable).deletingLastPathComponent().appendingPathComponent("replay")
+        return [cli.resolvingSymlinksInPath().path]
+    }
+
+    private static var ownExecutable: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
 }

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import ReplaySystem
 
 /// What a finished command printed and how it exited.
@@ -8,6 +8,15 @@ public struct CommandResult: Sendable, CustomStringConvertible {
     public let stderr: String
 
     public var description: String { "exit \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
+
+    /// Standard output's JSON lines, decoded.
+    public var jsonLines: [[String: Any]] { decodeJSONLines(stdout) }
+}
+
+func decodeJSONLines(_ text: String) -> [[String: Any]] {
+    text.split(whereSeparator: \.isNewline).compactMap {
+        try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+    }
 }
 
 /// Runs programs for tests: output goes through files (no pipe to fill up), and a command
@@ -51,6 +60,24 @@ public final class RunningCommand: Sendable {
         }
         process = try ChildProcess(path: path, arguments: arguments, environment: ChildProcess.environment(adding: environment),
                                    stdout: .descriptor(out), stderr: .descriptor(err))
+    }
+
+    /// What the command has printed on standard output so far.
+    public var outputSoFar: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+
+    /// The JSON lines printed so far, decoded.
+    public var jsonLines: [[String: Any]] { decodeJSONLines(outputSoFar) }
+
+    /// Waits until a JSON line satisfies `matches` (or the command exits, or time runs out).
+    @discardableResult
+    public func waitForJSONLine(timeout: Double = 30, _ matches: ([String: Any]) -> Bool) -> [String: Any]? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let line = jsonLines.first(where: matches) { return line }
+            if !process.isRunning { return jsonLines.first(where: matches) }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return nil
     }
 
     /// Waits for the command (killing it after `timeout` seconds) and collects its output.

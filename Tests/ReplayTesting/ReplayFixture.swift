@@ -16,12 +16,16 @@ public final class ReplayFixture: @unchecked Sendable {
 
     public static let replay = VirtualDesktop.siblingExecutable("replay").path
     public static let replayd = VirtualDesktop.siblingExecutable("replayd").path
+    /// The example app, which the privacy tests drive as "an app".
+    public static let secretNotes = VirtualDesktop.siblingExecutable("secret-notes").path
 
     /// - Parameter desktop: the desktop to start, or nil for none (to test "no X server").
-    public init(desktop: VirtualDesktop.Options? = VirtualDesktop.Options(), storeDirectory: URL? = nil) throws {
+    /// - Parameter socketName: the socket's path inside the fixture's directory.
+    public init(desktop: VirtualDesktop.Options? = VirtualDesktop.Options(), storeDirectory: URL? = nil,
+                socketName: String = "replayd.sock") throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("ork-test-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        socket = directory.appendingPathComponent("replayd.sock").path
+        socket = directory.appendingPathComponent(socketName).path
         store = storeDirectory ?? directory.appendingPathComponent("store")
         self.desktop = try desktop.map { try VirtualDesktop.start($0) }
     }
@@ -35,12 +39,12 @@ public final class ReplayFixture: @unchecked Sendable {
         return environment
     }
 
-    /// Starts replayd on the fixture's socket and store and waits until it answers.
-    public func startDaemon(environment overrides: [String: String] = [:]) throws {
+    /// Starts replayd on the fixture's socket and store, plus `arguments`, and waits until it answers.
+    public func startDaemon(_ arguments: [String] = [], environment overrides: [String: String] = [:]) throws {
         let log = open(directory.appendingPathComponent("replayd.log").path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         defer { close(log) }
         let daemon = try ChildProcess(
-            path: Self.replayd, arguments: ["--socket", socket, "--store", store.path, "--log-level", "debug"],
+            path: Self.replayd, arguments: ["--socket", socket, "--store", store.path, "--log-level", "debug"] + arguments,
             environment: ChildProcess.environment(adding: environment(overrides)), stdout: .descriptor(log), stderr: .descriptor(log))
         self.daemon = daemon
         // Ready means accepting: a socket file can be left over by a daemon that was killed.
@@ -68,6 +72,24 @@ public final class ReplayFixture: @unchecked Sendable {
     /// Starts `replay ARGUMENTS --socket SOCKET` in the background.
     public func startReplay(_ arguments: [String], environment overrides: [String: String] = [:]) throws -> RunningCommand {
         try Command.start(Self.replay, arguments + ["--socket", socket], environment: environment(overrides))
+    }
+
+    /// Starts the example app (`secret-notes`) on the desktop, talking to this fixture's daemon.
+    /// With `user`, it runs as that user (through runuser), as an app of somebody else would.
+    public func startApp(_ arguments: [String], user: String? = nil) throws -> RunningCommand {
+        try start(Self.secretNotes, arguments + ["--socket", socket], user: user)
+    }
+
+    /// Starts any program on the desktop, optionally as another user.
+    public func start(_ path: String, _ arguments: [String], user: String? = nil) throws -> RunningCommand {
+        guard let user else { return try Command.start(path, arguments, environment: environment()) }
+        let variables = environment().map { "\($0.key)=\($0.value)" }.sorted()
+        return try Command.start("/usr/sbin/runuser", ["-u", user, "--", "/usr/bin/env"] + variables + [path] + arguments)
+    }
+
+    /// Runs any program to completion, optionally as another user.
+    public func run(_ path: String, _ arguments: [String], user: String? = nil, timeout: Double = 60) throws -> CommandResult {
+        try start(path, arguments, user: user).finish(timeout: timeout)
     }
 
     /// The movie files in the store.

@@ -1,0 +1,151 @@
+import ArgumentParser
+import Foundation
+import OpenReplayKit
+import ReplayIPC
+
+/// An app that uses all of OpenReplayKit: it shows a secret, keeps it out of every capture
+/// (protected window) and also covers it while the screen is captured, records a replay of
+/// itself, and shares its own window.
+@main
+struct SecretNotes: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "secret-notes",
+        abstract: "Example OpenReplayKit app: a note with a secret that never shows up in a capture.",
+        discussion: """
+            Opens a window on $DISPLAY, asks replayd to keep it black in every capture, and \
+            covers the secret while anything captures the screen. Each step prints one JSON \
+            line, so scripts and tests can follow it.
+
+            Examples:
+              secret-notes                         (until Ctrl-C)
+              secret-notes --record 5              (records a 5 s replay, asks replayd to show its preview)
+              secret-notes --share-frames 30       (streams 30 pictures of its own window, reports their colours)
+            """)
+
+    @Option(help: "Window colour: red, green, blue or RRGGBB.")
+    var colour = "blue"
+
+    @Option(help: "Window position and size: X,Y,WIDTH,HEIGHT.")
+    var geometry = "100,100,480,320"
+
+    @Option(help: "The secret shown on the note.")
+    var secret = "the launch code is 0000"
+
+    @Flag(help: "Do not protect the window (so a recording shows it).")
+    var noProtect = false
+
+    @Option(help: "Record a replay of this many seconds, then ask replayd to show its preview.")
+    var record: Double?
+
+    @Option(help: "Share this many pictures of the app's own window (in-app capture), then report their colours.")
+    var shareFrames: Int?
+
+    @Option(help: "Frames per second of the in-app capture (at most 60).")
+    var shareFPS = 30
+
+    @Option(help: "Stay open this many seconds after the other steps (default: until Ctrl-C when no step is asked).")
+    var stay: Double?
+
+    @Option(help: "replayd's socket (default: as the replay CLI finds it).")
+    var socket: String?
+
+    func validate() throws {
+        if parsedGeometry == nil { throw ValidationError("--geometry must be X,Y,WIDTH,HEIGHT with positive sizes") }
+        if parsedColour == nil { throw ValidationError("--colour must be red, green, blue or six hex digits") }
+        if let shareFrames, shareFrames <= 0 { throw ValidationError("--share-frames must be positive") }
+        if !(1...60).contains(shareFPS) { throw ValidationError("--share-fps must be between 1 and 60") }
+    }
+
+    func run() async throws {
+        let (x, y, width, height) = parsedGeometry!
+        let window = try NoteWindow(x: x, y: y, width: width, height: height, colour: parsedColour!, title: "Secret notes")
+        let recorder = ScreenRecorder(socket: socket)
+        let state = CaptureState(socket: socket)
+        window.draw(secretVisible: !state.isCaptured, secret: secret)
+        report(["event": "window", "id": Int(window.id)])
+
+        do throws(RecordingError) {
+            if !noProtect {
+                try await recorder.protect(window: window.id)
+                report(["event": "protected", "id": Int(window.id)])
+            }
+            let changes = try state.changes()
+            let secret = self.secret
+            let follower = Task {
+                for await status in changes {
+                    window.draw(secretVisible: !status.isCaptured, secret: secret)
+                    report(["event": "captureState", "captured": status.isCaptured, "reasons": status.reasons.map(\.rawValue)])
+                }
+            }
+            defer { follower.cancel() }
+
+            if let shareFrames { try await share(recorder, frames: shareFrames) }
+            if let record { try await replay(recorder, seconds: record) }
+            if let stay {
+                try? await Task.sleep(for: .seconds(stay))
+            } else if shareFrames == nil && record == nil {
+                try? await Task.sleep(for: .seconds(365 * 86_400))
+            }
+        } catch {
+            report(["event": "error", "code": error.code.rawValue, "message": error.message])
+            throw ExitCode(3)
+        }
+    }
+
+    /// In-app capture: only this app's window reaches it; everything else is black.
+    private func share(_ recorder: ScreenRecorder, frames: Int) async throws(RecordingError) {
+        let stream = try await recorder.startCapture(fps: shareFPS)
+        var census = ColourCensus()
+        var received = 0
+        do {
+            for try await frame in stream {
+                census.add(frame)
+                received += 1
+                if received == frames { break }
+            }
+        } catch let error as RecordingError {
+            throw error
+        } catch {
+            throw RecordingError(.interrupted, "\(error)")
+        }
+        try await recorder.stopCapture()
+        let counts = try! JSONSerialization.jsonObject(with: JSONEncoder().encode(census))
+        report(["event": "shared", "frames": received, "colours": counts])
+    }
+
+    /// A replay: record, stop, and hand the person the preview (the app never sees the movie).
+    private func replay(_ recorder: ScreenRecorder, seconds: Double) async throws(RecordingError) {
+        try await recorder.startRecording()
+        report(["event": "recording"])
+        try? await Task.sleep(for: .seconds(seconds))
+        let preview = try await recorder.stopRecording()
+        report(["event": "recorded", "id": preview.recordingID, "duration": preview.duration])
+        do throws(RecordingError) {
+            try await preview.show(recorder: recorder)
+            report(["event": "previewShown"])
+        } catch {
+            report(["event": "previewNotShown", "message": error.message])
+        }
+    }
+
+    private var parsedGeometry: (Int, Int, Int, Int)? {
+        let parts = geometry.split(separator: ",").compactMap { Int($0) }
+        guard parts.count == 4, parts[2] > 0, parts[3] > 0 else { return nil }
+        return (parts[0], parts[1], parts[2], parts[3])
+    }
+
+    private var parsedColour: UInt32? {
+        switch colour {
+        case "red": 0xff0000
+        case "green": 0x00ff00
+        case "blue": 0x0000ff
+        default: colour.count == 6 ? UInt32(colour, radix: 16) : nil
+        }
+    }
+}
+
+/// One JSON line on standard output, written at once (tests read it while the app runs).
+func report(_ fields: [String: Any]) {
+    guard let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]) else { return }
+    FileHandle.standardOutput.write(data + Data("\n".utf8))
+}

@@ -1,0 +1,49 @@
+import Foundation
+import ReplayIPC
+import ReplaySystem
+
+/// One connection to replayd, with a thread that reads its events. Apps never start the
+/// daemon: the person (or the system's service manager) does.
+final class DaemonLink: Sendable {
+    let channel: MessageChannel
+
+    /// Connects to `socket`, else `$OPENREPLAYKIT_SOCKET`, the person's own daemon, or the system daemon.
+    init(socket: String?) throws(RecordingError) {
+        let environment = ProcessInfo.processInfo.environment
+        let candidates = socket.map { [$0] } ?? ([environment["OPENREPLAYKIT_SOCKET"]].compactMap { $0 }
+            + [ReplayPaths.defaultSocket().path, "/run/openreplaykit/replayd.sock"])
+        var lastError: SystemError?
+        for path in candidates {
+            do {
+                channel = try MessageChannel.connect(path: path)
+                return
+            } catch {
+                lastError = error
+            }
+        }
+        throw RecordingError(.systemDormancy,
+            "replayd is not running (tried \(candidates.joined(separator: ", ")): \(lastError.map { "\($0)" } ?? "no socket"))")
+    }
+
+    func send(_ request: ClientRequest) throws(RecordingError) {
+        do {
+            try channel.send(request)
+        } catch {
+            throw RecordingError(.interrupted, "lost the connection to replayd: \(error)")
+        }
+    }
+
+    /// Calls `handler` with each event on a thread of its own, then once with nil when the
+    /// connection ends.
+    func startReading(_ handler: @escaping @Sendable (_ event: DaemonEvent?, _ body: [UInt8]) -> Void) {
+        let channel = self.channel
+        Thread.detachNewThread {
+            while let (event, body) = (try? channel.receive(DaemonEvent.self)) ?? nil {
+                handler(event, body)
+            }
+            handler(nil, [])
+        }
+    }
+
+    func close() { channel.close() }
+}

@@ -1,0 +1,14 @@
+/// What `stopRecording` returns: a handle on the finished recording. The app never gets the
+/// movie, a path or the preview page; it can only ask the daemon to show the page to the person.
+public struct PreviewHandle: Sendable, Equatable, Hashable {
+    /// Opaque: names the recording in requests, opens nothing.
+    public let recordingID: String
+    /// How long the recording is, in seconds.
+    public let duration: Double
+
+    /// Asks replayd to show the person the preview page (through their consent agent),
+    /// where they can watch, save or delete the recording.
+    public func show(recorder: ScreenRecorder = .shared) async throws(RecordingError) {
+        try await recorder.showPreview(self)
+    }
+}

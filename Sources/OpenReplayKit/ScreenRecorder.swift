@@ -1,0 +1,237 @@
+import ReplayIPC
+public import ReplayMedia
+import Synchronization
+
+/// The app's recorder, as ReplayKit's RPScreenRecorder: record the screen into the daemon's
+/// private store (the app gets a handle, never the movie), or capture the app's own windows.
+/// Capture happens in replayd, after the person's consent; this process never reads the screen.
+public final class ScreenRecorder: Sendable {
+    public static let shared = ScreenRecorder()
+
+    private struct Connection: Sendable {
+        let link: DaemonLink
+        let inbox: EventInbox
+    }
+
+    private struct State {
+        var microphone = false
+        var starting = false
+        var recording: Connection?
+        var capture: (connection: Connection, pump: Task<Void, Never>)?
+        var control: Connection?
+    }
+
+    private let socket: String?
+    private let state = Mutex(State())
+
+    /// - Parameter socket: replayd's socket; nil finds it as the `replay` CLI does.
+    public init(socket: String? = nil) {
+        self.socket = socket
+    }
+
+    public var isRecording: Bool { state.withLock { $0.recording != nil } }
+
+    /// Whether the next recording also takes the microphone (asked for in the consent prompt).
+    public var isMicrophoneEnabled: Bool {
+        get { state.withLock { $0.microphone } }
+        set { state.withLock { $0.microphone = newValue } }
+    }
+
+    /// Starts recording the screen with its audio. The first time, and again after 8 minutes
+    /// unused, the person is asked; a refusal throws `userDeclined`.
+    public func startRecording() async throws(RecordingError) {
+        let microphone = try state.withLock { state throws(RecordingError) -> Bool in
+            guard state.recording == nil, !state.starting else {
+                throw RecordingError(.attemptToStartInRecordingState, "a recording is already running; stop it first")
+            }
+            state.starting = true
+            return state.microphone
+        }
+        defer { state.withLock { $0.starting = false } }
+        let connection = try open()
+        try connection.link.send(.startRecording(RecordingOptions(microphone: microphone)))
+        while true {
+            switch await connection.inbox.next().event {
+            case .recordingStarted:
+                state.withLock { $0.recording = connection }
+                return
+            case .waitingForConsent:
+                continue
+            case .error(let code, let message):
+                connection.link.close()
+                throw RecordingError(daemon: code, message: message, fallback: .failedToStart)
+            case nil:
+                throw RecordingError(.interrupted, "replayd closed the connection before the recording started")
+            default:
+                continue
+            }
+        }
+    }
+
+    /// Stops the recording and returns its preview handle. A recording that already ended by
+    /// itself (the screen resized, the disk filled) throws why; what was recorded is kept.
+    public func stopRecording() async throws(RecordingError) -> PreviewHandle {
+        guard let connection = state.withLock({ $0.recording }) else {
+            throw RecordingError(.attemptToStopNonRecording, "no recording is running")
+        }
+        defer {
+            connection.link.close()
+            state.withLock { $0.recording = nil }
+        }
+        try? connection.link.send(.stopRecording)
+        while true {
+            switch await connection.inbox.next().event {
+            case .recordingFinished(let summary):
+                if let error = summary.error { throw RecordingError(recordingEnded: error) }
+                return PreviewHandle(recordingID: summary.id, duration: summary.duration)
+            case nil:
+                throw RecordingError(.interrupted, "replayd went away during the recording")
+            default:
+                continue
+            }
+        }
+    }
+
+    /// Deletes a recording this app made, as ReplayKit's discardRecording.
+    public func discardRecording(_ preview: PreviewHandle) async throws(RecordingError) {
+        try await exchange(.discardRecording(id: preview.recordingID), failure: .failedToDiscardRecording) {
+            if case .recordingDeleted = $0 { true } else { false }
+        }
+    }
+
+    func showPreview(_ preview: PreviewHandle) async throws(RecordingError) {
+        try await exchange(.showPreview(id: preview.recordingID), failure: .failedToShowPreview) {
+            if case .previewShown = $0 { true } else { false }
+        }
+    }
+
+    /// Streams this app's own windows (everything else is black), at most `fps` (≤ 60) a second.
+    public func startCapture(fps: Int = 60) async throws(RecordingError) -> AsyncThrowingStream<CapturedFrame, any Error> {
+        guard state.withLock({ $0.capture == nil }) else {
+            throw RecordingError(.attemptToStartInRecordingState, "a capture is already running; stop it first")
+        }
+        let connection = try open()
+        try connection.link.send(.startCapture(CaptureOptions(fps: fps)))
+        while true {
+            switch await connection.inbox.next().event {
+            case .captureStarted:
+                let (stream, continuation) = AsyncThrowingStream.makeStream(
+                    of: CapturedFrame.self, throwing: (any Error).self, bufferingPolicy: .bufferingNewest(4))
+                let pump = Task { await Self.pumpFrames(from: connection.inbox, into: continuation) }
+                state.withLock { $0.capture = (connection, pump) }
+                return stream
+            case .waitingForConsent:
+                continue
+            case .error(let code, let message):
+                connection.link.close()
+                throw RecordingError(daemon: code, message: message, fallback: .failedToStart)
+            case nil:
+                throw RecordingError(.interrupted, "replayd closed the connection before the capture started")
+            default:
+                continue
+            }
+        }
+    }
+
+    /// Ends the capture; the stream finishes.
+    public func stopCapture() async throws(RecordingError) {
+        guard let capture = state.withLock({ state in
+            defer { state.capture = nil }
+            return state.capture
+        }) else {
+            throw RecordingError(.attemptToStopNonRecording, "no capture is running")
+        }
+        try? capture.connection.link.send(.stopCapture)
+        await capture.pump.value
+        capture.connection.link.close()
+    }
+
+    /// Keeps `window` (one of this app's X windows) black in every capture, recording and
+    /// broadcast, for as long as this process runs or until `unprotect`.
+    public func protect(window: UInt32) async throws(RecordingError) {
+        try await control(.protectWindow(id: window)) { if case .windowProtected = $0 { true } else { false } }
+    }
+
+    public func unprotect(window: UInt32) async throws(RecordingError) {
+        try await control(.unprotectWindow(id: window)) { if case .windowUnprotected = $0 { true } else { false } }
+    }
+
+    private func open() throws(RecordingError) -> Connection {
+        let link = try DaemonLink(socket: socket)
+        let inbox = EventInbox()
+        link.startReading { inbox.push($0, $1) }
+        return Connection(link: link, inbox: inbox)
+    }
+
+    /// One request on a connection of its own, answered by the event `isAnswer` accepts.
+    private func exchange(_ request: ClientRequest, failure: RecordingError.Code,
+                          isAnswer: (DaemonEvent) -> Bool) async throws(RecordingError) {
+        let connection = try open()
+        defer { connection.link.close() }
+        try await ask(connection, request, failure: failure, isAnswer: isAnswer)
+    }
+
+    /// A request on the long-lived control connection, whose lifetime bounds the protections.
+    private func control(_ request: ClientRequest, isAnswer: (DaemonEvent) -> Bool) async throws(RecordingError) {
+        let connection: Connection
+        if let existing = state.withLock({ $0.control }) {
+            connection = existing
+        } else {
+            connection = try open()
+            state.withLock { $0.control = connection }
+        }
+        do throws(RecordingError) {
+            try await ask(connection, request, failure: .failedToStart, isAnswer: isAnswer)
+        } catch {
+            if error.code == .interrupted { state.withLock { $0.control = nil } }
+            throw error
+        }
+    }
+
+    private func ask(_ connection: Connection, _ request: ClientRequest, failure: RecordingError.Code,
+                     isAnswer: (DaemonEvent) -> Bool) async throws(RecordingError) {
+        try connection.link.send(request)
+        while true {
+            let event = await connection.inbox.next().event
+            guard let event else { throw RecordingError(.interrupted, "replayd closed the connection") }
+            if case .error(let code, let message) = event { throw RecordingError(daemon: code, message: message, fallback: failure) }
+            if isAnswer(event) { return }
+        }
+    }
+
+    private static func pumpFrames(from inbox: EventInbox,
+                                   into continuation: AsyncThrowingStream<CapturedFrame, any Error>.Continuation) async {
+        while true {
+            let (event, body) = await inbox.next()
+            switch event {
+            case .capturedFrame(let info):
+                if let frame = CapturedFrame(info, bytes: body) { continuation.yield(frame) }
+            case .captureStopped(let error):
+                continuation.finish(throwing: error.map { RecordingError(recordingEnded: $0) })
+                return
+            case nil:
+                continuation.finish(throwing: RecordingError(.interrupted, "replayd went away during the capture"))
+                return
+            default:
+                continue
+            }
+        }
+    }
+}
+
+/// One picture of the app's own windows, in I420.
+public struct CapturedFrame: Sendable {
+    /// When it was taken, on the monotonic clock.
+    public let time: MediaTime
+    public let pixels: PixelBuffer
+
+    /// Checks the daemon's sizes before trusting them with memory.
+    init?(_ info: CapturedFrameInfo, bytes: [UInt8]) {
+        guard info.width > 0, info.height > 0, info.width % 2 == 0, info.height % 2 == 0,
+              bytes.count == PixelBuffer.byteCount(width: info.width, height: info.height) else { return nil }
+        let pixels = PixelBuffer(width: info.width, height: info.height)
+        pixels.bytes.copyBytes(from: bytes)
+        self.pixels = pixels
+        time = MediaTime(nanoseconds: Int64(info.time * 1e9))
+    }
+}

@@ -1,0 +1,235 @@
+import CXCB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A rectangle of screen pixels, in root-window coordinates.
+public struct PixelRect: Equatable, Sendable {
+    public var x: Int
+    public var y: Int
+    public var width: Int
+    public var height: Int
+
+    public init(x: Int, y: Int, width: Int, height: Int) {
+        self.x = x
+        self.y = y
+        self.width = width
+        self.height = height
+    }
+
+    public var isEmpty: Bool { width <= 0 || height <= 0 }
+
+    /// The pixels in both; empty (zero width or height) when they do not overlap.
+    public func intersection(_ other: PixelRect) -> PixelRect {
+        let left = max(x, other.x), top = max(y, other.y)
+        let right = min(x + width, other.x + other.width), bottom = min(y + height, other.y + other.height)
+        return PixelRect(x: left, y: top, width: max(0, right - left), height: max(0, bottom - top))
+    }
+
+    /// The pixels of `self` outside `other`, as up to four disjoint rectangles: the full-width
+    /// bands above and below `other`, then the parts left and right of it.
+    public func subtracting(_ other: PixelRect) -> [PixelRect] {
+        if isEmpty { return [] }
+        let cut = intersection(other)
+        if cut.isEmpty { return [self] }
+        let pieces = [
+            PixelRect(x: x, y: y, width: width, height: cut.y - y),
+            PixelRect(x: x, y: cut.y + cut.height, width: width, height: y + height - cut.y - cut.height),
+            PixelRect(x: x, y: cut.y, width: cut.x - x, height: cut.height),
+            PixelRect(x: cut.x + cut.width, y: cut.y, width: x + width - cut.x - cut.width, height: cut.height),
+        ]
+        return pieces.filter { !$0.isEmpty }
+    }
+}
+
+/// A top-level window as it is stacked on the screen.
+public struct StackedWindow: Equatable, Sendable {
+    /// The child of the root window: under a reparenting window manager, the manager's frame.
+    public let id: UInt32
+    /// The window the application created inside the frame (the one carrying ICCCM's
+    /// WM_STATE), which is what an application names when it asks for protection; `id` itself
+    /// when nothing reparented it.
+    public let clientWindow: UInt32
+    /// Root coordinates, border and window-manager decorations included, clipped to the screen.
+    public let frame: PixelRect
+    /// The process of the X client that created `clientWindow`, as the X server knows it
+    /// (XRes): nil for clients over TCP and windows of the server itself.
+    public let ownerPID: Int32?
+    /// False for windows with an alpha channel (depth 32): a compositor blends them with
+    /// what lies beneath, so they cannot be trusted to hide it.
+    public let isOpaque: Bool
+
+    public init(id: UInt32, clientWindow: UInt32? = nil, frame: PixelRect, ownerPID: Int32?, isOpaque: Bool = true) {
+        self.id = id
+        self.clientWindow = clientWindow ?? id
+        self.frame = frame
+        self.ownerPID = ownerPID
+        self.isOpaque = isOpaque
+    }
+}
+
+/// The windows on the screen and the processes that own them, from the server's own
+/// records: the X-Resource extension (1.2) tells which process is behind each client
+/// connection (its peer credentials), whereas _NET_WM_PID is whatever a client wrote.
+/// Every query sends a whole batch of requests before reading any reply, so a call costs a
+/// few round trips however many windows there are.
+final class WindowStack {
+    private let display: X11Display
+    /// Which bits of an X id are the per-client part; the rest names the client.
+    private let resourceIDMask: UInt32
+    /// Set by window managers on the windows they manage, which tells an application's
+    /// window from the frame wrapped around it.
+    private let wmState: xcb_atom_t
+
+    init(display: X11Display) throws(CaptureError) {
+        let connection = display.connection
+        let missing = CaptureError(
+            .missingExtension, "the X server lacks the X-Resource 1.2 extension needed to tell windows apart")
+        guard CXCB_hasExtension(connection, 4) != 0,
+              let version = xcb_res_query_version_reply(connection, xcb_res_query_version(connection, 1, 2), nil)
+        else { throw missing }
+        let (major, minor) = (version.pointee.server_major, version.pointee.server_minor)
+        free(version)
+        guard (major, minor) >= (1, 2) else { throw missing }
+
+        self.display = display
+        resourceIDMask = xcb_get_setup(connection).pointee.resource_id_mask
+        let name = "WM_STATE"
+        let atom = xcb_intern_atom_reply(connection, xcb_intern_atom(connection, 0, UInt16(name.utf8.count), name), nil)
+        wmState = atom?.pointee.atom ?? xcb_atom_t(XCB_ATOM_NONE.rawValue)
+        free(atom)
+    }
+
+    /// The viewable top-level windows that show on the screen, bottom to top.
+    func windows() -> [StackedWindow] {
+        let connection = display.connection
+        let clientsCookie = queryPIDs(of: 0)
+        let topLevels = probe([display.root]).first?.children ?? []
+        let pids = readPIDs(connection, clientsCookie)
+        let screen = PixelRect(x: 0, y: 0, width: display.width, height: display.height)
+        let tops = probe(topLevels)
+        let clients = clientWindows(of: tops)
+        return tops.indices.compactMap { index -> StackedWindow? in
+            let top = tops[index]
+            // The server's own windows belong to no app, and the one that covers the screen under a
+            // compositor (its overlay) shows the other windows rather than hiding them.
+            guard top.isViewable, let geometry = top.geometry, owner(top.id) != 0 else { return nil }
+            let frame = geometry.frame.intersection(screen)
+            guard !frame.isEmpty else { return nil }
+            let client = clients[index] ?? top.id
+            return StackedWindow(
+                id: top.id, clientWindow: client, frame: frame, ownerPID: pids[owner(client)], isOpaque: geometry.depth != 32)
+        }
+    }
+
+    /// The process of the client that created `window` (top-level or not), or nil if the
+    /// window does not exist, is the server's own (XRes names the server's pid for those), or
+    /// the server does not know the process (a client over TCP).
+    func ownerPID(of window: UInt32) -> Int32? {
+        let connection = display.connection
+        guard owner(window) != 0 else { return nil }
+        let exists = xcb_get_window_attributes(connection, window)
+        let cookie = queryPIDs(of: window)
+        let attributes = xcb_get_window_attributes_reply(connection, exists, nil)
+        let pids = readPIDs(connection, cookie)
+        guard let attributes else { return nil }
+        free(attributes)
+        return pids[owner(window)]
+    }
+
+    /// The client part of an X id: the resource-id base of the client that allocated it.
+    private func owner(_ window: UInt32) -> UInt32 { window & ~resourceIDMask }
+
+    /// Asks which process is behind the client owning `id`, or behind every client for 0.
+    private func queryPIDs(of id: UInt32) -> xcb_res_query_client_ids_cookie_t {
+        var spec = xcb_res_client_id_spec_t(client: id, mask: UInt32(XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID.rawValue))
+        return xcb_res_query_client_ids(display.connection, 1, &spec)
+    }
+
+    /// Process ids by client resource-id base; clients whose process is unknown are absent.
+    private func readPIDs(_ connection: OpaquePointer, _ cookie: xcb_res_query_client_ids_cookie_t) -> [UInt32: Int32] {
+        guard let reply = xcb_res_query_client_ids_reply(connection, cookie, nil) else { return [:] }
+        defer { free(reply) }
+        var pids: [UInt32: Int32] = [:]
+        var values = xcb_res_query_client_ids_ids_iterator(reply)
+        while values.rem > 0, let value = values.data {
+            if value.pointee.spec.mask & UInt32(XCB_RES_CLIENT_ID_MASK_LOCAL_CLIENT_PID.rawValue) != 0,
+               xcb_res_client_id_value_value_length(value) >= 1, let pid = xcb_res_client_id_value_value(value) {
+                pids[value.pointee.spec.client] = Int32(bitPattern: pid.pointee)
+            }
+            xcb_res_client_id_value_next(&values)
+        }
+        return pids
+    }
+
+    /// For each top-level window, the application window inside it, found as `xprop` does:
+    /// the top-level itself if it carries WM_STATE, else the first viewable child or
+    /// grandchild that does (frames nest the application's window one or two levels down).
+    /// Nil when none does, as without a window manager.
+    private func clientWindows(of tops: [Probe]) -> [UInt32?] {
+        var found: [UInt32?] = tops.map { $0.isViewable && $0.hasWMState ? $0.id : nil }
+        // Each window still to look at, with the index of the top-level it descends from.
+        var candidates = tops.indices.filter { found[$0] == nil && tops[$0].isViewable }
+            .flatMap { index in tops[index].children.map { (top: index, window: $0) } }
+        for _ in 1...2 where !candidates.isEmpty {
+            let probes = probe(candidates.map(\.window))
+            for (candidate, probe) in zip(candidates, probes)
+            where found[candidate.top] == nil && probe.isViewable && probe.hasWMState {
+                found[candidate.top] = probe.id
+            }
+            candidates = zip(candidates, probes).flatMap { candidate, probe in
+                found[candidate.top] == nil && probe.isViewable ? probe.children.map { (candidate.top, $0) } : []
+            }
+        }
+        return found
+    }
+
+    /// What one window is, read in one batch for a whole list of windows.
+    private struct Probe {
+        let id: UInt32
+        /// Mapped with all its ancestors, and drawing pixels (not InputOnly).
+        var isViewable = false
+        var hasWMState = false
+        var children: [UInt32] = []
+        var geometry: (frame: PixelRect, depth: UInt8)?
+    }
+
+    /// Attributes, geometry, WM_STATE and children of every window in `windows`: all the
+    /// requests go out before the first reply is read. A window destroyed meanwhile comes
+    /// back not viewable.
+    private func probe(_ windows: [UInt32]) -> [Probe] {
+        let connection = display.connection
+        let cookies = windows.map { window in
+            (attributes: xcb_get_window_attributes(connection, window),
+             geometry: xcb_get_geometry(connection, window),
+             state: xcb_get_property(connection, 0, window, wmState, xcb_atom_t(XCB_ATOM_NONE.rawValue), 0, 0),
+             tree: xcb_query_tree(connection, window))
+        }
+        return zip(windows, cookies).map { window, cookie in
+            var probe = Probe(id: window)
+            if let attributes = xcb_get_window_attributes_reply(connection, cookie.attributes, nil) {
+                probe.isViewable = attributes.pointee.map_state == UInt8(XCB_MAP_STATE_VIEWABLE.rawValue)
+                    && attributes.pointee._class != UInt16(XCB_WINDOW_CLASS_INPUT_ONLY.rawValue)
+                free(attributes)
+            }
+            if let geometry = xcb_get_geometry_reply(connection, cookie.geometry, nil) {
+                // x and y are the outer corner, relative to the parent; the border adds to both sides.
+                let g = geometry.pointee, border = 2 * Int(g.border_width)
+                probe.geometry = (PixelRect(x: Int(g.x), y: Int(g.y), width: Int(g.width) + border,
+                                            height: Int(g.height) + border), g.depth)
+                free(geometry)
+            }
+            if let state = xcb_get_property_reply(connection, cookie.state, nil) {
+                probe.hasWMState = state.pointee.type != xcb_atom_t(XCB_ATOM_NONE.rawValue)
+                free(state)
+            }
+            if let tree = xcb_query_tree_reply(connection, cookie.tree, nil) {
+                if let children = xcb_query_tree_children(tree) {
+                    probe.children = Array(UnsafeBufferPointer(start: children, count: Int(xcb_query_tree_children_length(tree))))
+                }
+                free(tree)
+            }
+            return probe
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import Logging
+import ReplayCapture
+import ReplayIPC
+
+/// In-app capture, capture state and protected windows: what apps do with their own windows.
+extension ClientConnection {
+    func startCapture(_ options: CaptureOptions) throws {
+        guard (1...60).contains(options.fps) else {
+            throw Refusal(code: .malformedRequest, message: "in-app capture runs at 1 to 60 fps")
+        }
+        guard capture == nil else {
+            throw Refusal(code: .outOfOrder, message: "startCapture while this connection is already capturing", closing: true)
+        }
+        guard let peer else { throw Refusal(code: .captureFailed, message: "the app's process could not be identified") }
+        try requireConsent(.screen)
+        let session = AppCaptureSession(
+            pid: peer.pid, options: options, displayName: daemon.configuration.displayName,
+            protectedWindows: daemon.protectedWindows, channel: channel, logger: daemon.logger)
+        let size: (width: Int, height: Int)
+        do {
+            size = try session.start()
+        } catch {
+            throw Refusal(code: .captureFailed, message: "\(error)")
+        }
+        capture = session
+        let activity = CaptureMonitor.Activity.appCapture(pid: peer.pid, id: number)
+        daemon.captureMonitor.begin(activity)
+        let daemon = self.daemon
+        session.onFinish {
+            daemon.captureMonitor.end(activity)
+            daemon.consent.markActive(pid: peer.pid)
+        }
+        daemon.logger.info("in-app capture started", metadata: ["peer": "\(peerDescription)", "fps": "\(options.fps)"])
+        try channel.send(DaemonEvent.captureStarted(width: size.width, height: size.height, fps: options.fps))
+    }
+
+    func stopCapture() throws {
+        guard let session = capture else {
+            throw Refusal(code: .outOfOrder, message: "stopCapture without a capture running on this connection", closing: true)
+        }
+        capture = nil
+        session.stop()
+        session.waitUntilFinished()
+    }
+
+    func watchCaptureState() throws {
+        guard watcherID == nil else {
+            throw Refusal(code: .outOfOrder, message: "this connection already watches the capture state", closing: true)
+        }
+        watcherID = daemon.captureMonitor.watch(channel, pid: peer?.pid ?? -1)
+    }
+
+    /// Only a window of the asking process (by the X server's own record of who made it).
+    func protectWindow(_ window: UInt32) throws {
+        guard let peer else { throw Refusal(code: .notPermitted, message: "the app's process could not be identified") }
+        let owner: Int32?
+        do {
+            owner = try daemon.windows.ownerPID(of: window)
+        } catch {
+            throw Refusal(code: .captureFailed, message: "cannot check who owns window \(window): \(error)")
+        }
+        guard let owner else { throw Refusal(code: .notFound, message: "there is no window \(window) on the display") }
+        guard owner == peer.pid else {
+            throw Refusal(code: .notPermitted, message: "window \(window) belongs to another process; apps may protect only their own")
+        }
+        daemon.protectedWindows.protect(window, owner: number)
+        try channel.send(DaemonEvent.windowProtected(id: window))
+    }
+
+    func unprotectWindow(_ window: UInt32) throws {
+        daemon.protectedWindows.unprotect(window, owner: number)
+        try channel.send(DaemonEvent.windowUnprotected(id: window))
+    }
+}

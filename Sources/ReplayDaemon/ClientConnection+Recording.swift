@@ -1,0 +1,146 @@
+import ReplayCapture
+import Logging
+import Foundation
+import ReplayIPC
+import ReplaySystem
+
+/// Recording, and the store: what is recorded, and who may see it.
+extension ClientConnection {
+    static func validate(_ options: RecordingOptions) -> String? {
+        if !(1...120).contains(options.fps) { return "fps must be between 1 and 120" }
+        if let duration = options.duration, !(duration > 0 && duration <= 86_400) {
+            return "duration must be between 0 and 86400 seconds"
+        }
+        if let rate = options.video.bitRate, !(100_000...100_000_000).contains(rate) {
+            return "bit rate must be between 100 kb/s and 100 Mb/s"
+        }
+        if !(0...51).contains(options.video.crf) { return "crf must be between 0 and 51" }
+        let presets = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium", "slow", "slower", "veryslow"]
+        if !presets.contains(options.video.preset) { return "unknown x264 preset '\(options.video.preset)'" }
+        if let interval = options.video.keyframeInterval, !(1...1000).contains(interval) {
+            return "keyframe interval must be between 1 and 1000 frames"
+        }
+        return nil
+    }
+
+    func startRecording(_ options: RecordingOptions) throws {
+        if let problem = Self.validate(options) { throw Refusal(code: .malformedRequest, message: problem) }
+        guard recording?.isFinished ?? true else {
+            throw Refusal(code: .busy, message: "this connection is already recording")
+        }
+        var capabilities: ConsentBroker.Capabilities = .screen
+        if options.appAudio { capabilities.insert(.appAudio) }
+        if options.microphone { capabilities.insert(.microphone) }
+        try requireConsent(capabilities)
+
+        let session = RecordingSession(
+            id: daemon.store.newID(), options: options, store: daemon.store, displayName: daemon.configuration.displayName,
+            protectedWindows: daemon.protectedWindows, logger: daemon.logger)
+        guard daemon.register(session) else { throw Refusal(code: .busy, message: "replayd is shutting down") }
+        let started: RecordingStarted
+        do {
+            started = try session.start()
+        } catch {
+            daemon.unregister(session)
+            throw Refusal(code: .captureFailed, message: "\(error)")
+        }
+        if role == .app, let peer { daemon.recordAppRecording(started.id, by: peer) }
+        daemon.logger.info("recording started", metadata: [
+            "recording": "\(started.id)", "size": "\(started.width)x\(started.height)", "fps": "\(options.fps)",
+            "peer": "\(peerDescription)",
+        ])
+        try channel.send(DaemonEvent.recordingStarted(started))
+        recording = session
+
+        // Progress once a second until the movie is closed, then the summary.
+        let channel = self.channel, daemon = self.daemon, pid = peer?.pid
+        Thread.detachNewThread {
+            let done = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                let summary = session.waitUntilFinished()
+                daemon.unregister(session)
+                if let pid { daemon.consent.markActive(pid: pid) }
+                try? channel.send(DaemonEvent.recordingFinished(summary))
+                done.signal()
+            }
+            while done.wait(timeout: .now() + 1) == .timedOut {
+                try? channel.send(DaemonEvent.progress(session.progress()))
+            }
+        }
+    }
+
+    func stopRecording() throws {
+        guard let recording, !recording.isFinished else {
+            throw Refusal(code: .outOfOrder, message: "stopRecording without a recording running on this connection", closing: true)
+        }
+        recording.stop()
+    }
+
+    func listRecordings() throws {
+        try requirePerson("list recordings")
+        try channel.send(DaemonEvent.recordings(daemon.store.list()))
+    }
+
+    func export(id: String) throws {
+        try requirePerson("export recordings")
+        guard daemon.store.info(id: id) != nil, let path = daemon.store.moviePath(id: id),
+              let handle = FileHandle(forReadingAtPath: path.path) else {
+            throw Refusal(code: .notFound, message: "no recording with id '\(id)'")
+        }
+        defer { try? handle.close() }
+        try channel.send(DaemonEvent.exportBegin(size: daemon.store.fileSize(id: id)))
+        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+            try channel.send(DaemonEvent.exportChunk, body: [UInt8](chunk))
+        }
+        try channel.send(DaemonEvent.exportEnd)
+    }
+
+    func delete(id: String) throws {
+        try requirePerson("delete recordings from the store")
+        try deleteFinished(id: id)
+    }
+
+    func previewURL(id: String) throws {
+        try requirePerson("open previews")
+        try channel.send(DaemonEvent.previewURL(try pageURL(for: id)))
+    }
+
+    /// ReplayKit's discardRecording: an app may throw away a recording it made itself.
+    func discard(id: String) throws {
+        guard let peer, daemon.isAppRecording(id, madeBy: peer) else {
+            throw Refusal(code: .notPermitted, message: "this app did not make recording '\(id)'")
+        }
+        try deleteFinished(id: id)
+        daemon.forgetAppRecording(id)
+    }
+
+    /// The app's preview handle: the page goes to the person's agents, never to the app.
+    func showPreview(id: String) throws {
+        guard let peer, daemon.isAppRecording(id, madeBy: peer) else {
+            throw Refusal(code: .notPermitted, message: "this app did not make recording '\(id)'")
+        }
+        let offer = PreviewOffer(recordingID: id, executable: peer.executable ?? "unknown app", pageURL: try pageURL(for: id))
+        guard daemon.consent.notifyAgents(.previewOffered(offer)) > 0 else {
+            throw Refusal(code: .failedToShowPreview, message: "no consent agent is running to show the preview to the person")
+        }
+        try channel.send(DaemonEvent.previewShown)
+    }
+
+    private func deleteFinished(id: String) throws {
+        guard daemon.store.info(id: id) != nil else { throw Refusal(code: .notFound, message: "no recording with id '\(id)'") }
+        guard !daemon.activeRecordings.contains(id) else {
+            throw Refusal(code: .busy, message: "recording '\(id)' is still running; stop it first")
+        }
+        daemon.store.delete(id: id)
+        daemon.previews.revoke(id)
+        try channel.send(DaemonEvent.recordingDeleted(id: id))
+    }
+
+    private func pageURL(for id: String) throws -> String {
+        guard daemon.store.info(id: id) != nil else { throw Refusal(code: .notFound, message: "no recording with id '\(id)'") }
+        guard let base = daemon.pagesBaseURL else {
+            throw Refusal(code: .failedToShowPreview, message: "replayd serves no pages (started with --no-pages)")
+        }
+        return "\(base)/preview/\(id)?token=\(daemon.previews.token(for: id))"
+    }
+}

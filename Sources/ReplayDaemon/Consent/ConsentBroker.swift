@@ -1,0 +1,211 @@
+import Foundation
+import ReplayIPC
+import ReplaySystem
+import Synchronization
+
+/// Decides whether an app may capture, asking the person out of the app's process.
+///
+/// Consent is per client process (pid and start time, from the kernel), lasts for that
+/// process's life, and is asked again once the app has gone `idleLimit` (8 minutes, as in
+/// ReplayKit) without focus or capture. The question goes to every registered consent agent
+/// (the terminal agent, or whoever opens the loopback page whose URL only agents see); the
+/// first answer wins. A policy file can answer for unattended machines.
+public final class ConsentBroker: Sendable {
+    public struct Settings: Sendable {
+        public var policy: ConsentPolicy
+        /// How long an app waits for an answer before it counts as declined.
+        public var timeout: Duration
+        /// Consent lapses after this long without focus or capture.
+        public var idleLimit: Duration
+
+        public init(policy: ConsentPolicy = .askEveryone, timeout: Duration = .seconds(120), idleLimit: Duration = .seconds(480)) {
+            self.policy = policy
+            self.timeout = timeout
+            self.idleLimit = idleLimit
+        }
+    }
+
+    enum Decision: Equatable {
+        case allowed
+        case declined(String)
+    }
+
+    struct Capabilities: OptionSet, Hashable {
+        let rawValue: Int
+        static let screen = Capabilities(rawValue: 1)
+        static let appAudio = Capabilities(rawValue: 2)
+        static let microphone = Capabilities(rawValue: 4)
+    }
+
+    private struct ProcessKey: Hashable {
+        let pid: Int32
+        let startTime: UInt64
+    }
+
+    private struct Grant {
+        var capabilities: Capabilities
+        var lastActive: Int64
+    }
+
+    private final class Pending: Sendable {
+        let prompt: ConsentPrompt
+        let token: String
+        let answered = DispatchSemaphore(value: 0)
+        let answer = Mutex<Bool?>(nil)
+        init(prompt: ConsentPrompt, token: String) {
+            self.prompt = prompt
+            self.token = token
+        }
+    }
+
+    private struct State {
+        var grants: [ProcessKey: Grant] = [:]
+        var pending: [String: Pending] = [:]
+        var agents: [Int: MessageChannel] = [:]
+        var nextAgent = 0
+    }
+
+    private let settings: Settings
+    private let state = Mutex(State())
+    /// Builds the consent page's URL for a request and its token, once the pages are up.
+    private let pageURL: @Sendable (String, String) -> String?
+
+    init(settings: Settings, pageURL: @escaping @Sendable (String, String) -> String?) {
+        self.settings = settings
+        self.pageURL = pageURL
+    }
+
+    /// Blocks until the app may capture, or is refused. `waiting` runs once if a person is asked.
+    func authorize(_ peer: PeerIdentity, capabilities: Capabilities, waiting: () -> Void) -> Decision {
+        guard let startTime = peer.startTime else { return .declined("the app's process could not be identified") }
+        let key = ProcessKey(pid: peer.pid, startTime: startTime)
+        let now = MonotonicClock.nanoseconds()
+        let granted = state.withLock { state -> Bool in
+            state.grants = state.grants.filter { PeerIdentity.startTime(of: $0.key.pid) == $0.key.startTime }
+            guard var grant = state.grants[key], grant.capabilities.isSuperset(of: capabilities),
+                  now - grant.lastActive <= settings.idleLimit.nanoseconds else { return false }
+            grant.lastActive = now
+            state.grants[key] = grant
+            return true
+        }
+        if granted { return .allowed }
+
+        switch settings.policy.answer(for: peer.executable) {
+        case .allow:
+            grant(key, capabilities)
+            return .allowed
+        case .deny:
+            return .declined("the consent policy does not allow \(peer.executable ?? "this app") to capture")
+        case .ask:
+            break
+        }
+
+        let requestID = "consent-" + Self.randomHex(8)
+        let token = Self.randomHex(16)
+        let prompt = ConsentPrompt(
+            requestID: requestID, executable: peer.executable ?? "unknown app", pid: peer.pid, uid: peer.uid,
+            screen: capabilities.contains(.screen), appAudio: capabilities.contains(.appAudio),
+            microphone: capabilities.contains(.microphone), pageURL: pageURL(requestID, token))
+        let pending = Pending(prompt: prompt, token: token)
+        let agents = state.withLock { state -> [MessageChannel] in
+            state.pending[requestID] = pending
+            return Array(state.agents.values)
+        }
+        defer { _ = state.withLock { $0.pending.removeValue(forKey: requestID) } }
+        var reached = 0
+        for agent in agents where (try? agent.send(DaemonEvent.consentRequested(prompt))) != nil { reached += 1 }
+        guard reached > 0 else {
+            return .declined("nobody was asked: no consent agent is running (start 'replay consent-agent', or give replayd a --consent-policy)")
+        }
+        waiting()
+        let timeout = Double(settings.timeout.nanoseconds) / 1e9
+        let allowed: Bool
+        if pending.answered.wait(timeout: .now() + timeout) == .timedOut {
+            allowed = false
+        } else {
+            allowed = pending.answer.withLock { $0 } ?? false
+        }
+        notifyAgents(.consentResolved(requestID: requestID, allowed: allowed))
+        guard allowed else {
+            return .declined(pending.answer.withLock { $0 } == nil
+                ? "nobody answered within \(Int(timeout)) seconds" : "the person declined")
+        }
+        grant(key, capabilities)
+        return .allowed
+    }
+
+    /// An answer from an agent (no token needed: agents are the person's own tools) or from
+    /// the page (which must show the request's token). Returns false for an unknown request.
+    func answer(requestID: String, allow: Bool, token: String?) -> Bool {
+        guard let pending = state.withLock({ $0.pending[requestID] }) else { return false }
+        if let token, !Self.constantTimeEqual(token, pending.token) { return false }
+        let first = pending.answer.withLock { answer -> Bool in
+            guard answer == nil else { return false }
+            answer = allow
+            return true
+        }
+        if first { pending.answered.signal() }
+        return true
+    }
+
+    /// The request behind a consent page, if `token` is its token.
+    func prompt(requestID: String, token: String) -> ConsentPrompt? {
+        guard let pending = state.withLock({ $0.pending[requestID] }),
+              Self.constantTimeEqual(token, pending.token) else { return nil }
+        return pending.prompt
+    }
+
+    /// The app is in use (capturing or focused): its consent does not lapse.
+    func markActive(pid: Int32) {
+        let now = MonotonicClock.nanoseconds()
+        state.withLock { state in
+            for key in state.grants.keys where key.pid == pid { state.grants[key]?.lastActive = now }
+        }
+    }
+
+    var consentedProcesses: [Int32] { state.withLock { $0.grants.keys.map(\.pid) } }
+
+    func addAgent(_ channel: MessageChannel) -> Int {
+        state.withLock { state in
+            state.nextAgent += 1
+            state.agents[state.nextAgent] = channel
+            return state.nextAgent
+        }
+    }
+
+    func removeAgent(_ id: Int) {
+        _ = state.withLock { $0.agents.removeValue(forKey: id) }
+    }
+
+    /// Tells every agent; returns how many were reached.
+    @discardableResult
+    func notifyAgents(_ event: DaemonEvent) -> Int {
+        let agents = state.withLock { Array($0.agents.values) }
+        return agents.filter { (try? $0.send(event)) != nil }.count
+    }
+
+    private func grant(_ key: ProcessKey, _ capabilities: Capabilities) {
+        let now = MonotonicClock.nanoseconds()
+        state.withLock { state in
+            var grant = state.grants[key] ?? Grant(capabilities: [], lastActive: now)
+            grant.capabilities.formUnion(capabilities)
+            grant.lastActive = now
+            state.grants[key] = grant
+        }
+    }
+
+    static func randomHex(_ bytes: Int) -> String {
+        (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+    }
+
+    /// Compares secrets without leaking, through timing, how much of a guess was right.
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        return zip(x, y).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+}
+
+extension Duration {
+    var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
+}

@@ -1,0 +1,172 @@
+import Foundation
+import Hummingbird
+import Logging
+import ReplayIPC
+import Synchronization
+
+/// The pages replayd serves on loopback, out of every app's process: the consent page
+/// (which app asks, what it will capture, Allow / Don't Allow) and the preview page (watch a
+/// recording, Save or Delete it). Every page needs a token that only the person's own
+/// tools are given, and an unknown id answers exactly as a wrong token does.
+final class LoopbackPages: Sendable {
+    private let consent: ConsentBroker
+    private let previews: PreviewTokens
+    private let store: RecordingStore
+    private let logger: Logger
+    private let task = Mutex<Task<Void, any Error>?>(nil)
+
+    init(consent: ConsentBroker, previews: PreviewTokens, store: RecordingStore, logger: Logger) {
+        self.consent = consent
+        self.previews = previews
+        self.store = store
+        self.logger = logger
+    }
+
+    /// Serves on 127.0.0.1:`port` (0 picks a free one); returns the base URL once listening.
+    func start(port: Int) throws -> String {
+        let bound = Mutex<Result<Int, any Error>?>(nil)
+        let ready = DispatchSemaphore(value: 0)
+        var pageLogger = logger
+        pageLogger.logLevel = .warning
+        let app = Application(
+            router: router(),
+            configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "replayd"),
+            onServerRunning: { channel in
+                bound.withLock { $0 = .success(channel.localAddress?.port ?? port) }
+                ready.signal()
+            },
+            logger: pageLogger)
+        let server = UncheckedBox(app)
+        let runner = Task {
+            do {
+                try await server.value.run()
+            } catch {
+                bound.withLock { if $0 == nil { $0 = .failure(error) } }
+                ready.signal()
+                throw error
+            }
+        }
+        task.withLock { $0 = runner }
+        if ready.wait(timeout: .now() + 10) == .timedOut {
+            throw PageError(description: "the loopback pages did not start listening")
+        }
+        switch bound.withLock({ $0 })! {
+        case .success(let port): return "http://127.0.0.1:\(port)"
+        case .failure(let error): throw PageError(description: "cannot serve the loopback pages on port \(port): \(error)")
+        }
+    }
+
+    func stop() {
+        task.withLock { $0?.cancel() }
+    }
+
+    struct PageError: Error, CustomStringConvertible {
+        let description: String
+    }
+}
+
+/// Where the pages listen, once they do: read by the consent broker to build page URLs.
+final class PagesAddress: Sendable {
+    private let value = Mutex<String?>(nil)
+
+    var url: String? {
+        get { value.withLock { $0 } }
+        set { value.withLock { $0 = newValue } }
+    }
+}
+
+extension LoopbackPages {
+    private func router() -> Router<BasicRequestContext> {
+        let router = Router()
+        router.get("consent/:request") { [consent] request, context -> Response in
+            let id = context.parameters.get("request") ?? ""
+            guard let prompt = consent.prompt(requestID: id, token: request.uri.queryParameters.get("token") ?? "") else {
+                return Self.notFound()
+            }
+            return Self.html(PageTemplates.consent(prompt, token: request.uri.queryParameters.get("token") ?? ""))
+        }
+        router.post("consent/:request") { [consent] request, context -> Response in
+            let id = context.parameters.get("request") ?? ""
+            let form = try await Self.form(request)
+            guard let prompt = consent.prompt(requestID: id, token: form["token"] ?? ""),
+                  let answer = form["answer"], answer == "allow" || answer == "deny" else { return Self.notFound() }
+            _ = consent.answer(requestID: id, allow: answer == "allow", token: form["token"])
+            return Self.html(PageTemplates.answered(prompt, allowed: answer == "allow"))
+        }
+        router.get("preview/:recording") { [store, previews] request, context -> Response in
+            let id = context.parameters.get("recording") ?? ""
+            let token = request.uri.queryParameters.get("token") ?? ""
+            guard previews.isValid(token, for: id), let info = store.info(id: id) else { return Self.notFound() }
+            return Self.html(PageTemplates.preview(info, token: token))
+        }
+        router.get("preview/:recording/movie") { [store, previews] request, context -> Response in
+            let id = context.parameters.get("recording") ?? ""
+            guard previews.isValid(request.uri.queryParameters.get("token") ?? "", for: id),
+                  let path = store.moviePath(id: id) else { return Self.notFound() }
+            return try await Self.movie(path: path.path, id: id, request: request, context: context)
+        }
+        router.post("preview/:recording/delete") { [store, previews] request, context -> Response in
+            let id = context.parameters.get("recording") ?? ""
+            let form = try await Self.form(request)
+            guard previews.isValid(form["token"] ?? "", for: id), store.delete(id: id) else { return Self.notFound() }
+            previews.revoke(id)
+            return Self.html(PageTemplates.deleted(id))
+        }
+        return router
+    }
+
+    /// The movie, whole or the byte range a player asks for (browsers seek with Range).
+    private static func movie(path: String, id: String, request: Request, context: BasicRequestContext) async throws -> Response {
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+        guard size > 0 else { return notFound() }
+        var headers: HTTPFields = [.contentType: "video/mp4", .acceptRanges: "bytes"]
+        if request.uri.queryParameters.get("download") != nil {
+            headers[.contentDisposition] = "attachment; filename=\"\(id).mp4\""
+        }
+        let fileIO = FileIO()
+        if let range = request.headers[.range].flatMap({ byteRange($0, size: size) }) {
+            headers[.contentRange] = "bytes \(range.lowerBound)-\(range.upperBound)/\(size)"
+            headers[.contentLength] = "\(range.count)"
+            let body = try await fileIO.loadFile(path: path, range: range, context: context)
+            return Response(status: .partialContent, headers: headers, body: body)
+        }
+        headers[.contentLength] = "\(size)"
+        return Response(status: .ok, headers: headers, body: try await fileIO.loadFile(path: path, context: context))
+    }
+
+    /// `bytes=START-END` or `bytes=START-`, clamped to the file; nil for anything else.
+    static func byteRange(_ header: String, size: Int) -> ClosedRange<Int>? {
+        guard header.hasPrefix("bytes="), !header.contains(",") else { return nil }
+        let parts = header.dropFirst(6).split(separator: "-", omittingEmptySubsequences: false)
+        guard parts.count == 2, let start = Int(parts[0]), start < size else { return nil }
+        let end = parts[1].isEmpty ? size - 1 : min(Int(parts[1]) ?? -1, size - 1)
+        return start <= end ? start...end : nil
+    }
+
+    private static func form(_ request: Request) async throws -> [String: String] {
+        var body = try await request.body.collect(upTo: 4096)
+        let text = body.readString(length: body.readableBytes) ?? ""
+        var fields: [String: String] = [:]
+        for pair in text.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map {
+                String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
+            }
+            if parts.count == 2 { fields[parts[0]] = parts[1] }
+        }
+        return fields
+    }
+
+    private static func html(_ page: String) -> Response {
+        Response(status: .ok, headers: [
+            .contentType: "text/html; charset=utf-8",
+            // The pages are never framed by another site, and keep their tokens to themselves.
+            .contentSecurityPolicy: "default-src 'self'; style-src 'unsafe-inline'; frame-ancestors 'none'",
+            .cacheControl: "no-store",
+        ], body: .init(byteBuffer: ByteBuffer(string: page)))
+    }
+
+    private static func notFound() -> Response {
+        Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
+                 body: .init(byteBuffer: ByteBuffer(string: "Not found, or the link has expired.\n")))
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import ReplayIPC
+
+/// The HTML of the loopback pages. Everything that comes from an app (its executable path
+/// above all) is escaped: an app must not be able to restyle the page that asks about it.
+enum PageTemplates {
+    static func consent(_ prompt: ConsentPrompt, token: String) -> String {
+        let app = escape(prompt.executable)
+        let name = escape(URL(fileURLWithPath: prompt.executable).lastPathComponent)
+        return page(title: "Allow \(name) to capture?", body: """
+            <h1>Allow <em>\(name)</em> to capture \(escape(prompt.capturedThings))?</h1>
+            <p class="who">\(app)<br>process \(prompt.pid), user \(prompt.uid)</p>
+            <ul>
+              <li>Screen: \(prompt.screen ? "<strong>yes</strong>" : "no")</li>
+              <li>App audio: \(prompt.appAudio ? "<strong>yes</strong>" : "no")</li>
+              <li>Microphone: \(prompt.microphone ? "<strong>yes</strong>" : "no")</li>
+            </ul>
+            <p>Until this app quits, or goes 8 minutes unused. Windows it marks as protected stay black.</p>
+            <form method="post" action="/consent/\(escape(prompt.requestID))">
+              <input type="hidden" name="token" value="\(escape(token))">
+              <button id="deny" name="answer" value="deny">Don't Allow</button>
+              <button id="allow" name="answer" value="allow" class="primary">Allow</button>
+            </form>
+            """)
+    }
+
+    static func answered(_ prompt: ConsentPrompt, allowed: Bool) -> String {
+        let name = escape(URL(fileURLWithPath: prompt.executable).lastPathComponent)
+        return page(title: allowed ? "Allowed" : "Declined", body: """
+            <h1 id="result">\(allowed ? "Allowed" : "Declined")</h1>
+            <p>\(name) \(allowed ? "may now capture" : "will not capture") \(escape(prompt.capturedThings)).</p>
+            """)
+    }
+
+    static func preview(_ info: RecordingInfo, token: String) -> String {
+        let id = escape(info.id)
+        let movie = "/preview/\(id)/movie?token=\(escape(token))"
+        return page(title: "Recording \(id)", body: """
+            <h1>Recording \(id)</h1>
+            <video id="movie" controls autoplay muted src="\(movie)"></video>
+            <p class="who">\(String(format: "%.1f", info.duration)) s, \(info.width)x\(info.height)\
+            \(info.error.map { ", ended early: " + escape($0) } ?? "")</p>
+            <p><a id="save" class="button primary" href="\(movie)&amp;download=1" download="\(id).mp4">Save</a></p>
+            <form method="post" action="/preview/\(id)/delete">
+              <input type="hidden" name="token" value="\(escape(token))">
+              <button id="delete">Delete</button>
+            </form>
+            """)
+    }
+
+    static func deleted(_ id: String) -> String {
+        page(title: "Deleted", body: "<h1 id=\"result\">Deleted</h1><p>Recording \(escape(id)) is gone from the store.</p>")
+    }
+
+    private static func page(title: String, body: String) -> String {
+        """
+        <!doctype html>
+        <html lang="en"><head><meta charset="utf-8"><title>\(title) · OpenReplayKit</title>
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <style>
+          body { font: 16px system-ui, sans-serif; max-width: 44rem; margin: 3rem auto; padding: 0 1rem; color: #222; }
+          .who { color: #666; font-size: 14px; word-break: break-all; }
+          video { width: 100%; background: #000; }
+          button, .button { font: inherit; padding: .5rem 1.2rem; margin-right: .5rem; border: 1px solid #888;
+                            border-radius: 6px; background: #fff; color: #222; text-decoration: none; cursor: pointer; }
+          .primary { background: #0a63d1; border-color: #0a63d1; color: #fff; }
+        </style></head>
+        <body>
+        \(body)
+        </body></html>
+        """
+    }
+
+    static func escape(_ text: String) -> String {
+        var escaped = ""
+        for character in text {
+            switch character {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            case "\"": escaped += "&quot;"
+            case "'": escaped += "&#39;"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
+    }
+}

@@ -1,0 +1,92 @@
+/// What an app asks to capture and who it is, as the daemon tells the person.
+public struct ConsentPrompt: Codable, Sendable, Equatable {
+    public var requestID: String
+    /// The app's executable, from the kernel (`/proc/PID/exe`), never from the app's own word.
+    public var executable: String
+    public var pid: Int32
+    public var uid: UInt32
+    public var screen: Bool
+    public var appAudio: Bool
+    public var microphone: Bool
+    /// The consent page for this request, with its token; only agents ever see it.
+    public var pageURL: String?
+
+    public init(requestID: String, executable: String, pid: Int32, uid: UInt32, screen: Bool, appAudio: Bool,
+                microphone: Bool, pageURL: String?) {
+        self.requestID = requestID
+        self.executable = executable
+        self.pid = pid
+        self.uid = uid
+        self.screen = screen
+        self.appAudio = appAudio
+        self.microphone = microphone
+        self.pageURL = pageURL
+    }
+
+    /// "screen, app audio and microphone"
+    public var capturedThings: String {
+        let things = [screen ? "the screen" : nil, appAudio ? "app audio" : nil, microphone ? "the microphone" : nil]
+            .compactMap { $0 }
+        return things.count <= 1 ? (things.first ?? "nothing")
+            : things.dropLast().joined(separator: ", ") + " and " + things.last!
+    }
+}
+
+/// A recording an app wants the person to see; the page URL carries a token only the person gets.
+public struct PreviewOffer: Codable, Sendable, Equatable {
+    public var recordingID: String
+    public var executable: String
+    public var pageURL: String
+
+    public init(recordingID: String, executable: String, pageURL: String) {
+        self.recordingID = recordingID
+        self.executable = executable
+        self.pageURL = pageURL
+    }
+}
+
+public struct CaptureOptions: Codable, Sendable, Equatable {
+    /// At most 60, as ReplayKit's in-app capture.
+    public var fps: Int
+    public var showCursor: Bool
+
+    public init(fps: Int = 60, showCursor: Bool = false) {
+        self.fps = fps
+        self.showCursor = showCursor
+    }
+}
+
+public struct CapturedFrameInfo: Codable, Sendable, Equatable {
+    /// Seconds on the monotonic clock when the picture was taken.
+    public var time: Double
+    public var width: Int
+    public var height: Int
+
+    public init(time: Double, width: Int, height: Int) {
+        self.time = time
+        self.width = width
+        self.height = height
+    }
+}
+
+/// Why the screen counts as captured for an app that watches.
+public enum CaptureReason: String, Codable, Sendable, CaseIterable, Comparable {
+    case screenRecording
+    case broadcast
+    case mirroring
+    /// Another app streams its own windows; this app's may be next to them.
+    case inAppCapture
+
+    public static func < (a: CaptureReason, b: CaptureReason) -> Bool {
+        allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
+    }
+}
+
+public struct CaptureStatus: Codable, Sendable, Equatable {
+    public var reasons: [CaptureReason]
+    public var isCaptured: Bool { !reasons.isEmpty }
+
+    public init(reasons: [CaptureReason]) {
+        self.reasons = reasons.sorted()
+    }
+}

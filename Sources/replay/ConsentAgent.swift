@@ -1,0 +1,98 @@
+import ArgumentParser
+import Foundation
+import ReplayIPC
+import ReplaySystem
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension Replay {
+    struct ConsentAgent: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "consent-agent",
+            abstract: "Answer apps that ask replayd to capture the screen, and show their previews.",
+            discussion: """
+                While it runs, replayd sends it every app's request to capture: which app (by the \
+                executable the kernel reports, not the app's own word) and what it would capture. \
+                On a terminal it asks you; each request also has a loopback page with Allow and \
+                Don't Allow, whose address only agents see. An app's request to show a preview \
+                arrives here too, as a page address.
+
+                Examples:
+                  replay consent-agent                 (ask on this terminal)
+                  replay consent-agent --open          (open each page in your browser)
+                  replay consent-agent --json          (print each request as JSON; answer on the page)
+                """)
+
+        @OptionGroup var daemon: DaemonOptions
+
+        @Flag(help: "Print each event as one JSON line and never answer here (scripts; answer on the page).")
+        var json = false
+
+        @Flag(help: "Open consent and preview pages with xdg-open (or $BROWSER).")
+        var open = false
+
+        func run() throws {
+            do {
+                let channel = try DaemonClient.connect(socket: daemon.socket)
+                try channel.send(ClientRequest.registerConsentAgent)
+                guard case .consentAgentRegistered = try DaemonClient.next(channel).message else {
+                    throw DaemonClient.Failure(description: "unexpected reply from replayd")
+                }
+                if !json { printError("Waiting for apps that ask to capture. Ctrl-C to stop.") }
+                let interactive = !json && isatty(0) == 1
+                while true {
+                    let event = try DaemonClient.next(channel).message
+                    if json { printJSON(event) }
+                    switch event {
+                    case .consentRequested(let prompt):
+                        if !json { describe(prompt) }
+                        if open, let url = prompt.pageURL { openInBrowser(url) }
+                        if interactive { try channel.send(ClientRequest.answerConsent(requestID: prompt.requestID, allow: ask())) }
+                    case .consentResolved(_, let allowed):
+                        if !json { printError(allowed ? "Allowed." : "Declined.") }
+                    case .previewOffered(let offer):
+                        if !json { printError("\(offer.executable) asks you to look at recording \(offer.recordingID):\n  \(offer.pageURL)") }
+                        if open { openInBrowser(offer.pageURL) }
+                    default:
+                        break
+                    }
+                }
+            } catch {
+                printError("error: \(error)")
+                throw ExitCode.failure
+            }
+        }
+
+        private func describe(_ prompt: ConsentPrompt) {
+            printError("""
+
+                \(prompt.executable) (process \(prompt.pid), user \(prompt.uid))
+                wants to capture \(prompt.capturedThings).
+                \(prompt.pageURL.map { "Or answer on the page: \($0)" } ?? "")
+                """)
+        }
+
+        private func ask() -> Bool {
+            FileHandle.standardError.write(Data("Allow? [y/N] ".utf8))
+            guard let line = readLine() else { return false }
+            return ["y", "yes"].contains(line.trimmingCharacters(in: .whitespaces).lowercased())
+        }
+
+        private func printJSON(_ event: DaemonEvent) {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            guard let data = try? encoder.encode(event) else { return }
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+        }
+
+        private func openInBrowser(_ url: String) {
+            let browser = ProcessInfo.processInfo.environment["BROWSER"] ?? "/usr/bin/xdg-open"
+            do {
+                _ = try ChildProcess(path: browser, arguments: [url], environment: ProcessInfo.processInfo.environment)
+            } catch {
+                printError("cannot open \(url) with \(browser): \(error)")
+            }
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+import ReplayIPC
+import ReplaySystem
+import Synchronization
+import Testing
+@testable import ReplayDaemon
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A connected pair of Unix sockets: the daemon's end and the client's.
+func socketPair() throws -> (daemonSide: MessageChannel, clientSide: MessageChannel) {
+    var fds: [Int32] = [0, 0]
+    try syscall("socketpair") { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) }
+    return (MessageChannel(fd: fds[0], limits: .requests), MessageChannel(fd: fds[1], limits: .events))
+}
+
+/// A consent agent on its own thread: answers every request with `allow` and counts them.
+final class ScriptedAgent: Sendable {
+    let prompts = Mutex<[ConsentPrompt]>([])
+    let channel: MessageChannel
+
+    init(broker: ConsentBroker, allow: Bool) throws {
+        let (daemonSide, clientSide) = try socketPair()
+        channel = daemonSide
+        _ = broker.addAgent(daemonSide)
+        Thread.detachNewThread { [self] in
+            while let (event, _) = (try? clientSide.receive(DaemonEvent.self)) ?? nil {
+                if case .consentRequested(let prompt) = event {
+                    self.prompts.withLock { $0.append(prompt) }
+                    _ = broker.answer(requestID: prompt.requestID, allow: allow, token: nil)
+                }
+            }
+        }
+    }
+
+    var asked: Int { prompts.withLock { $0.count } }
+}
+
+@Suite struct ConsentBrokerTests {
+    /// This test process, as the daemon would see it on a socket.
+    let me: PeerIdentity
+
+    init() throws {
+        let (a, _) = try socketPair()
+        me = try a.peer()
+    }
+
+    func broker(_ policy: ConsentPolicy = .askEveryone, idle: Duration = .seconds(480)) -> ConsentBroker {
+        ConsentBroker(settings: .init(policy: policy, timeout: .seconds(10), idleLimit: idle)) { id, token in
+            "http://127.0.0.1:1/consent/\(id)?token=\(token)"
+        }
+    }
+
+    @Test func withNoAgentAndNoPolicyNobodyIsAskedAndTheAppIsDeclined() {
+        let decision = broker().authorize(me, capabilities: .screen) {}
+        guard case .declined(let why) = decision else {
+            Issue.record("allowed with nobody to ask")
+            return
+        }
+        #expect(why.contains("no consent agent"))
+    }
+
+    @Test func thePolicyAnswersForItsApps() throws {
+        let executable = try #require(me.executable)
+        let allowing = broker(ConsentPolicy(default: .deny, apps: [executable: .allow]))
+        #expect(allowing.authorize(me, capabilities: [.screen, .microphone]) {} == .allowed)
+        let denying = broker(ConsentPolicy(default: .allow, apps: [executable: .deny]))
+        #expect(denying.authorize(me, capabilities: .screen) {} != .allowed)
+    }
+
+    @Test func consentLastsForTheProcessAndCoversOnlyWhatWasAsked() throws {
+        let broker = broker()
+        let agent = try ScriptedAgent(broker: broker, allow: true)
+        var waited = 0
+        #expect(broker.authorize(me, capabilities: .screen) { waited += 1 } == .allowed)
+        #expect(broker.authorize(me, capabilities: .screen) { waited += 1 } == .allowed)
+        #expect(agent.asked == 1 && waited == 1)
+        // The microphone was not part of the first answer: ask again.
+        #expect(broker.authorize(me, capabilities: [.screen, .microphone]) {} == .allowed)
+        #expect(agent.asked == 2)
+        let prompt = try #require(agent.prompts.withLock { $0.last })
+        #expect(prompt.microphone && prompt.screen && !prompt.appAudio)
+        #expect(prompt.pid == getpid() && prompt.executable == me.executable)
+    }
+
+    @Test func consentLapsesAfterTheIdleLimitWithoutCaptureOrFocus() throws {
+        let broker = broker(idle: .seconds(1))
+        let agent = try ScriptedAgent(broker: broker, allow: true)
+        #expect(broker.authorize(me, capabilities: .screen) {} == .allowed)
+        Thread.sleep(forTimeInterval: 0.6)
+        broker.markActive(pid: me.pid)
+        Thread.sleep(forTimeInterval: 0.6)
+        #expect(broker.authorize(me, capabilities: .screen) {} == .allowed)
+        #expect(agent.asked == 1, "activity keeps consent alive")
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect(broker.authorize(me, capabilities: .screen) {} == .allowed)
+        #expect(agent.asked == 2, "idle past the limit: asked again")
+    }
+
+    @Test func aRefusalIsUserDeclinedAndNotRemembered() throws {
+        let broker = broker()
+        let agent = try ScriptedAgent(broker: broker, allow: false)
+        #expect(broker.authorize(me, capabilities: .screen) {} == .declined("the person declined"))
+        #expect(broker.authorize(me, capabilities: .screen) {} != .allowed)
+        #expect(agent.asked == 2)
+    }
+
+    @Test func thePageNeedsTheRequestsOwnToken() throws {
+        let broker = broker()
+        let (daemonSide, clientSide) = try socketPair()
+        _ = broker.addAgent(daemonSide)
+        let decision = Mutex<ConsentBroker.Decision?>(nil)
+        let me = self.me
+        Thread.detachNewThread { decision.withLock { $0 = broker.authorize(me, capabilities: .screen) {} } }
+        guard case .consentRequested(let prompt)? = try clientSide.receive(DaemonEvent.self)?.message,
+              let url = prompt.pageURL, let token = url.split(separator: "=").last.map(String.init) else {
+            Issue.record("no prompt with a page URL")
+            return
+        }
+        #expect(broker.prompt(requestID: prompt.requestID, token: String(repeating: "0", count: token.count)) == nil)
+        #expect(!broker.answer(requestID: prompt.requestID, allow: true, token: "wrong"))
+        #expect(broker.prompt(requestID: prompt.requestID, token: token) == prompt)
+        #expect(broker.answer(requestID: prompt.requestID, allow: true, token: token))
+        let deadline = Date().addingTimeInterval(5)
+        while decision.withLock({ $0 }) == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        #expect(decision.withLock { $0 } == .allowed)
+    }
+}
