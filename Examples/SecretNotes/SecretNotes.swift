@@ -37,6 +37,9 @@ struct SecretNotes: AsyncParsableCommand {
     @Option(help: "Record a replay of this many seconds, then ask replayd to show its preview.")
     var record: Double?
 
+    @Flag(help: "Throw the replay away instead of showing its preview.")
+    var discard = false
+
     @Option(help: "Share this many pictures of the app's own window (in-app capture), then report their colours.")
     var shareFrames: Int?
 
@@ -120,6 +123,11 @@ struct SecretNotes: AsyncParsableCommand {
         try? await Task.sleep(for: .seconds(seconds))
         let preview = try await recorder.stopRecording()
         report(["event": "recorded", "id": preview.recordingID, "duration": preview.duration])
+        if discard {
+            try await recorder.discardRecording(preview)
+            report(["event": "discarded", "id": preview.recordingID])
+            return
+        }
         do throws(RecordingError) {
             try await preview.show(recorder: recorder)
             report(["event": "previewShown"])

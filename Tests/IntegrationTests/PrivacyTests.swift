@@ -121,6 +121,48 @@ extension IntegrationTests {
             }
         }
 
+        @Test func anAppsReplayIsPreviewedByThePersonWhoCanWatchSaveAndDeleteIt() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon(Self.allowExampleApp(in: fixture))
+            let agent = try fixture.startReplay(["consent-agent", "--json"])
+            defer { agent.process.terminate() }
+            Thread.sleep(forTimeInterval: 1)
+
+            let app = try fixture.startApp(["--no-protect", "--geometry", "0,0,200,200", "--record", "2"]).finish(timeout: 30)
+            #expect(app.status == 0, "\(app)")
+            let id = try #require(app.jsonLines.first { $0["event"] as? String == "recorded" }?["id"] as? String, "\(app)")
+            #expect(app.jsonLines.contains { $0["event"] as? String == "previewShown" }, "\(app)")
+            #expect(!app.stdout.contains("token=") && !app.stdout.contains(fixture.store.path), "the app saw the page or the store")
+
+            let offer = try #require(agent.waitForJSONLine { ($0["previewOffered"] as? [String: Any]) != nil }, "\(agent.outputSoFar)")
+            let url = try #require(((offer["previewOffered"] as? [String: Any])?["_0"] as? [String: Any])?["pageURL"] as? String)
+            let browser = try HeadlessBrowser()
+            defer { browser.stop() }
+            let page = try browser.open(url)
+            // The browser decodes and plays the movie at the display's size.
+            try page.waitUntil("(() => { const v = document.getElementById('movie'); return v.readyState >= 2 && v.videoWidth === 640 })()")
+            let href = try #require(try page.evaluate("document.getElementById('save').href") as? String)
+            let saved = fixture.file("saved.mp4")
+            let download = try fixture.run(Command.which("curl"), ["-s", "-f", "-o", saved.path, href])
+            #expect(download.status == 0, "\(download)")
+            #expect(try MediaProbe(saved).video?.codec == "h264")
+
+            try page.click("#delete")
+            try page.waitUntil("document.getElementById('result') !== null")
+            let listed = try fixture.replay(["recordings", "list", "--json"])
+            #expect(!listed.stdout.contains(id), "\(listed)")
+            #expect(try Self.httpStatus(url, fixture: fixture, user: nil) == "404")
+
+            // An app may throw away its own replay, and nobody else's.
+            let discarding = try fixture.startApp(["--no-protect", "--geometry", "0,0,200,200", "--record", "1", "--discard"])
+                .finish(timeout: 30)
+            let discarded = try #require(discarding.jsonLines.first { $0["event"] as? String == "discarded" }?["id"] as? String,
+                                         "\(discarding)")
+            #expect(!(try fixture.replay(["recordings", "list", "--json"]).stdout.contains(discarded)))
+            #expect(fixture.storedMovies().isEmpty)
+        }
+
         @Test func anAppOfAnotherUserCannotReachTheStoreFramesOrPreviews() throws {
             #expect(ServiceUser(named: "replayd") != nil, "the 'replayd' user is missing: run scripts/install-deps")
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, demoScene: false),

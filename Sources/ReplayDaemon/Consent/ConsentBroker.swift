@@ -163,6 +163,8 @@ public final class ConsentBroker: Sendable {
         }
     }
 
+    var idleLimit: Duration { settings.idleLimit }
+
     var consentedProcesses: [Int32] { state.withLock { $0.grants.keys.map(\.pid) } }
 
     func addAgent(_ channel: MessageChannel) -> Int {

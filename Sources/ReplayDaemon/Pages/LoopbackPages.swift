@@ -83,7 +83,8 @@ extension LoopbackPages {
             guard let prompt = consent.prompt(requestID: id, token: request.uri.queryParameters.get("token") ?? "") else {
                 return Self.notFound()
             }
-            return Self.html(PageTemplates.consent(prompt, token: request.uri.queryParameters.get("token") ?? ""))
+            return Self.html(PageTemplates.consent(prompt, token: request.uri.queryParameters.get("token") ?? "",
+                                                   lapse: consent.idleLimit))
         }
         router.post("consent/:request") { [consent] request, context -> Response in
             let id = context.parameters.get("request") ?? ""

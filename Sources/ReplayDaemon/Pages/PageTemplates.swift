@@ -4,7 +4,7 @@ import ReplayIPC
 /// The HTML of the loopback pages. Everything that comes from an app (its executable path
 /// above all) is escaped: an app must not be able to restyle the page that asks about it.
 enum PageTemplates {
-    static func consent(_ prompt: ConsentPrompt, token: String) -> String {
+    static func consent(_ prompt: ConsentPrompt, token: String, lapse: Duration = .seconds(480)) -> String {
         let app = escape(prompt.executable)
         let name = escape(URL(fileURLWithPath: prompt.executable).lastPathComponent)
         return page(title: "Allow \(name) to capture?", body: """
@@ -15,13 +15,18 @@ enum PageTemplates {
               <li>App audio: \(prompt.appAudio ? "<strong>yes</strong>" : "no")</li>
               <li>Microphone: \(prompt.microphone ? "<strong>yes</strong>" : "no")</li>
             </ul>
-            <p>Until this app quits, or goes 8 minutes unused. Windows it marks as protected stay black.</p>
+            <p>Until this app quits, or goes \(minutes(lapse)) without focus or capture. Windows it marks as protected stay black.</p>
             <form method="post" action="/consent/\(escape(prompt.requestID))">
               <input type="hidden" name="token" value="\(escape(token))">
               <button id="deny" name="answer" value="deny">Don't Allow</button>
               <button id="allow" name="answer" value="allow" class="primary">Allow</button>
             </form>
             """)
+    }
+
+    private static func minutes(_ duration: Duration) -> String {
+        let seconds = duration.components.seconds
+        return seconds % 60 == 0 ? "\(seconds / 60) minute\(seconds == 60 ? "" : "s")" : "\(seconds) seconds"
     }
 
     static func answered(_ prompt: ConsentPrompt, allowed: Bool) -> String {
