@@ -17,6 +17,9 @@ let package = Package(
         .executable(name: "replay", targets: ["replay"]),
         .executable(name: "replay-demo-scene", targets: ["replay-demo-scene"]),
         .library(name: "OpenReplayKit", targets: ["OpenReplayKit"]),
+        .library(name: "ReplayExtensionKit", targets: ["ReplayExtensionKit"]),
+        .library(name: "ReplayExtensionTesting", targets: ["ReplayExtensionTesting"]),
+        .executable(name: "replay-file-extension", targets: ["replay-file-extension"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -35,6 +38,9 @@ let package = Package(
                               "libxcb-xfixes0-dev", "libxcb-randr0-dev", "libxcb-res0-dev"])]),
         .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple", providers: [.apt(["libpulse-dev"])]),
 
+        // Small C helpers for macros and GNU-only calls (CMSG_*, memfd seals), prefixed CShims_.
+        .target(name: "CShims"),
+
         // Core value types: no C, no Glibc.
         .target(name: "ReplayMedia", swiftSettings: strictSettings),
         // Pixel conversion and audio timing.
@@ -45,9 +51,9 @@ let package = Package(
             dependencies: ["ReplayMedia", "ReplayProcessing", "ReplaySystem", "CXCB", "CPulse"],
             swiftSettings: strictSettings),
         // FFmpeg-backed encoders and the fragmented MP4 writer.
-        .target(name: "ReplayCodec", dependencies: ["ReplayMedia", "CFFmpeg"], swiftSettings: strictSettings),
+        .target(name: "ReplayCodec", dependencies: ["ReplayMedia", "ReplaySystem", "CFFmpeg"], swiftSettings: strictSettings),
         // Syscall funnel, descriptors, processes, clocks.
-        .target(name: "ReplaySystem", swiftSettings: strictSettings),
+        .target(name: "ReplaySystem", dependencies: ["CShims"], swiftSettings: strictSettings),
         // Wire protocol between replayd and its clients.
         .target(name: "ReplayIPC", dependencies: ["ReplaySystem"], swiftSettings: strictSettings),
         // replayd as a library: sessions, store, recording pipeline.
@@ -82,6 +88,21 @@ let package = Package(
             swiftSettings: strictSettings),
         // The app SDK: recording, in-app capture and capture state, all through replayd.
         .target(name: "OpenReplayKit", dependencies: ["ReplayIPC", "ReplaySystem", "ReplayMedia"], swiftSettings: strictSettings),
+        // The SDK for upload extensions, and its offline test harness.
+        .target(
+            name: "ReplayExtensionKit", dependencies: ["ReplayIPC", "ReplaySystem", "ReplayMedia"],
+            swiftSettings: strictSettings),
+        .target(
+            name: "ReplayExtensionTesting", dependencies: ["ReplayExtensionKit", "ReplayIPC", "ReplayMedia"],
+            swiftSettings: strictSettings),
+        // Reference upload extension: writes what it receives to a file (tests use it).
+        .executableTarget(
+            name: "replay-file-extension", dependencies: ["ReplayExtensionKit", "ReplayMedia"],
+            path: "Sources/Extensions/File", exclude: ["file.json"], swiftSettings: strictSettings),
+        // Misbehaving extensions for the host's fault tests (never installed).
+        .executableTarget(
+            name: "replay-hostile-extension", dependencies: ["ReplayExtensionKit", "ReplayMedia"],
+            path: "Tests/HostileExtension", swiftSettings: strictSettings),
         // An app that uses all of OpenReplayKit: hides its secret while captured, records, shares its window.
         .executableTarget(
             name: "secret-notes",
@@ -92,6 +113,9 @@ let package = Package(
             dependencies: ["ReplayVirtualDesktop"],
             swiftSettings: strictSettings),
 
+        .testTarget(
+            name: "ReplayExtensionKitTests", dependencies: ["ReplayExtensionKit", "ReplayExtensionTesting", "ReplayMedia", "ReplayIPC"],
+            swiftSettings: strictSettings),
         .testTarget(name: "ReplayMediaTests", dependencies: ["ReplayMedia"], swiftSettings: strictSettings),
         .testTarget(
             name: "ReplayProcessingTests", dependencies: ["ReplayProcessing", "ReplayMedia"],
@@ -113,6 +137,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "ReplayTesting", "ReplaySystem", "ReplayIPC", "replayd", "replay", "replay-demo-scene", "secret-notes",
+                "replay-file-extension", "replay-hostile-extension",
             ],
             swiftSettings: strictSettings),
     ]

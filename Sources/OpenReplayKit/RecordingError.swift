@@ -1,4 +1,4 @@
-public import ReplayIPC
+import ReplayIPC
 
 /// Why a recording, capture or preview did not happen, modelled on ReplayKit's
 /// RPRecordingErrorCode, with a message a person can act on.

@@ -49,7 +49,9 @@ public final class ScreenCapture {
     private let cursor: CursorOverlay
     /// Who owns which window, for in-app capture and protected windows; made on first need.
     private var windowStack: WindowStack?
-    private let pool = PixelBufferPool()
+    /// Where pictures go: by default memory of its own; a fixed pool of shared surfaces lets
+    /// them reach an upload extension without a copy. Set it before `run`.
+    public var pool: PixelBufferPool
     public let counters: Counters
 
     /// The size of the frames delivered: the screen's, rounded down to even for 4:2:0.
@@ -58,6 +60,7 @@ public final class ScreenCapture {
     /// Connects to `displayName` (nil: `$DISPLAY`); throws a clear error when no X server is there.
     public init(displayName: String?, options: Options, counters: Counters = Counters()) throws(CaptureError) {
         self.counters = counters
+        pool = PixelBufferPool()
         display = try X11Display(name: displayName)
         self.options = options
         image = try SharedImage(display: display, width: display.width, height: display.height)
@@ -90,7 +93,11 @@ public final class ScreenCapture {
                     try display.checkConnection()
                     throw CaptureError(.contentResized, "content resized: the screen changed size during the recording")
                 }
-                let pixels = pool.take(width: frameSize.width, height: frameSize.height)
+                guard let pixels = pool.take(width: frameSize.width, height: frameSize.height) else {
+                    // Every surface is still with a slow consumer: this frame is lost, and counted.
+                    counters.count(delivered: false, repeated: false)
+                    continue
+                }
                 maskWindows()
                 if options.showCursor {
                     cursor.draw(into: image.pixels, width: image.width, height: image.height, bytesPerRow: image.bytesPerRow)

@@ -30,6 +30,24 @@ public final class WindowOwnership: Sendable {
         try withConnection { $0.stack.ownerPID(of: window) }
     }
 
+    /// The outermost window that contains `window` and is still `pid`'s: its top-level
+    /// window, or under a window manager the application window inside the manager's frame.
+    /// That is what capture masks by.
+    public func outermostWindow(of window: UInt32, ownedBy pid: Int32) throws(CaptureError) -> UInt32 {
+        try withConnection { connection in
+            var current = window
+            for _ in 0..<64 {
+                let cookie = xcb_query_tree(connection.display.connection, current)
+                guard let reply = xcb_query_tree_reply(connection.display.connection, cookie, nil) else { break }
+                let parent = reply.pointee.parent
+                free(reply)
+                guard parent != connection.display.root, parent != 0, connection.stack.ownerPID(of: parent) == pid else { break }
+                current = parent
+            }
+            return current
+        }
+    }
+
     /// The process owning the window with the input focus, if any.
     public func focusedProcess() throws(CaptureError) -> Int32? {
         try withConnection { connection in

@@ -53,9 +53,10 @@ extension ClientConnection {
     /// Only a window of the asking process (by the X server's own record of who made it).
     func protectWindow(_ window: UInt32) throws {
         guard let peer else { throw Refusal(code: .notPermitted, message: "the app's process could not be identified") }
-        let owner: Int32?
+        let owner: Int32?, outermost: UInt32
         do {
             owner = try daemon.windows.ownerPID(of: window)
+            outermost = try daemon.windows.outermostWindow(of: window, ownedBy: peer.pid)
         } catch {
             throw Refusal(code: .captureFailed, message: "cannot check who owns window \(window): \(error)")
         }
@@ -63,7 +64,9 @@ extension ClientConnection {
         guard owner == peer.pid else {
             throw Refusal(code: .notPermitted, message: "window \(window) belongs to another process; apps may protect only their own")
         }
+        // Capture masks whole application windows: protecting part of one protects all of it.
         daemon.protectedWindows.protect(window, owner: number)
+        if outermost != window { daemon.protectedWindows.protect(outermost, owner: number) }
         try channel.send(DaemonEvent.windowProtected(id: window))
     }
 

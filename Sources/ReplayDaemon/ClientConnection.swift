@@ -98,6 +98,16 @@ final class ClientConnection {
         case .watchCaptureState: try watchCaptureState()
         case .protectWindow(let id): try protectWindow(id)
         case .unprotectWindow(let id): try unprotectWindow(id)
+        case .listExtensions: try listExtensions()
+        case .startBroadcast(let request): try startBroadcast(request)
+        case .pauseBroadcast(let id): try controlBroadcast(id) { $0.pause() }
+        case .resumeBroadcast(let id): try controlBroadcast(id) { $0.resume() }
+        case .stopBroadcast(let id):
+            try controlBroadcast(id) { session in
+                session.stop()
+                _ = session.waitUntilFinished()
+            }
+        case .broadcastStatus: try sendBroadcastStatus()
         }
     }
 

@@ -27,11 +27,13 @@ public final class Daemon: Sendable {
         /// Port of the loopback consent and preview pages (0: any free one; nil: no pages).
         public var pagesPort: Int?
         public var identifier: ExecutableIdentifier
+        /// Where upload extensions' manifests are looked for, besides the system and user directories.
+        public var extensionDirectories: [URL]
 
         public init(socketPath: String, store: URL, displayName: String?, idleExit: Duration? = nil,
                     mode: DaemonStatus.Mode = .user, ownerUID: UInt32 = getuid(), trustedExecutables: Set<String> = [],
                     consent: ConsentBroker.Settings = .init(), pagesPort: Int? = 0,
-                    identifier: ExecutableIdentifier = ExecutableIdentifier()) {
+                    identifier: ExecutableIdentifier = ExecutableIdentifier(), extensionDirectories: [URL] = []) {
             self.socketPath = socketPath
             self.store = store
             self.displayName = displayName
@@ -42,6 +44,7 @@ public final class Daemon: Sendable {
             self.consent = consent
             self.pagesPort = pagesPort
             self.identifier = identifier
+            self.extensionDirectories = extensionDirectories
         }
     }
 
@@ -53,6 +56,7 @@ public final class Daemon: Sendable {
     let protectedWindows = ProtectedWindows()
     let previews = PreviewTokens()
     let windows: WindowOwnership
+    let catalog: ExtensionCatalog
     private let pages: LoopbackPages
     private let pagesAddress = PagesAddress()
     private let listener: Int32
@@ -60,6 +64,8 @@ public final class Daemon: Sendable {
 
     private struct State {
         var sessions: [String: RecordingSession] = [:]
+        var broadcasts: [String: BroadcastSession] = [:]
+        var latestBroadcast: String?
         /// Which process made each recording an app started: only it may discard or preview it.
         var appRecordings: [String: PeerIdentity] = [:]
         var connections = 0
@@ -78,6 +84,8 @@ public final class Daemon: Sendable {
             pagesAddress.url.map { "\($0)/consent/\(request)?token=\(token)" }
         }
         windows = WindowOwnership(displayName: configuration.displayName)
+        catalog = ExtensionCatalog(directories: configuration.extensionDirectories + ExtensionCatalog.defaultDirectories(),
+                                   logger: logger)
         pages = LoopbackPages(consent: consent, previews: previews, store: store, logger: logger)
         if let port = configuration.pagesPort {
             pagesAddress.url = try pages.start(port: port)
@@ -132,11 +140,13 @@ public final class Daemon: Sendable {
 
     /// Stops accepting, ends every recording (keeping it) and returns when their files are closed.
     public func shutdown() {
-        let sessions = state.withLock { state -> [RecordingSession] in
+        let (sessions, broadcasts) = state.withLock { state in
             state.stopping = true
-            return Array(state.sessions.values)
+            return (Array(state.sessions.values), Array(state.broadcasts.values))
         }
-        logger.info("shutting down", metadata: ["recordings": "\(sessions.count)"])
+        logger.info("shutting down", metadata: ["recordings": "\(sessions.count)", "broadcasts": "\(broadcasts.count)"])
+        for broadcast in broadcasts { broadcast.stop() }
+        for broadcast in broadcasts { _ = broadcast.waitUntilFinished() }
         for session in sessions { session.stop() }
         for session in sessions { _ = session.waitUntilFinished() }
         unlink(configuration.socketPath)
@@ -182,6 +192,54 @@ public final class Daemon: Sendable {
         _ = state.withLock { $0.appRecordings.removeValue(forKey: id) }
     }
 
+    /// Starts a broadcast through an installed extension; throws a message for the person.
+    func startBroadcast(_ request: BroadcastRequest) throws -> BroadcastStatus {
+        guard let info = catalog.find(request.extensionID) else {
+            let installed = catalog.list().map(\.manifest.id)
+            throw ClientConnection.Refusal(code: .notFound, message: "no extension '\(request.extensionID)' is installed"
+                + (installed.isEmpty ? "" : " (installed: \(installed.joined(separator: ", ")))"))
+        }
+        if let problem = info.manifest.problem(with: request.setup) {
+            throw ClientConnection.Refusal(code: .malformedRequest, message: problem)
+        }
+        let session = BroadcastSession(
+            id: "bc-" + ConsentBroker.randomHex(6), request: request, manifest: info.manifest,
+            displayName: configuration.displayName, protectedWindows: protectedWindows, logger: logger)
+        guard state.withLock({ state -> Bool in
+            guard !state.stopping else { return false }
+            state.broadcasts[session.id] = session
+            state.latestBroadcast = session.id
+            return true
+        }) else { throw ClientConnection.Refusal(code: .busy, message: "replayd is shutting down") }
+        captureMonitor.begin(.broadcast(session.id))
+        Thread.detachNewThread { [self] in
+            _ = session.waitUntilFinished()
+            captureMonitor.end(.broadcast(session.id))
+        }
+        let hidden = [store.directory.path, URL(fileURLWithPath: configuration.socketPath).deletingLastPathComponent().path]
+        do {
+            try session.start(hidden: hidden, applicationInfo: focusedApplication())
+        } catch {
+            throw ClientConnection.Refusal(code: .captureFailed, message: "cannot start the broadcast: \(error)")
+        }
+        return session.status
+    }
+
+    /// The broadcast `id` names, or the latest one.
+    func broadcast(_ id: String?) -> BroadcastSession? {
+        state.withLock { state in (id ?? state.latestBroadcast).flatMap { state.broadcasts[$0] } }
+    }
+
+    var broadcastStatuses: [BroadcastStatus] {
+        state.withLock { Array($0.broadcasts.values) }.map(\.status).sorted { $0.id < $1.id }
+    }
+
+    /// Who is in focus, for `broadcastAnnotated`: the app's executable, from the X server and the kernel.
+    private func focusedApplication() -> [String: String] {
+        guard let pid = try? windows.focusedProcess(), let executable = configuration.identifier.executable(of: pid) else { return [:] }
+        return ["executable": executable, "name": URL(fileURLWithPath: executable).lastPathComponent]
+    }
+
     var activeRecordings: [String] { state.withLock { Array($0.sessions.keys).sorted() } }
 
     /// An app in focus is in use: its consent does not lapse (ReplayKit asks again only
@@ -205,6 +263,7 @@ public final class Daemon: Sendable {
                 Thread.sleep(forTimeInterval: 1)
                 let idle = state.withLock { state in
                     state.connections == 0 && state.sessions.isEmpty && !state.stopping
+                        && state.broadcasts.values.allSatisfy { $0.status.isOver }
                         && MonotonicClock.nanoseconds() - state.lastActivity > limitNanoseconds
                 }
                 if idle {

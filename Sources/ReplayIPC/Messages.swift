@@ -34,6 +34,16 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     /// Paints a window of this process black in every capture while this connection is open.
     case protectWindow(id: UInt32)
     case unprotectWindow(id: UInt32)
+
+    // Broadcasts (the person's own tools; apps go through the picker).
+    case listExtensions
+    /// Answered with `broadcastStarted` once the extension is up, or an error.
+    case startBroadcast(BroadcastRequest)
+    /// nil: the most recent broadcast.
+    case pauseBroadcast(id: String?)
+    case resumeBroadcast(id: String?)
+    case stopBroadcast(id: String?)
+    case broadcastStatus
 }
 
 public struct RecordingOptions: Codable, Sendable, Equatable {
@@ -104,6 +114,9 @@ public enum DaemonEvent: Codable, Sendable, Equatable {
     case captureState(CaptureStatus)
     case windowProtected(id: UInt32)
     case windowUnprotected(id: UInt32)
+    case extensions([ExtensionInfo])
+    case broadcastStarted(BroadcastStatus)
+    case broadcasts([BroadcastStatus])
     /// The request failed; the daemon closes the connection after a protocol error.
     case error(code: ErrorCode, message: String)
 }

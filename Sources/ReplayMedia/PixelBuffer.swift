@@ -6,12 +6,23 @@
 public final class PixelStorage: @unchecked Sendable {
     // @unchecked: see above; the single-writer-then-readers hand-off is the synchronisation.
     public let bytes: UnsafeMutableRawBufferPointer
+    private let release: (@Sendable () -> Void)?
 
     public init(byteCount: Int) {
         bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: byteCount, alignment: 64)
+        release = nil
     }
 
-    deinit { bytes.deallocate() }
+    /// Memory that belongs to someone else (a shared surface); `release` runs when the last
+    /// picture using it is gone, to give it back.
+    public init(borrowing bytes: UnsafeMutableRawBufferPointer, release: @escaping @Sendable () -> Void) {
+        self.bytes = bytes
+        self.release = release
+    }
+
+    deinit {
+        if let release { release() } else { bytes.deallocate() }
+    }
 }
 
 /// A planar 4:2:0 picture (I420): Y, then U, then V, each tightly packed in one storage.
@@ -28,7 +39,8 @@ public struct PixelBuffer: Sendable {
         self.init(width: width, height: height, storage: PixelStorage(byteCount: Self.byteCount(width: width, height: height)))
     }
 
-    init(width: Int, height: Int, storage: PixelStorage) {
+    /// A picture in `storage`, which must hold at least `byteCount(width:height:)` bytes.
+    public init(width: Int, height: Int, storage: PixelStorage) {
         precondition(width > 0 && height > 0 && width % 2 == 0 && height % 2 == 0, "I420 needs even, positive sizes")
         precondition(storage.bytes.count >= Self.byteCount(width: width, height: height))
         self.width = width

@@ -5,15 +5,36 @@ import Synchronization
 ///
 /// A storage is reused once nobody but the pool refers to it any more, so consumers need
 /// not give anything back: dropping their last `PixelBuffer` is enough.
+///
+/// A pool can also be fixed: a set of storages given up front (shared surfaces an upload
+/// extension reads), never grown, so when all are in use `take` has nothing to give.
 public final class PixelBufferPool: Sendable {
-    private let storages = Mutex<[PixelStorage]>([])
+    private let storages: Mutex<[PixelStorage]>
+    private let isFixed: Bool
 
-    public init() {}
+    public init() {
+        storages = Mutex([])
+        isFixed = false
+    }
 
-    /// A picture of this size in recycled memory where some is free, new memory otherwise.
-    public func take(width: Int, height: Int) -> PixelBuffer {
+    /// A pool of exactly these storages.
+    public init(fixed: [PixelStorage]) {
+        storages = Mutex(fixed)
+        isFixed = true
+    }
+
+    /// A picture of this size in recycled memory where some is free, new memory otherwise;
+    /// nil when a fixed pool has none free (the caller drops the frame).
+    public func take(width: Int, height: Int) -> PixelBuffer? {
         let byteCount = PixelBuffer.byteCount(width: width, height: height)
-        let storage = storages.withLock { storages -> PixelStorage in
+        let storage = storages.withLock { storages -> PixelStorage? in
+            if isFixed {
+                for index in storages.indices
+                where storages[index].bytes.count >= byteCount && isKnownUniquelyReferenced(&storages[index]) {
+                    return storages[index]
+                }
+                return nil
+            }
             // Memory of another size belongs to a screen that is gone.
             storages.removeAll { $0.bytes.count != byteCount }
             for index in storages.indices where isKnownUniquelyReferenced(&storages[index]) {
@@ -23,7 +44,7 @@ public final class PixelBufferPool: Sendable {
             storages.append(fresh)
             return fresh
         }
-        return PixelBuffer(width: width, height: height, storage: storage)
+        return storage.map { PixelBuffer(width: width, height: height, storage: $0) }
     }
 
     /// How many storages the pool holds (in use or free).

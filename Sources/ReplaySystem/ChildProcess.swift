@@ -19,8 +19,10 @@ public final class ChildProcess: Sendable {
         case descriptor(Int32)
     }
 
+    /// - Parameter inheriting: descriptors of ours to hand over, as (ours, number in the child).
     public init(path: String, arguments: [String], environment: [String: String],
-                stdin: Stream = .null, stdout: Stream = .null, stderr: Stream = .null) throws(SystemError) {
+                stdin: Stream = .null, stdout: Stream = .null, stderr: Stream = .null,
+                inheriting: [(Int32, Int32)] = []) throws(SystemError) {
         self.path = path
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -31,6 +33,8 @@ public final class ChildProcess: Sendable {
             case .descriptor(let fd): posix_spawn_file_actions_adddup2(&actions, fd, target)
             }
         }
+        // dup2 clears close-on-exec on the copy, so exactly these reach the child.
+        for (source, target) in inheriting { posix_spawn_file_actions_adddup2(&actions, source, target) }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

@@ -20,8 +20,9 @@ struct Replay: ParsableCommand {
               replay recordings list
               replay recordings export rec-20261121-134501-3fa2 --to talk.mp4
               replay consent-agent          (answer apps that ask to capture)
+              replay broadcast start --extension file --setup dir=/tmp/out
             """,
-        subcommands: [Record.self, Recordings.self, ConsentAgent.self, Status.self])
+        subcommands: [Record.self, Recordings.self, Broadcast.self, Extensions.self, ConsentAgent.self, Status.self])
 }
 
 /// Where to find the daemon; shared by every subcommand.

@@ -62,6 +62,9 @@ struct ReplayDaemonCommand: ParsableCommand {
     @Flag(help: "Serve no consent or preview pages.")
     var noPages = false
 
+    @Option(help: "Another directory of upload-extension manifests (besides /usr/share/openreplaykit/extensions and ~/.local/share/openreplaykit/extensions); may be repeated.")
+    var extensionsDir: [String] = []
+
     @Flag(help: .hidden)
     var identifyExecutables = false
 
@@ -113,7 +116,8 @@ struct ReplayDaemonCommand: ParsableCommand {
                 ownerUID: owner,
                 trustedExecutables: Self.trustedExecutables(),
                 consent: .init(policy: policy, timeout: .seconds(consentTimeout), idleLimit: .seconds(consentIdle)),
-                pagesPort: noPages ? nil : pagesPort, identifier: identifier), logger: logger)
+                pagesPort: noPages ? nil : pagesPort, identifier: identifier,
+                extensionDirectories: extensionsDir.map { URL(fileURLWithPath: $0) }), logger: logger)
         } catch {
             logger.critical("cannot start: \(error)")
             throw ExitCode(1)

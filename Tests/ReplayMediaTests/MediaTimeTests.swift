@@ -37,11 +37,11 @@ import Testing
     @Test func memoryIsReusedOnceNobodyHoldsIt() {
         let pool = PixelBufferPool()
         var first: PixelBuffer? = pool.take(width: 64, height: 32)
-        let held = pool.take(width: 64, height: 32)
+        let held = pool.take(width: 64, height: 32)!
         #expect(first!.storage !== held.storage)
         let address = first!.storage.bytes.baseAddress
         first = nil
-        let reused = pool.take(width: 64, height: 32)
+        let reused = pool.take(width: 64, height: 32)!
         #expect(reused.storage.bytes.baseAddress == address)
         #expect(pool.count == 2)
     }
@@ -49,8 +49,19 @@ import Testing
     @Test func aNewSizeDropsTheOldMemory() {
         let pool = PixelBufferPool()
         _ = pool.take(width: 64, height: 32)
-        let resized = pool.take(width: 32, height: 32)
+        let resized = pool.take(width: 32, height: 32)!
         #expect(resized.bytes.count == 32 * 32 * 3 / 2)
         #expect(pool.count == 1)
+    }
+
+    @Test func aFixedPoolNeverGrowsAndGivesNothingWhenAllAreInUse() {
+        // The pool must hold the only references: a storage is free when nobody else has it.
+        let pool = PixelBufferPool(fixed: [PixelStorage(byteCount: 64 * 32 * 3 / 2), PixelStorage(byteCount: 64 * 32 * 3 / 2)])
+        let a = pool.take(width: 64, height: 32), b = pool.take(width: 64, height: 32)
+        #expect(a != nil && b != nil && a!.storage !== b!.storage)
+        #expect(pool.take(width: 64, height: 32) == nil)
+        #expect(pool.take(width: 640, height: 480) == nil, "a picture larger than the surfaces")
+        #expect(pool.count == 2)
+        withExtendedLifetime((a, b)) {}
     }
 }

@@ -1,0 +1,25 @@
+#ifndef CSHIMS_H
+#define CSHIMS_H
+/* Helpers for what Swift cannot call directly: macros and _GNU_SOURCE-only APIs. */
+#include <stddef.h>
+#include <sys/socket.h>
+
+/* The CMSG_* macros as functions, for SCM_RIGHTS descriptor passing. */
+struct cmsghdr *CShims_CMSG_FIRSTHDR(const struct msghdr *message);
+struct cmsghdr *CShims_CMSG_NXTHDR(struct msghdr *message, struct cmsghdr *header);
+unsigned char *CShims_CMSG_DATA(struct cmsghdr *header);
+size_t CShims_CMSG_SPACE(size_t length);
+size_t CShims_CMSG_LEN(size_t length);
+
+/* memfd_create(2); declared by glibc only under _GNU_SOURCE. */
+int CShims_memfd_create(const char *name, unsigned int flags);
+
+/* Constants hidden behind _GNU_SOURCE; shim.c checks them against the real ones. */
+#define CShims_MFD_CLOEXEC 0x0001U
+#define CShims_MFD_ALLOW_SEALING 0x0002U
+#define CShims_F_ADD_SEALS 1033
+#define CShims_F_SEAL_SEAL 0x0001
+#define CShims_F_SEAL_SHRINK 0x0002
+#define CShims_F_SEAL_GROW 0x0004
+#define CShims_F_SEAL_FUTURE_WRITE 0x0010
+#endif

@@ -1,0 +1,20 @@
+#define _GNU_SOURCE
+#include "CShims.h"
+#include <fcntl.h>
+#include <sys/mman.h>
+
+_Static_assert(CShims_MFD_CLOEXEC == MFD_CLOEXEC, "MFD_CLOEXEC");
+_Static_assert(CShims_MFD_ALLOW_SEALING == MFD_ALLOW_SEALING, "MFD_ALLOW_SEALING");
+_Static_assert(CShims_F_ADD_SEALS == F_ADD_SEALS, "F_ADD_SEALS");
+_Static_assert(CShims_F_SEAL_SEAL == F_SEAL_SEAL, "F_SEAL_SEAL");
+_Static_assert(CShims_F_SEAL_SHRINK == F_SEAL_SHRINK, "F_SEAL_SHRINK");
+_Static_assert(CShims_F_SEAL_GROW == F_SEAL_GROW, "F_SEAL_GROW");
+_Static_assert(CShims_F_SEAL_FUTURE_WRITE == F_SEAL_FUTURE_WRITE, "F_SEAL_FUTURE_WRITE");
+
+struct cmsghdr *CShims_CMSG_FIRSTHDR(const struct msghdr *message) { return CMSG_FIRSTHDR(message); }
+struct cmsghdr *CShims_CMSG_NXTHDR(struct msghdr *message, struct cmsghdr *header) { return CMSG_NXTHDR(message, header); }
+unsigned char *CShims_CMSG_DATA(struct cmsghdr *header) { return CMSG_DATA(header); }
+size_t CShims_CMSG_SPACE(size_t length) { return CMSG_SPACE(length); }
+size_t CShims_CMSG_LEN(size_t length) { return CMSG_LEN(length); }
+
+int CShims_memfd_create(const char *name, unsigned int flags) { return memfd_create(name, flags); }

@@ -1,0 +1,55 @@
+import Foundation
+import ReplayExtensionKit
+import ReplayMedia
+
+/// The reference upload extension: instead of uploading, it writes one JSON line per
+/// lifecycle event and sample into `broadcast.jsonl` in the directory the person chose.
+/// Tests read it to see exactly what an extension receives.
+final class FileUploadHandler: BroadcastSampleHandler {
+    private var output: FileHandle?
+    private var frames = 0
+
+    override func broadcastStarted(setupInfo: [String: String]) {
+        let path = URL(fileURLWithPath: setupInfo["dir"] ?? "/tmp").appendingPathComponent("broadcast.jsonl").path
+        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+            finishBroadcast(error: "cannot write \(path)")
+            return
+        }
+        output = handle
+        write(["event": "started", "setup": setupInfo])
+        updateBroadcastURL("file://\(path)")
+    }
+
+    override func broadcastAnnotated(applicationInfo: [String: String]) { write(["event": "annotated", "application": applicationInfo]) }
+    override func broadcastPaused() { write(["event": "paused"]) }
+    override func broadcastResumed() { write(["event": "resumed"]) }
+
+    override func broadcastFinished() {
+        write(["event": "finished", "frames": frames])
+        try? output?.close()
+    }
+
+    override func processSampleBuffer(_ sample: SampleBuffer, type: SampleBufferType) {
+        switch sample {
+        case .video(let frame):
+            frames += 1
+            let pixels = frame.pixels
+            // The mean of a few luma samples: enough to see the demo scene's flashes.
+            let step = max(1, pixels.width * pixels.height / 64)
+            let luma = stride(from: 0, to: pixels.width * pixels.height, by: step).map { Int(pixels.bytes[$0]) }
+            write(["event": "video", "time": Double(frame.time.nanoseconds) / 1e9, "width": pixels.width, "height": pixels.height,
+                   "luma": luma.reduce(0, +) / max(1, luma.count)])
+            if frames % 30 == 0 { updateServiceInfo(["frames": String(frames)]) }
+        case .audio(let buffer):
+            write(["event": type == .micAudio ? "micAudio" : "appAudio", "time": Double(buffer.time.nanoseconds) / 1e9,
+                   "frames": buffer.frameCount, "channels": buffer.channels, "rate": buffer.sampleRate])
+        }
+    }
+
+    private func write(_ fields: [String: Any]) {
+        guard let output, let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]) else { return }
+        output.write(data + Data("\n".utf8))
+    }
+}
+
+BroadcastExtension.run(FileUploadHandler())

@@ -1,0 +1,58 @@
+import Foundation
+import Logging
+import ReplayIPC
+
+/// The installed upload extensions: every `*.json` manifest in the system directory, the
+/// person's own, and any `--extensions-dir`, read afresh on each look (installing one needs
+/// no restart). A broken manifest is skipped with a warning, never fatal.
+struct ExtensionCatalog: Sendable {
+    let directories: [URL]
+    let logger: Logger
+
+    static func defaultDirectories(environment: [String: String] = ProcessInfo.processInfo.environment) -> [URL] {
+        let dataHome = environment["XDG_DATA_HOME"].map { URL(fileURLWithPath: $0) }
+            ?? URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory()).appendingPathComponent(".local/share")
+        return [URL(fileURLWithPath: "/usr/share/openreplaykit/extensions"),
+                URL(fileURLWithPath: "/usr/local/share/openreplaykit/extensions"),
+                dataHome.appendingPathComponent("openreplaykit/extensions")]
+    }
+
+    /// Every valid upload extension; the first directory to define an id wins.
+    func list() -> [ExtensionInfo] {
+        var found: [String: ExtensionInfo] = [:]
+        for directory in directories {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+            for name in names.sorted() where name.hasSuffix(".json") {
+                let path = directory.appendingPathComponent(name)
+                guard let info = load(path), found[info.manifest.id] == nil else { continue }
+                found[info.manifest.id] = info
+            }
+        }
+        return found.values.sorted { $0.manifest.id < $1.manifest.id }
+    }
+
+    func find(_ id: String) -> ExtensionInfo? { list().first { $0.manifest.id == id } }
+
+    private func load(_ path: URL) -> ExtensionInfo? {
+        do {
+            var manifest = try JSONDecoder().decode(ExtensionManifest.self, from: Data(contentsOf: path))
+            guard manifest.extensionPoint == ExtensionManifest.uploadExtensionPoint else { return nil }
+            guard ExtensionManifest.isValidID(manifest.id) else {
+                logger.warning("skipping extension manifest with an invalid id", metadata: ["manifest": "\(path.path)"])
+                return nil
+            }
+            if !manifest.executable.hasPrefix("/") {
+                manifest.executable = path.deletingLastPathComponent().appendingPathComponent(manifest.executable).standardized.path
+            }
+            guard FileManager.default.isExecutableFile(atPath: manifest.executable) else {
+                logger.warning("skipping extension whose executable is missing",
+                               metadata: ["manifest": "\(path.path)", "executable": "\(manifest.executable)"])
+                return nil
+            }
+            return ExtensionInfo(manifest: manifest, manifestPath: path.path)
+        } catch {
+            logger.warning("skipping unreadable extension manifest", metadata: ["manifest": "\(path.path)", "error": "\(error)"])
+            return nil
+        }
+    }
+}

@@ -1,0 +1,113 @@
+import Foundation
+import ReplayIPC
+import ReplaySystem
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One upload extension, running in a bubblewrap sandbox: the whole system read-only, no
+/// home directories, no store, no daemon sockets, a private /tmp, its own process and IPC
+/// namespaces, no capabilities; the network stays (it uploads). Its memory is watched:
+/// `residentBytes` is what the limit is checked against.
+final class ExtensionProcess: Sendable {
+    /// ReplayKit's limit for broadcast upload extensions.
+    static let memoryLimit = 50 * 1024 * 1024
+
+    let process: ChildProcess
+    /// Our end of the SOCK_SEQPACKET connection; the extension has the other as descriptor 3.
+    let socket: Int32
+
+    struct LaunchError: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// - Parameters:
+    ///   - hidden: directories the extension must not see (the store, the daemon's sockets).
+    ///   - writable: directories the person chose for it (setup fields of kind `directory`).
+    init(manifest: ExtensionManifest, hidden: [String], writable: [String]) throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.bubblewrap) else {
+            throw LaunchError(description: "bubblewrap (\(Self.bubblewrap)) is not installed; extensions only run sandboxed")
+        }
+        var fds: [Int32] = [0, 0]
+        try syscall("socketpair") { socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) }
+        // A send that cannot go out within this time is a dropped sample, never a stalled capture.
+        var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(fds[0], SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        defer { close(fds[1]) }
+        let arguments = Self.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable)
+        do {
+            process = try ChildProcess(
+                path: Self.bubblewrap, arguments: arguments + ["--", manifest.executable],
+                environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "OPENREPLAYKIT_BROADCAST_FD": "3"],
+                stderr: .descriptor(2), inheriting: [(fds[1], 3)])
+        } catch {
+            close(fds[0])
+            throw LaunchError(description: "cannot start extension '\(manifest.id)': \(error)")
+        }
+        socket = fds[0]
+    }
+
+    deinit { close(socket) }
+
+    static let bubblewrap = "/usr/bin/bwrap"
+
+    static func sandboxArguments(executable: String, hidden: [String], writable: [String]) -> [String] {
+        var arguments = [
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--tmpfs", "/tmp", "--tmpfs", "/home", "--tmpfs", "/root", "--tmpfs", "/run",
+            // No --die-with-parent: it fires when the spawning *thread* ends. The extension ends
+            // instead when its socket closes, which the daemon's death also does.
+            "--unshare-all", "--share-net", "--new-session", "--cap-drop", "ALL",
+        ]
+        for path in hidden where FileManager.default.fileExists(atPath: path) { arguments += ["--tmpfs", path] }
+        // Its own executable stays visible even when it lives under a hidden directory.
+        let folder = URL(fileURLWithPath: executable).deletingLastPathComponent().path
+        arguments += ["--ro-bind", folder, folder]
+        for path in writable { arguments += ["--bind", path, path] }
+        return arguments
+    }
+
+    /// Memory the extension's processes hold privately or from files (RssAnon + RssFile),
+    /// summed over the sandbox's processes. The shared surfaces it maps (RssShmem) are the
+    /// daemon's memory, so they do not count against it.
+    func residentBytes() -> Int {
+        var total = 0
+        var pending = [process.pid]
+        var seen = Set<Int32>()
+        while let pid = pending.popLast(), seen.insert(pid).inserted {
+            if pid != process.pid { total += Self.privateResident(pid) }
+            pending += Self.children(of: pid)
+        }
+        return total
+    }
+
+    func kill() {
+        process.signal(SIGKILL)
+    }
+
+    /// Why it ended, in words a person can act on; nil while it runs.
+    var exitDescription: String? {
+        guard let status = process.terminationStatus else { return nil }
+        if status > 128 {
+            let signal = status - 128
+            let name = [Int32(SIGSEGV): "SIGSEGV", SIGBUS: "SIGBUS", SIGABRT: "SIGABRT", SIGKILL: "SIGKILL", SIGILL: "SIGILL",
+                        SIGTRAP: "SIGTRAP"][signal] ?? "signal \(signal)"
+            return "crashed (\(name))"
+        }
+        return status == 0 ? "exited" : "exited with status \(status)"
+    }
+
+    private static func children(of pid: Int32) -> [Int32] {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8) else { return [] }
+        return text.split(separator: " ").compactMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    private static func privateResident(_ pid: Int32) -> Int {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
+        var kilobytes = 0
+        for line in status.split(separator: "\n") where line.hasPrefix("RssAnon:") || line.hasPrefix("RssFile:") {
+            kilobytes += Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0
+        }
+        return kilobytes * 1024
+    }
+}

@@ -1,0 +1,153 @@
+import Foundation
+import ReplayIPC
+import ReplayMedia
+import ReplaySystem
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The extension process's side of the broadcast: an extension's `main` is one line,
+/// `BroadcastExtension.run(MyHandler())`.
+///
+/// replayd starts the extension (sandboxed) with a SOCK_SEQPACKET socket as descriptor 3
+/// (or `$OPENREPLAYKIT_BROADCAST_FD`). The first message is `hello`, carrying the shared
+/// surfaces as read-only descriptors; every later message is checked against them by
+/// `BroadcastCodec` before anything is touched.
+public enum BroadcastExtension {
+    public static func run(_ handler: BroadcastSampleHandler) -> Never {
+        signal(SIGPIPE, SIG_IGN)
+        let fd = ProcessInfo.processInfo.environment["OPENREPLAYKIT_BROADCAST_FD"].flatMap(Int32.init) ?? 3
+        do {
+            try Session(socket: fd, handler: handler).run()
+            exit(0)
+        } catch {
+            FileHandle.standardError.write(Data("broadcast extension: \(error)\n".utf8))
+            exit(3)
+        }
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// One broadcast, from `hello` to `finished`.
+    private final class Session: BroadcastHost, @unchecked Sendable {
+        // @unchecked: `surfaces` is written once before the loop; sends are serialised by `sendLock`.
+        let socket: Int32
+        let handler: BroadcastSampleHandler
+        var surfaces: [SharedSurface] = []
+        var limits = BroadcastCodec.Surfaces.none
+        let sendLock = Mutex(())
+
+        init(socket: Int32, handler: BroadcastSampleHandler) {
+            self.socket = socket
+            self.handler = handler
+        }
+
+        func send(_ message: BroadcastMessage) {
+            sendLock.withLock { _ in try? DescriptorPassing.send(socket: socket, bytes: BroadcastCodec.encode(message), descriptors: []) }
+        }
+
+        func run() throws {
+            handler.host = self
+            try receiveHello()
+            send(.ready)
+            while true {
+                let (bytes, descriptors) = try DescriptorPassing.receive(socket: socket, maxBytes: BroadcastCodec.maxMessage + 4,
+                                                                          maxDescriptors: 0)
+                descriptors.forEach { close($0) }
+                guard !bytes.isEmpty else { throw Failure(description: "replayd closed the connection") }
+                let message = try BroadcastCodec.decode(try Self.body(bytes), surfaces: limits)
+                if try dispatch(message) { return }
+            }
+        }
+
+        private func receiveHello() throws {
+            let (bytes, descriptors) = try DescriptorPassing.receive(socket: socket, maxBytes: 64, maxDescriptors: Int(BroadcastCodec.maxSurfaces))
+            var mapped: [SharedSurface] = []
+            do {
+                guard case .hello(let hello) = try BroadcastCodec.decode(try Self.body(bytes), surfaces: .none) else {
+                    throw Failure(description: "the first message was not hello")
+                }
+                guard descriptors.count == Int(hello.surfaceCount) else {
+                    throw Failure(description: "hello announced \(hello.surfaceCount) surfaces but carried \(descriptors.count)")
+                }
+                for (index, descriptor) in descriptors.enumerated() {
+                    let surface = try SharedSurface.mapReadOnly(descriptor: descriptor)
+                    mapped.append(surface)
+                    guard UInt64(surface.size) >= hello.surfaceSize else {
+                        throw Failure(description: "surface \(index) is smaller than announced")
+                    }
+                }
+                surfaces = mapped
+                limits = .init(count: hello.surfaceCount, size: hello.surfaceSize)
+            } catch {
+                for descriptor in descriptors.dropFirst(mapped.count) { close(descriptor) }
+                throw error
+            }
+        }
+
+        /// Hands one message to the handler; true once the broadcast is over.
+        private func dispatch(_ message: BroadcastMessage) throws -> Bool {
+            switch message {
+            case .started(let setup): handler.broadcastStarted(setupInfo: setup)
+            case .annotated(let info): handler.broadcastAnnotated(applicationInfo: info)
+            case .video(let frame): handler.processSampleBuffer(.video(try picture(frame)), type: .video)
+            case .audio(let period):
+                let buffer = audio(period)
+                send(.release(surface: period.surface))
+                handler.processSampleBuffer(.audio(buffer), type: period.source == .app ? .appAudio : .micAudio)
+            case .paused: handler.broadcastPaused()
+            case .resumed: handler.broadcastResumed()
+            case .finished:
+                handler.broadcastFinished()
+                return true
+            case .ping(let sequence): send(.pong(sequence))
+            case .hello, .ready, .pong, .release, .finish, .serviceInfo, .broadcastURL:
+                throw Failure(description: "unexpected message from replayd: \(message)")
+            }
+            return false
+        }
+
+        /// The picture in place in its surface: no copy. The surface goes back to replayd
+        /// when the handler's last reference to the picture is gone.
+        private func picture(_ frame: BroadcastMessage.VideoFrame) throws -> VideoSample {
+            let width = Int(frame.width), height = Int(frame.height)
+            let base = frame.planes[0].offset
+            let luma = UInt64(width * height)
+            // ReplayMedia's pictures are tightly packed I420; that is what replayd sends.
+            guard frame.planes[0].stride == frame.width, frame.planes[1].offset == base + luma,
+                  frame.planes[2].offset == base + luma + luma / 4, frame.planes[1].stride == frame.width / 2 else {
+                throw Failure(description: "video layout is not packed I420")
+            }
+            let surface = surfaces[Int(frame.surface)]
+            let region = UnsafeMutableRawBufferPointer(
+                mutating: UnsafeRawBufferPointer(rebasing: surface.bytes[Int(base)..<Int(base) + PixelBuffer.byteCount(width: width, height: height)]))
+            let index = frame.surface
+            let storage = PixelStorage(borrowing: region) { [self] in send(.release(surface: index)) }
+            return VideoSample(time: MediaTime(nanoseconds: frame.time), pixels: PixelBuffer(width: width, height: height, storage: storage))
+        }
+
+        /// Audio is small: copied out of its surface at once, so the surface is free again.
+        private func audio(_ period: BroadcastMessage.AudioPeriod) -> AudioBuffer {
+            let surface = surfaces[Int(period.surface)]
+            let count = Int(period.frames) * Int(period.channels)
+            var samples = [Float](repeating: 0, count: count)
+            samples.withUnsafeMutableBytes { destination in
+                destination.copyMemory(from: UnsafeRawBufferPointer(
+                    rebasing: surface.bytes[Int(period.offset)..<Int(period.offset) + count * 4]))
+            }
+            return AudioBuffer(source: period.source == .app ? .app : .microphone, time: MediaTime(nanoseconds: period.time),
+                               sampleRate: Int(period.sampleRate), channels: Int(period.channels), samples: samples)
+        }
+
+        /// The message without its length prefix, which must match.
+        private static func body(_ bytes: [UInt8]) throws -> ArraySlice<UInt8> {
+            guard bytes.count >= 4 else { throw Failure(description: "message of \(bytes.count) bytes") }
+            let length = Int(bytes[0]) | Int(bytes[1]) << 8 | Int(bytes[2]) << 16 | Int(bytes[3]) << 24
+            guard length == bytes.count - 4 else { throw Failure(description: "message length \(length) does not match \(bytes.count - 4)") }
+            return bytes[4...]
+        }
+    }
+}

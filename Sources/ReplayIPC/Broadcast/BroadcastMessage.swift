@@ -1,0 +1,108 @@
+/// What replayd and an upload extension say to each other during a broadcast. Samples never
+/// travel in the messages themselves: a message names a region of a shared surface that the
+/// extension mapped read-only once, at the start (the XPC + IOSurface analogue).
+public enum BroadcastMessage: Sendable, Equatable {
+    // replayd → extension
+    /// The first message; its surfaces arrive with it as descriptors, in index order.
+    case hello(Hello)
+    case started(setupInfo: [String: String])
+    /// Identity of the app in focus, so a service can help viewers find the broadcast.
+    case annotated(applicationInfo: [String: String])
+    case video(VideoFrame)
+    case audio(AudioPeriod)
+    case paused
+    case resumed
+    case finished
+    /// Liveness check; an extension that does not answer in time is considered hung.
+    case ping(UInt32)
+
+    // extension → replayd
+    case ready
+    case pong(UInt32)
+    /// The extension is done with a surface; replayd may reuse it.
+    case release(surface: UInt16)
+    /// Ends the broadcast with a message shown to the person.
+    case finish(error: String)
+    case serviceInfo([String: String])
+    case broadcastURL(String)
+
+    public struct Hello: Sendable, Equatable {
+        public var protocolVersion: UInt16
+        public var surfaceCount: UInt16
+        /// Every surface has this many bytes.
+        public var surfaceSize: UInt64
+
+        public init(protocolVersion: UInt16 = BroadcastCodec.protocolVersion, surfaceCount: UInt16, surfaceSize: UInt64) {
+            self.protocolVersion = protocolVersion
+            self.surfaceCount = surfaceCount
+            self.surfaceSize = surfaceSize
+        }
+    }
+
+    public enum Orientation: UInt8, Sendable {
+        case up = 0
+        case right = 1
+        case down = 2
+        case left = 3
+    }
+
+    /// One I420 picture: three planes in one surface.
+    public struct VideoFrame: Sendable, Equatable {
+        public struct Plane: Sendable, Equatable {
+            public var offset: UInt64
+            public var stride: UInt32
+            public var rows: UInt32
+
+            public init(offset: UInt64, stride: UInt32, rows: UInt32) {
+                self.offset = offset
+                self.stride = stride
+                self.rows = rows
+            }
+        }
+
+        public var surface: UInt16
+        public var width: UInt32
+        public var height: UInt32
+        public var planes: [Plane]
+        /// Nanoseconds on the monotonic clock when the picture was taken.
+        public var time: Int64
+        public var orientation: Orientation
+
+        public init(surface: UInt16, width: UInt32, height: UInt32, planes: [Plane], time: Int64, orientation: Orientation = .up) {
+            self.surface = surface
+            self.width = width
+            self.height = height
+            self.planes = planes
+            self.time = time
+            self.orientation = orientation
+        }
+    }
+
+    /// Interleaved 32-bit float PCM in a surface.
+    public struct AudioPeriod: Sendable, Equatable {
+        public enum Source: UInt8, Sendable {
+            case app = 1
+            case microphone = 2
+        }
+
+        public var surface: UInt16
+        public var source: Source
+        public var offset: UInt64
+        public var frames: UInt32
+        public var channels: UInt8
+        public var sampleRate: UInt32
+        public var time: Int64
+
+        public init(surface: UInt16, source: Source, offset: UInt64, frames: UInt32, channels: UInt8, sampleRate: UInt32, time: Int64) {
+            self.surface = surface
+            self.source = source
+            self.offset = offset
+            self.frames = frames
+            self.channels = channels
+            self.sampleRate = sampleRate
+            self.time = time
+        }
+
+        public var byteCount: UInt64 { UInt64(frames) * UInt64(channels) * 4 }
+    }
+}

@@ -1,0 +1,139 @@
+import ArgumentParser
+import Foundation
+import ReplayIPC
+
+extension Replay {
+    struct Broadcast: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Go live through an upload extension, and control the broadcast.",
+            discussion: """
+                replayd captures the screen and hands raw samples to the extension, which runs \
+                sandboxed (no home, no store, read-only system, 50 MB of memory) and uploads them.
+
+                Examples:
+                  replay extensions list
+                  replay broadcast start --extension rtmp --setup url=rtmp://live.example/app --setup key=SECRET
+                  replay broadcast status
+                  replay broadcast pause | resume | stop
+                """,
+            subcommands: [Start.self, Pause.self, Resume.self, Stop.self, Status.self])
+    }
+}
+
+/// Which broadcast a control command means, and how to show the result.
+struct BroadcastSelection: ParsableArguments {
+    @Option(help: "The broadcast's id (default: the latest).")
+    var id: String?
+
+    @Flag(help: "Print the broadcast's status as JSON.")
+    var json = false
+}
+
+extension Replay.Broadcast {
+    struct Start: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Start broadcasting through an extension.")
+
+        @OptionGroup var daemon: DaemonOptions
+
+        @Option(help: "The extension's id, as 'replay extensions list' shows it.")
+        var `extension`: String
+
+        @Option(name: .customLong("setup"), help: "A setup field, KEY=VALUE (repeat for each).")
+        var setupPairs: [String] = []
+
+        @Flag(help: "Also send the microphone.")
+        var mic = false
+
+        @Option(help: "Video frames per second to the extension (at most 30 are sent, as in ReplayKit).")
+        var fps = 30
+
+        @Flag(help: "Print the broadcast's status as JSON.")
+        var json = false
+
+        func validate() throws {
+            for pair in setupPairs where !pair.contains("=") || pair.hasPrefix("=") {
+                throw ValidationError("--setup takes KEY=VALUE, not '\(pair)'")
+            }
+            if !(1...60).contains(fps) { throw ValidationError("--fps must be between 1 and 60") }
+        }
+
+        func run() throws {
+            var setup: [String: String] = [:]
+            for pair in setupPairs {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                setup[String(parts[0])] = String(parts[1])
+            }
+            do {
+                let channel = try DaemonClient.connect(socket: daemon.socket)
+                try channel.send(ClientRequest.startBroadcast(BroadcastRequest(extensionID: `extension`, setup: setup, microphone: mic, fps: fps)))
+                guard case .broadcastStarted(let status) = try DaemonClient.next(channel).message else {
+                    throw DaemonClient.Failure(description: "unexpected reply from replayd")
+                }
+                printStatus([status], json: json)
+            } catch {
+                printError("error: \(error)")
+                throw ExitCode.failure
+            }
+        }
+    }
+
+    struct Pause: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Pause the broadcast: the extension gets no samples until resumed.")
+        @OptionGroup var daemon: DaemonOptions
+        @OptionGroup var selection: BroadcastSelection
+        func run() throws { try control(.pauseBroadcast(id: selection.id), socket: daemon.socket, json: selection.json) }
+    }
+
+    struct Resume: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Resume a paused broadcast.")
+        @OptionGroup var daemon: DaemonOptions
+        @OptionGroup var selection: BroadcastSelection
+        func run() throws { try control(.resumeBroadcast(id: selection.id), socket: daemon.socket, json: selection.json) }
+    }
+
+    struct Stop: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "End the broadcast; the extension finishes its upload.")
+        @OptionGroup var daemon: DaemonOptions
+        @OptionGroup var selection: BroadcastSelection
+        func run() throws { try control(.stopBroadcast(id: selection.id), socket: daemon.socket, json: selection.json) }
+    }
+
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show broadcasts: state, extension, frames sent and dropped, last error.")
+        @OptionGroup var daemon: DaemonOptions
+        @Flag(help: "Print a JSON array.")
+        var json = false
+        func run() throws { try control(.broadcastStatus, socket: daemon.socket, json: json) }
+    }
+}
+
+private func control(_ request: ClientRequest, socket: String?, json: Bool = false) throws {
+    do {
+        let channel = try DaemonClient.connect(socket: socket)
+        try channel.send(request)
+        guard case .broadcasts(let list) = try DaemonClient.next(channel).message else {
+            throw DaemonClient.Failure(description: "unexpected reply from replayd")
+        }
+        printStatus(list, json: json)
+    } catch {
+        printError("error: \(error)")
+        throw ExitCode.failure
+    }
+}
+
+private func printStatus(_ list: [BroadcastStatus], json: Bool) {
+    if json {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        print(String(decoding: (try? encoder.encode(list)) ?? Data(), as: UTF8.self))
+        return
+    }
+    if list.isEmpty { print("No broadcast.") }
+    for status in list {
+        var line = "\(status.id)  \(status.extensionID)  \(status.state.rawValue)  \(status.framesSent) frames sent, \(status.framesDropped) dropped"
+        if let url = status.broadcastURL { line += "  \(url)" }
+        if let error = status.lastError { line += "\n  error: \(error)" }
+        print(line)
+    }
+}

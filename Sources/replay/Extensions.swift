@@ -1,0 +1,51 @@
+import ArgumentParser
+import Foundation
+import ReplayIPC
+
+extension Replay {
+    struct Extensions: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List installed upload extensions (broadcast services).",
+            subcommands: [List.self], defaultSubcommand: List.self)
+    }
+}
+
+extension Replay.Extensions {
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List installed upload extensions and the setup each one needs.",
+            discussion: """
+                Extensions are found through their JSON manifests in /usr/share/openreplaykit/extensions, \
+                ~/.local/share/openreplaykit/extensions and any 'replayd --extensions-dir'.
+                """)
+
+        @OptionGroup var daemon: DaemonOptions
+
+        @Flag(help: "Print a JSON array of extensions.")
+        var json = false
+
+        func run() throws {
+            do {
+                let channel = try DaemonClient.connect(socket: daemon.socket)
+                try channel.send(ClientRequest.listExtensions)
+                guard case .extensions(let list) = try DaemonClient.next(channel).message else {
+                    throw DaemonClient.Failure(description: "unexpected reply from replayd")
+                }
+                if json {
+                    let encoder = JSONEncoder()
+                    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+                    print(String(decoding: try encoder.encode(list), as: UTF8.self))
+                    return
+                }
+                if list.isEmpty { print("No upload extensions are installed.") }
+                for info in list {
+                    let setup = info.manifest.setupFields.map { "\($0.key)\($0.required ? "" : "?")" }.joined(separator: " ")
+                    print("\(info.manifest.id)  \(info.manifest.displayName)\(setup.isEmpty ? "" : "  setup: \(setup)")")
+                }
+            } catch {
+                printError("error: \(error)")
+                throw ExitCode.failure
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import ReplayIPC
+import ReplaySystem
+import ReplayTesting
+import ReplayVirtualDesktop
+import Testing
+
+extension IntegrationTests {
+    /// Upload extensions, run by a real replayd in a real bubblewrap sandbox.
+    @Suite struct Broadcast {
+        /// Installs the reference and hostile extensions in a directory of the fixture's and
+        /// returns the daemon arguments that point at it.
+        static func installExtensions(in fixture: ReplayFixture) throws -> [String] {
+            let directory = fixture.file("extensions")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let manifests = [
+                ExtensionManifest(id: "file", displayName: "Write to a file", executable: VirtualDesktop.siblingExecutable("replay-file-extension").path,
+                                  setupFields: [.init(key: "dir", label: "Directory", kind: .directory, required: true)]),
+                ExtensionManifest(id: "hostile", displayName: "Misbehaves", executable: VirtualDesktop.siblingExecutable("replay-hostile-extension").path,
+                                  setupFields: [.init(key: "behaviour", label: "How to misbehave", required: true)]),
+            ]
+            for manifest in manifests {
+                try JSONEncoder().encode(manifest).write(to: directory.appendingPathComponent("\(manifest.id).json"))
+            }
+            return ["--extensions-dir", directory.path]
+        }
+
+        static func status(_ fixture: ReplayFixture) throws -> [[String: Any]] {
+            let result = try fixture.replay(["broadcast", "status", "--json"])
+            return (try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]]) ?? []
+        }
+
+        /// Waits until the latest broadcast is over; returns its status.
+        static func waitUntilOver(_ fixture: ReplayFixture, timeout: Double = 20) throws -> [String: Any]? {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                if let last = try status(fixture).last, ["finished", "failed"].contains(last["state"] as? String ?? "") { return last }
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+            return try status(fixture).last
+        }
+
+        @Test func anExtensionGetsTheLifecycleInOrderVideoAtMost30FpsAndBothAudioTypes() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon(Self.installExtensions(in: fixture))
+            let listed = try fixture.replay(["extensions", "list", "--json"])
+            #expect(listed.stdout.contains("\"file\"") && listed.stdout.contains("\"hostile\""), "\(listed)")
+
+            let output = fixture.file("out")
+            try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+            let start = try fixture.replay(["broadcast", "start", "--extension", "file", "--setup", "dir=\(output.path)", "--mic",
+                                            "--fps", "60", "--json"])
+            #expect(start.status == 0, "\(start)\n\(fixture.daemonLog)")
+            Thread.sleep(forTimeInterval: 2)
+            #expect(try fixture.replay(["broadcast", "pause"]).status == 0)
+            Thread.sleep(forTimeInterval: 1)
+            #expect(try fixture.replay(["broadcast", "resume"]).status == 0)
+            Thread.sleep(forTimeInterval: 2)
+            let stop = try fixture.replay(["broadcast", "stop", "--json"])
+            #expect(stop.status == 0, "\(stop)")
+            let final = try #require(try Self.status(fixture).last)
+            #expect(final["state"] as? String == "finished", "\(final)")
+            #expect((final["broadcastURL"] as? String)?.hasPrefix("file://") == true, "\(final)")
+
+            let lines = try String(contentsOf: output.appendingPathComponent("broadcast.jsonl"), encoding: .utf8)
+                .split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            let events = lines.compactMap { $0["event"] as? String }
+            // Lifecycle in order, with samples between.
+            let lifecycle = events.filter { ["started", "annotated", "paused", "resumed", "finished"].contains($0) }
+            #expect(lifecycle == ["started", "annotated", "paused", "resumed", "finished"], "\(events.prefix(20))")
+            #expect((lines.first?["setup"] as? [String: String])?["dir"] == output.path)
+            let firstSample = try #require(events.firstIndex { $0 == "video" })
+            #expect(firstSample > events.firstIndex(of: "annotated")!)
+            // Nothing while paused.
+            let paused = events.firstIndex(of: "paused")!, resumed = events.firstIndex(of: "resumed")!
+            #expect(events[paused + 1] == "resumed" || events[(paused + 1)..<resumed].allSatisfy { $0 != "video" })
+            // Video at most 30 fps even though 60 were asked; the demo scene moves, so close to 30.
+            let times = lines.filter { $0["event"] as? String == "video" }.compactMap { $0["time"] as? Double }
+            let span = try #require(times.last) - times.first!
+            let rate = Double(times.count - 1) / span
+            #expect(rate <= 31 && rate >= 20, "video at \(rate) fps over \(span) s")
+            #expect(lines.contains { $0["event"] as? String == "video" && $0["width"] as? Int == 640 && $0["height"] as? Int == 480 })
+            #expect(events.contains("appAudio") && events.contains("micAudio"), "\(Set(events))")
+        }
+
+        @Test(arguments: [
+            ("write-surface", "crashed (SIGSEGV)"),
+            ("allocate", "more than 50 MB"),
+            ("hang", "stopped responding"),
+            ("garbage", "malformed message"),
+        ])
+        func aHostileExtensionEndsOnlyItsOwnBroadcastWithAClearError(behaviour: String, expected: String) throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon(Self.installExtensions(in: fixture))
+            // A recording runs meanwhile, and must not notice.
+            let recording = try fixture.startReplay(["record", "--duration", "12", "--json"])
+            Thread.sleep(forTimeInterval: 1)
+            let start = try fixture.replay(["broadcast", "start", "--extension", "hostile", "--setup", "behaviour=\(behaviour)"])
+            #expect(start.status == 0 || start.stderr.contains(expected), "\(start)")
+            let final = try #require(try Self.waitUntilOver(fixture), "\(fixture.daemonLog)")
+            #expect(final["state"] as? String == "failed", "\(final)")
+            #expect((final["lastError"] as? String ?? "").contains(expected), "\(final)")
+            #expect(fixture.daemon?.isRunning == true)
+            let recorded = recording.finish(timeout: 30)
+            #expect(recorded.status == 0, "\(recorded)")
+            let summary = try JSONSerialization.jsonObject(with: Data(recorded.stdout.utf8)) as? [String: Any]
+            #expect(abs((summary?["duration"] as? Double ?? 0) - 12) < 0.5, "\(recorded)")
+            #expect(summary?["error"] == nil || summary?["error"] is NSNull, "\(recorded)")
+        }
+
+        @Test func anUnknownExtensionOrMissingSetupIsAClearError() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, audio: false, demoScene: false))
+            defer { fixture.stop() }
+            try fixture.startDaemon(Self.installExtensions(in: fixture))
+            let unknown = try fixture.replay(["broadcast", "start", "--extension", "nope"])
+            #expect(unknown.status != 0 && unknown.stderr.contains("no extension 'nope'") && unknown.stderr.contains("file"), "\(unknown)")
+            let missing = try fixture.replay(["broadcast", "start", "--extension", "file"])
+            #expect(missing.status != 0 && missing.stderr.contains("--setup dir="), "\(missing)")
+            let stray = try fixture.replay(["broadcast", "start", "--extension", "file", "--setup", "dir=/tmp", "--setup", "colour=red"])
+            #expect(stray.status != 0 && stray.stderr.contains("no setup field 'colour'"), "\(stray)")
+        }
+    }
+}
