@@ -46,6 +46,12 @@ struct SecretNotes: AsyncParsableCommand {
     @Option(help: "Frames per second of the in-app capture (at most 60).")
     var shareFPS = 30
 
+    @Option(help: "Go live: ask the person to pick a broadcast service (narrowed to this extension id; 'any' for all), then finish after --live-seconds.")
+    var goLive: String?
+
+    @Option(help: "How long to stay live once the person started the broadcast.")
+    var liveSeconds: Double = 5
+
     @Option(help: "Stay open this many seconds after the other steps (default: until Ctrl-C when no step is asked).")
     var stay: Double?
 
@@ -84,9 +90,10 @@ struct SecretNotes: AsyncParsableCommand {
 
             if let shareFrames { try await share(recorder, frames: shareFrames) }
             if let record { try await replay(recorder, seconds: record) }
+            if let goLive { try await broadcast(preferredExtension: goLive == "any" ? nil : goLive) }
             if let stay {
                 try? await Task.sleep(for: .seconds(stay))
-            } else if shareFrames == nil && record == nil {
+            } else if shareFrames == nil && record == nil && goLive == nil {
                 try? await Task.sleep(for: .seconds(365 * 86_400))
             }
         } catch {
@@ -114,6 +121,32 @@ struct SecretNotes: AsyncParsableCommand {
         try await recorder.stopCapture()
         let counts = try! JSONSerialization.jsonObject(with: JSONEncoder().encode(census))
         report(["event": "shared", "frames": received, "colours": counts])
+    }
+
+    /// Live: the person picks the service on replayd's picker; this app follows the state only.
+    private func broadcast(preferredExtension: String?) async throws(RecordingError) {
+        let controller = BroadcastController(socket: socket)
+        let updates = controller.updates()
+        try await controller.showPicker(preferredExtension: preferredExtension)
+        report(["event": "pickerShown"])
+        var finishing = false
+        for await status in updates {
+            var fields: [String: Any] = ["event": "broadcast", "state": status.state.rawValue, "framesSent": status.framesSent]
+            if let url = status.broadcastURL { fields["url"] = url }
+            if let error = status.lastError { fields["error"] = error }
+            report(fields)
+            if status.isOver { break }
+            if status.state == .live && !finishing {
+                finishing = true
+                let seconds = liveSeconds
+                Task {
+                    try? await Task.sleep(for: .seconds(seconds))
+                    try? await controller.pause()
+                    try? await controller.resume()
+                    try? await controller.finish()
+                }
+            }
+        }
     }
 
     /// A replay: record, stop, and hand the person the preview (the app never sees the movie).

@@ -16,13 +16,36 @@ extension ClientConnection {
         try channel.send(DaemonEvent.broadcastStarted(status))
     }
 
+    /// The person controls any broadcast; an app only the ones it started through the picker.
     func controlBroadcast(_ id: String?, _ action: (BroadcastSession) -> Void) throws {
-        try requirePerson("control broadcasts")
         guard let session = daemon.broadcast(id), !session.status.isOver else {
             throw Refusal(code: .notFound, message: id.map { "no broadcast '\($0)' is running" } ?? "no broadcast is running")
         }
+        if role == .app {
+            guard let peer, let host = session.host, host.pid == peer.pid, host.startTime == peer.startTime else {
+                throw Refusal(code: .notPermitted, message: "apps can control only the broadcasts they started through the picker")
+            }
+        }
         action(session)
         try channel.send(DaemonEvent.broadcasts([session.status]))
+    }
+
+    /// The app's way to go live: the person picks the service and its setup on a page the
+    /// app never sees; the app then hears about that broadcast's state, and only that.
+    func showBroadcastPicker(preferredExtension: String?, microphone: Bool) throws {
+        guard let peer else { throw Refusal(code: .notPermitted, message: "the app's process could not be identified") }
+        if let preferredExtension, daemon.catalog.find(preferredExtension) == nil {
+            throw Refusal(code: .notFound, message: "no extension '\(preferredExtension)' is installed")
+        }
+        guard let base = daemon.pagesBaseURL else {
+            throw Refusal(code: .failedToShowPreview, message: "replayd serves no pages (started with --no-pages)")
+        }
+        let token = daemon.pickers.open(.init(host: channel, hostPeer: peer, preferredExtension: preferredExtension, microphone: microphone))
+        let offer = PickerOffer(executable: peer.executable ?? "unknown app", pageURL: "\(base)/picker/\(token)")
+        guard daemon.consent.notifyAgents(.pickerOffered(offer)) > 0 else {
+            throw Refusal(code: .failedToShowPreview, message: "no consent agent is running to show the broadcast picker to the person")
+        }
+        try channel.send(DaemonEvent.pickerShown)
     }
 
     func sendBroadcastStatus() throws {

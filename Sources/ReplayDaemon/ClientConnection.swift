@@ -108,6 +108,7 @@ final class ClientConnection {
                 _ = session.waitUntilFinished()
             }
         case .broadcastStatus: try sendBroadcastStatus()
+        case .showBroadcastPicker(let preferred, let microphone): try showBroadcastPicker(preferredExtension: preferred, microphone: microphone)
         }
     }
 
@@ -153,6 +154,7 @@ final class ClientConnection {
         if let agentID { daemon.consent.removeAgent(agentID) }
         if let watcherID { daemon.captureMonitor.unwatch(watcherID) }
         daemon.protectedWindows.release(owner: number)
+        daemon.pickers.close(host: channel)
         channel.close()
     }
 }

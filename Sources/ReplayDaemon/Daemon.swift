@@ -9,7 +9,7 @@ import Glibc
 #endif
 
 /// replayd: owns capture, accepts clients on a Unix socket, one thread per connection.
-public final class Daemon: Sendable {
+public final class Daemon: Sendable, PickerBackend {
     public struct Configuration: Sendable {
         public var socketPath: String
         public var store: URL
@@ -57,6 +57,7 @@ public final class Daemon: Sendable {
     let previews = PreviewTokens()
     let windows: WindowOwnership
     let catalog: ExtensionCatalog
+    let pickers = BroadcastPickers()
     private let pages: LoopbackPages
     private let pagesAddress = PagesAddress()
     private let listener: Int32
@@ -99,6 +100,7 @@ public final class Daemon: Sendable {
             try ReplayPaths.makePrivateDirectory(socketDirectory)
             listener = try UnixSocket.listen(path: configuration.socketPath)
         }
+        pages.attach(self)
     }
 
     var pagesBaseURL: String? { pagesAddress.url }
@@ -193,7 +195,10 @@ public final class Daemon: Sendable {
     }
 
     /// Starts a broadcast through an installed extension; throws a message for the person.
-    func startBroadcast(_ request: BroadcastRequest) throws -> BroadcastStatus {
+    /// - Parameters:
+    ///   - host: the app whose picker started it, which then gets its status on `hostChannel`.
+    func startBroadcast(_ request: BroadcastRequest, host: PeerIdentity? = nil,
+                        hostChannel: MessageChannel? = nil) throws -> BroadcastStatus {
         guard let info = catalog.find(request.extensionID) else {
             let installed = catalog.list().map(\.manifest.id)
             throw ClientConnection.Refusal(code: .notFound, message: "no extension '\(request.extensionID)' is installed"
@@ -203,7 +208,7 @@ public final class Daemon: Sendable {
             throw ClientConnection.Refusal(code: .malformedRequest, message: problem)
         }
         let session = BroadcastSession(
-            id: "bc-" + ConsentBroker.randomHex(6), request: request, manifest: info.manifest,
+            id: "bc-" + ConsentBroker.randomHex(6), request: request, host: host, manifest: info.manifest,
             displayName: configuration.displayName, protectedWindows: protectedWindows, logger: logger)
         guard state.withLock({ state -> Bool in
             guard !state.stopping else { return false }
@@ -216,6 +221,7 @@ public final class Daemon: Sendable {
             _ = session.waitUntilFinished()
             captureMonitor.end(.broadcast(session.id))
         }
+        if let hostChannel { session.observe { status in try? hostChannel.send(DaemonEvent.broadcastUpdated(status)) } }
         let hidden = [store.directory.path, URL(fileURLWithPath: configuration.socketPath).deletingLastPathComponent().path]
         do {
             try session.start(hidden: hidden, applicationInfo: focusedApplication())

@@ -90,3 +90,14 @@ public struct CaptureStatus: Codable, Sendable, Equatable {
         self.reasons = reasons.sorted()
     }
 }
+
+/// The broadcast picker an app asked for; the page URL carries a token only the person gets.
+public struct PickerOffer: Codable, Sendable, Equatable {
+    public var executable: String
+    public var pageURL: String
+
+    public init(executable: String, pageURL: String) {
+        self.executable = executable
+        self.pageURL = pageURL
+    }
+}

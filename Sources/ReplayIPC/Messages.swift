@@ -44,6 +44,10 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     case resumeBroadcast(id: String?)
     case stopBroadcast(id: String?)
     case broadcastStatus
+    /// An app asks the daemon to show the person the broadcast picker (narrowed to one
+    /// extension if it names one). A broadcast the person starts there reports its status
+    /// to this connection as `broadcastUpdated`; the app may pause, resume and stop it.
+    case showBroadcastPicker(preferredExtension: String?, microphone: Bool)
 }
 
 public struct RecordingOptions: Codable, Sendable, Equatable {
@@ -117,6 +121,11 @@ public enum DaemonEvent: Codable, Sendable, Equatable {
     case extensions([ExtensionInfo])
     case broadcastStarted(BroadcastStatus)
     case broadcasts([BroadcastStatus])
+    case pickerShown
+    /// To consent agents: an app asks the person to pick a broadcast service.
+    case pickerOffered(PickerOffer)
+    /// To the app that opened the picker: its broadcast's state, never its samples.
+    case broadcastUpdated(BroadcastStatus)
     /// The request failed; the daemon closes the connection after a protocol error.
     case error(code: ErrorCode, message: String)
 }

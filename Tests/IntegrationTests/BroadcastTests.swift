@@ -110,6 +110,51 @@ extension IntegrationTests {
             #expect(summary?["error"] == nil || summary?["error"] is NSNull, "\(recorded)")
         }
 
+        @Test func anAppGoesLiveThroughThePickerAndSeesStateButNeverSamples() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon(Self.installExtensions(in: fixture))
+            let agent = try fixture.startReplay(["consent-agent", "--json"])
+            defer { agent.process.terminate() }
+            Thread.sleep(forTimeInterval: 1)
+            let output = fixture.file("out")
+            try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+
+            let app = try fixture.startApp(["--no-protect", "--geometry", "0,0,200,200", "--go-live", "file", "--live-seconds", "3"])
+            let offer = try #require(agent.waitForJSONLine { $0["pickerOffered"] != nil }, "\(agent.outputSoFar)\n\(app.outputSoFar)")
+            let url = try #require(((offer["pickerOffered"] as? [String: Any])?["_0"] as? [String: Any])?["pageURL"] as? String)
+            let browser = try HeadlessBrowser()
+            defer { browser.stop() }
+            let page = try browser.open(url)
+            // preferredExtension narrows the picker to one service.
+            #expect(try page.evaluate("document.querySelectorAll('input[name=extension]').length") as? Int == 1)
+            #expect(try page.text().contains("secret-notes wants to go live"))
+            _ = try page.evaluate("document.getElementById('setup-file-dir').value = \(String(reflecting: output.path))")
+            try page.click("#start")
+            try page.waitUntil("document.getElementById('result') !== null && document.getElementById('result').textContent === 'Live'")
+
+            let result = app.finish(timeout: 60)
+            #expect(result.status == 0, "\(result)\n\(fixture.daemonLog)")
+            let states = result.jsonLines.filter { $0["event"] as? String == "broadcast" }.compactMap { $0["state"] as? String }
+            // Starting, live (again on each service-info update), paused, live, finished: in that order.
+            let transitions = states.reduce(into: [String]()) { if $0.last != $1 { $0.append($1) } }
+            #expect(transitions == ["starting", "live", "paused", "live", "finished"], "\(states)")
+            #expect(result.jsonLines.contains { ($0["url"] as? String)?.hasPrefix("file://") == true }, "\(result)")
+            let lines = try String(contentsOf: output.appendingPathComponent("broadcast.jsonl"), encoding: .utf8)
+            #expect(lines.contains("\"video\"") && lines.contains("\"finished\""))
+
+            // The app may control only its own broadcast: a second app cannot stop the person's.
+            let start = try fixture.replay(["broadcast", "start", "--extension", "file", "--setup", "dir=\(output.path)"])
+            #expect(start.status == 0, "\(start)")
+            let channel = try MessageChannel.connect(path: fixture.socket)
+            try channel.send(ClientRequest.stopBroadcast(id: nil))
+            guard case .error(.notPermitted, _)? = try channel.receive(DaemonEvent.self)?.message else {
+                Issue.record("an app stopped a broadcast it did not start")
+                return
+            }
+            #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
+        }
+
         @Test func anUnknownExtensionOrMissingSetupIsAClearError() throws {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, audio: false, demoScene: false))
             defer { fixture.stop() }

@@ -20,6 +20,8 @@ import Glibc
 final class BroadcastSession: Sendable {
     let id: String
     let request: BroadcastRequest
+    /// The app that started it through the picker, if one did: it may pause, resume and stop it.
+    let host: PeerIdentity?
     private let manifest: ExtensionManifest
     private let displayName: String?
     private let protectedWindows: ProtectedWindows
@@ -29,6 +31,8 @@ final class BroadcastSession: Sendable {
     private let stopFlag = StopFlag()
     private let finished = DispatchSemaphore(value: 0)
     private let counters = ScreenCapture.Counters()
+    /// Told of every change of state, service info, URL or error (the host app's connection).
+    private let observers = Mutex<[@Sendable (BroadcastStatus) -> Void]>([])
 
     static let videoSurfaces = 4
     static let heartbeatTimeout: Int64 = 5_000_000_000
@@ -51,10 +55,11 @@ final class BroadcastSession: Sendable {
         var unsentFrames = 0
     }
 
-    init(id: String, request: BroadcastRequest, manifest: ExtensionManifest, displayName: String?,
+    init(id: String, request: BroadcastRequest, host: PeerIdentity?, manifest: ExtensionManifest, displayName: String?,
          protectedWindows: ProtectedWindows, logger: Logger) {
         self.id = id
         self.request = request
+        self.host = host
         self.manifest = manifest
         self.displayName = displayName
         self.protectedWindows = protectedWindows
@@ -121,6 +126,7 @@ final class BroadcastSession: Sendable {
         send(.started(setupInfo: request.setup))
         send(.annotated(applicationInfo: applicationInfo))
         state.withLock { $0.status.state = .live }
+        notifyObservers()
 
         let captureBox = UncheckedBox(capture)
         Thread.detachNewThread { [self] in
@@ -134,6 +140,17 @@ final class BroadcastSession: Sendable {
         startAudio()
         Thread.detachNewThread { [self] in sendSamples() }
         logger.info("broadcast started", metadata: ["broadcast": "\(id)", "extension": "\(manifest.id)", "size": "\(size.width)x\(size.height)"])
+    }
+
+    /// Calls `observer` with the status now and after every change, until the broadcast ends.
+    func observe(_ observer: @escaping @Sendable (BroadcastStatus) -> Void) {
+        observers.withLock { $0.append(observer) }
+        observer(status)
+    }
+
+    private func notifyObservers() {
+        let status = self.status
+        for observer in observers.withLock({ $0 }) { observer(status) }
     }
 
     func pause() { setPaused(true) }
@@ -155,7 +172,10 @@ final class BroadcastSession: Sendable {
             state.status.state = paused ? .paused : .live
             return true
         }
-        if changed { send(paused ? .paused : .resumed) }
+        if changed {
+            send(paused ? .paused : .resumed)
+            notifyObservers()
+        }
     }
 
     private func startAudio() {
@@ -290,8 +310,12 @@ final class BroadcastSession: Sendable {
             case .pong: state.withLock { $0.lastPong = MonotonicClock.nanoseconds() }
             case .release(let surface): release(surface: Int(surface))
             case .finish(let error): end(failure: "the extension ended the broadcast: \(error)")
-            case .serviceInfo(let info): state.withLock { $0.status.serviceInfo = info }
-            case .broadcastURL(let url): state.withLock { $0.status.broadcastURL = url }
+            case .serviceInfo(let info):
+                state.withLock { $0.status.serviceInfo = info }
+                notifyObservers()
+            case .broadcastURL(let url):
+                state.withLock { $0.status.broadcastURL = url }
+                notifyObservers()
             default:
                 end(failure: "the extension sent \(message), which only replayd may send; the connection was closed")
                 return
@@ -330,6 +354,7 @@ final class BroadcastSession: Sendable {
             state.lent = [:]
             return state.status
         }
+        notifyObservers()
         logger.info("broadcast ended", metadata: [
             "broadcast": "\(id)", "framesSent": "\(status.framesSent)", "dropped": "\(status.framesDropped)",
             "error": "\(status.lastError ?? "none")", "peakExtensionMB": "\(peakMemory >> 20)",

@@ -14,6 +14,18 @@ final class LoopbackPages: Sendable {
     private let store: RecordingStore
     private let logger: Logger
     private let task = Mutex<Task<Void, any Error>?>(nil)
+    private let backend = Mutex(WeakBackend())
+
+    private struct WeakBackend {
+        weak var value: (any PickerBackend)?
+    }
+
+    /// Connects the picker page to the daemon, once the daemon exists.
+    func attach(_ daemon: any PickerBackend) {
+        backend.withLock { $0.value = daemon }
+    }
+
+    private var daemon: (any PickerBackend)? { backend.withLock { $0.value } }
 
     init(consent: ConsentBroker, previews: PreviewTokens, store: RecordingStore, logger: Logger) {
         self.consent = consent
@@ -65,6 +77,14 @@ final class LoopbackPages: Sendable {
     }
 }
 
+/// What the picker page needs of the daemon.
+protocol PickerBackend: AnyObject, Sendable {
+    var catalog: ExtensionCatalog { get }
+    var pickers: BroadcastPickers { get }
+    func startBroadcast(_ request: BroadcastRequest, host: PeerIdentity?, hostChannel: MessageChannel?) throws -> BroadcastStatus
+    func broadcast(_ id: String?) -> BroadcastSession?
+}
+
 /// Where the pages listen, once they do: read by the consent broker to build page URLs.
 final class PagesAddress: Sendable {
     private let value = Mutex<String?>(nil)
@@ -112,6 +132,56 @@ extension LoopbackPages {
             guard previews.isValid(form["token"] ?? "", for: id), store.delete(id: id) else { return Self.notFound() }
             previews.revoke(id)
             return Self.html(PageTemplates.deleted(id))
+        }
+        router.get("picker/:token") { [self] _, context -> Response in
+            guard let daemon, let token = context.parameters.get("token"), let picker = daemon.pickers.picker(token) else {
+                return Self.notFound()
+            }
+            let choices = daemon.catalog.list().filter { picker.preferredExtension == nil || $0.manifest.id == picker.preferredExtension }
+            return Self.html(PageTemplates.picker(choices, picker: picker, token: token))
+        }
+        router.post("picker/:token") { [self] request, context -> Response in
+            guard let daemon, let token = context.parameters.get("token"), let picker = daemon.pickers.picker(token) else {
+                return Self.notFound()
+            }
+            let form = try await Self.form(request)
+            guard let id = form["extension"], picker.preferredExtension == nil || picker.preferredExtension == id else {
+                return Self.html(PageTemplates.pickerResult(nil, error: "Choose a broadcast service."))
+            }
+            var setup: [String: String] = [:]
+            for (key, value) in form where key.hasPrefix("setup.") && !value.isEmpty { setup[String(key.dropFirst(6))] = value }
+            let broadcast = BroadcastRequest(extensionID: id, setup: setup, microphone: form["microphone"] == "on" || picker.microphone)
+            // Starting waits for the extension to be ready: off the server's threads.
+            let outcome = await withCheckedContinuation { continuation in
+                Thread.detachNewThread {
+                    do {
+                        continuation.resume(returning: Result<BroadcastStatus, any Error>.success(
+                            try daemon.startBroadcast(broadcast, host: picker.hostPeer, hostChannel: picker.host)))
+                    } catch {
+                        continuation.resume(returning: .failure(error))
+                    }
+                }
+            }
+            switch outcome {
+            case .success(let status): return Self.html(PageTemplates.pickerResult(status, error: nil, token: token))
+            case .failure(let error):
+                let message = (error as? ClientConnection.Refusal)?.message ?? "\(error)"
+                return Self.html(PageTemplates.pickerResult(nil, error: message))
+            }
+        }
+        router.post("picker/:token/stop") { [self] request, context -> Response in
+            guard let daemon, let token = context.parameters.get("token"), daemon.pickers.picker(token) != nil else {
+                return Self.notFound()
+            }
+            let form = try await Self.form(request)
+            guard let id = form["broadcast"], let session = daemon.broadcast(id) else { return Self.notFound() }
+            let final = await withCheckedContinuation { continuation in
+                Thread.detachNewThread {
+                    session.stop()
+                    continuation.resume(returning: session.waitUntilFinished())
+                }
+            }
+            return Self.html(PageTemplates.pickerResult(final, error: nil))
         }
         return router
     }

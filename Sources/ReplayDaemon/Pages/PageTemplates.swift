@@ -57,6 +57,59 @@ enum PageTemplates {
         page(title: "Deleted", body: "<h1 id=\"result\">Deleted</h1><p>Recording \(escape(id)) is gone from the store.</p>")
     }
 
+    static func picker(_ extensions: [ExtensionInfo], picker: BroadcastPickers.Picker, token: String) -> String {
+        let app = escape(URL(fileURLWithPath: picker.hostPeer.executable ?? "An app").lastPathComponent)
+        guard !extensions.isEmpty else {
+            return page(title: "Broadcast", body: "<h1>No broadcast service is installed</h1><p>\(app) asked to go live.</p>")
+        }
+        let choices = extensions.enumerated().map { index, info in
+            let manifest = info.manifest
+            let fields = manifest.setupFields.map { field in
+                """
+                <label>\(escape(field.label))\(field.required ? " *" : "")
+                  <input name="setup.\(escape(field.key))" id="setup-\(escape(manifest.id))-\(escape(field.key))"
+                         type="\(field.kind == .secret ? "password" : "text")"\(field.kind == .directory ? " placeholder=\"/absolute/path\"" : "")>
+                </label>
+                """
+            }.joined(separator: "\n")
+            return """
+                <fieldset>
+                  <label><input type="radio" name="extension" value="\(escape(manifest.id))" id="extension-\(escape(manifest.id))"\(index == 0 ? " checked" : "")>
+                  <strong>\(escape(manifest.displayName))</strong></label>
+                  \(fields)
+                </fieldset>
+                """
+        }.joined(separator: "\n")
+        return page(title: "Start broadcast", body: """
+            <h1>\(app) wants to go live</h1>
+            <p>Choose where to broadcast the screen. The service gets the screen and app audio; \(app) only learns whether you are live.</p>
+            <form method="post" action="/picker/\(escape(token))">
+              \(choices)
+              <label><input type="checkbox" name="microphone" id="microphone"\(picker.microphone ? " checked" : "")> Microphone</label>
+              <p><button id="start" class="primary">Start Broadcast</button></p>
+            </form>
+            """)
+    }
+
+    static func pickerResult(_ status: BroadcastStatus?, error: String?, token: String? = nil) -> String {
+        guard let status else {
+            return page(title: "Not started", body: "<h1 id=\"result\">Not started</h1><p id=\"error\">\(escape(error ?? ""))</p>")
+        }
+        let stop = token.map { token in
+            """
+            <form method="post" action="/picker/\(escape(token))/stop">
+              <input type="hidden" name="broadcast" value="\(escape(status.id))">
+              <button id="stop">Stop Broadcast</button>
+            </form>
+            """
+        } ?? ""
+        return page(title: status.state == .live ? "Live" : status.state.rawValue, body: """
+            <h1 id="result">\(status.state == .live ? "Live" : escape(status.state.rawValue.capitalized))</h1>
+            <p>\(escape(status.extensionID))\(status.lastError.map { ": " + escape($0) } ?? "")</p>
+            \(stop)
+            """)
+    }
+
     private static func page(title: String, body: String) -> String {
         """
         <!doctype html>
@@ -68,6 +121,8 @@ enum PageTemplates {
           video { width: 100%; background: #000; }
           button, .button { font: inherit; padding: .5rem 1.2rem; margin-right: .5rem; border: 1px solid #888;
                             border-radius: 6px; background: #fff; color: #222; text-decoration: none; cursor: pointer; }
+          fieldset { border: 1px solid #ccc; border-radius: 6px; margin: 0 0 1rem; }
+          fieldset label { display: block; margin: .3rem 0; }
           .primary { background: #0a63d1; border-color: #0a63d1; color: #fff; }
         </style></head>
         <body>

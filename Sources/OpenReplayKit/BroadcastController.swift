@@ -1,0 +1,101 @@
+import Foundation
+public import ReplayIPC
+import Synchronization
+
+/// The host app's side of a live broadcast, as ReplayKit's RPBroadcastController: it asks
+/// replayd to show the person the broadcast picker, then follows the broadcast the person
+/// started there, and may pause, resume or finish it. It never receives a sample: the
+/// screen goes from replayd to the upload extension only.
+public final class BroadcastController: Sendable {
+    private struct State {
+        var link: DaemonLink?
+        var replies = EventInbox()
+        var status: BroadcastStatus?
+        var subscribers: [UUID: AsyncStream<BroadcastStatus>.Continuation] = [:]
+    }
+
+    private let socket: String?
+    private let state = Mutex(State())
+
+    public init(socket: String? = nil) {
+        self.socket = socket
+    }
+
+    /// The broadcast's latest state, once the person started one.
+    public var status: BroadcastStatus? { state.withLock { $0.status } }
+    public var isBroadcasting: Bool { status.map { $0.state == .live || $0.state == .paused } ?? false }
+    public var isPaused: Bool { status?.state == .paused }
+    /// What the extension tells the host app (viewers, health…).
+    public var serviceInfo: [String: String] { status?.serviceInfo ?? [:] }
+    public var broadcastURL: String? { status?.broadcastURL }
+    /// Why the broadcast ended, if it failed (extension crashed, over its memory, …).
+    public var error: String? { status?.lastError }
+
+    /// Each change of the broadcast: started, paused, resumed, service info, URL, ended.
+    public func updates() -> AsyncStream<BroadcastStatus> {
+        let (stream, continuation) = AsyncStream.makeStream(of: BroadcastStatus.self)
+        let id = UUID()
+        state.withLock { state in
+            state.subscribers[id] = continuation
+            if let status = state.status { continuation.yield(status) }
+        }
+        continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) } }
+        return stream
+    }
+
+    /// Asks replayd to show the person the picker, narrowed to `preferredExtension` if given
+    /// (ReplayKit's preferredExtension). Returns once it is shown; the person may start a
+    /// broadcast there, or not.
+    public func showPicker(preferredExtension: String? = nil, microphone: Bool = false) async throws(RecordingError) {
+        try await request(.showBroadcastPicker(preferredExtension: preferredExtension, microphone: microphone),
+                          failure: .failedToShowPreview) { if case .pickerShown = $0 { true } else { false } }
+    }
+
+    public func pause() async throws(RecordingError) { try await control { .pauseBroadcast(id: $0) } }
+    public func resume() async throws(RecordingError) { try await control { .resumeBroadcast(id: $0) } }
+    /// Ends the broadcast; the extension finishes its upload.
+    public func finish() async throws(RecordingError) { try await control { .stopBroadcast(id: $0) } }
+
+    private func control(_ make: (String?) -> ClientRequest) async throws(RecordingError) {
+        guard let id = status?.id, isBroadcasting else {
+            throw RecordingError(.attemptToStopNonRecording, "no broadcast started from this app is running")
+        }
+        try await request(make(id), failure: .interrupted) { if case .broadcasts = $0 { true } else { false } }
+    }
+
+    private func request(_ request: ClientRequest, failure: RecordingError.Code,
+                         isAnswer: (DaemonEvent) -> Bool) async throws(RecordingError) {
+        let (link, replies) = try connection()
+        try link.send(request)
+        while true {
+            guard let event = await replies.next().event else { throw RecordingError(.interrupted, "replayd closed the connection") }
+            if case .error(let code, let message) = event { throw RecordingError(daemon: code, message: message, fallback: failure) }
+            if isAnswer(event) { return }
+        }
+    }
+
+    /// One long-lived connection: the daemon sends the broadcast's updates on it.
+    private func connection() throws(RecordingError) -> (DaemonLink, EventInbox) {
+        if let open = state.withLock({ state in state.link.map { ($0, state.replies) } }) { return open }
+        let link = try DaemonLink(socket: socket)
+        let replies = EventInbox()
+        state.withLock { state in
+            state.link = link
+            state.replies = replies
+        }
+        link.startReading { [weak self] event, body in self?.receive(event, body, replies: replies) }
+        return (link, replies)
+    }
+
+    private func receive(_ event: DaemonEvent?, _ body: [UInt8], replies: EventInbox) {
+        guard case .broadcastUpdated(let status) = event else {
+            if event == nil { state.withLock { $0.link = nil } }
+            replies.push(event, body)
+            return
+        }
+        state.withLock { state in
+            state.status = status
+            for subscriber in state.subscribers.values { subscriber.yield(status) }
+        }
+    }
+}
