@@ -13,10 +13,11 @@ extension Replay {
                 Examples:
                   replay extensions list
                   replay broadcast start --extension rtmp --setup url=rtmp://live.example/app --setup key=SECRET
+                  replay broadcast pick             (choose a service and its setup on this terminal)
                   replay broadcast status
                   replay broadcast pause | resume | stop
                 """,
-            subcommands: [Start.self, Pause.self, Resume.self, Stop.self, Status.self])
+            subcommands: [Pick.self, Start.self, Pause.self, Resume.self, Stop.self, Status.self])
     }
 }
 
@@ -74,6 +75,56 @@ extension Replay.Broadcast {
                 printError("error: \(error)")
                 throw ExitCode.failure
             }
+        }
+    }
+
+    /// The broadcast picker in the terminal: the same choices as the picker page.
+    struct Pick: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Choose an upload extension and its setup on this terminal, then go live.")
+
+        @OptionGroup var daemon: DaemonOptions
+
+        @Option(help: "Offer only this extension (ReplayKit's preferredExtension).")
+        var preferredExtension: String?
+
+        func run() throws {
+            do {
+                let channel = try DaemonClient.connect(socket: daemon.socket)
+                try channel.send(ClientRequest.listExtensions)
+                guard case .extensions(let all) = try DaemonClient.next(channel).message else {
+                    throw DaemonClient.Failure(description: "unexpected reply from replayd")
+                }
+                let choices = all.filter { preferredExtension == nil || $0.manifest.id == preferredExtension }
+                guard !choices.isEmpty else {
+                    throw DaemonClient.Failure(description: preferredExtension.map { "no extension '\($0)' is installed" }
+                        ?? "no upload extension is installed")
+                }
+                for (index, info) in choices.enumerated() { printError("  \(index + 1). \(info.manifest.displayName) (\(info.manifest.id))") }
+                let number = choices.count == 1 ? 1 : Int(ask("Broadcast to [1-\(choices.count)]: ") ?? "") ?? 0
+                guard choices.indices.contains(number - 1) else { throw DaemonClient.Failure(description: "no such choice") }
+                let manifest = choices[number - 1].manifest
+                var setup: [String: String] = [:]
+                for field in manifest.setupFields {
+                    let answer = ask("\(field.label)\(field.required ? "" : " (optional)"): ") ?? ""
+                    if !answer.isEmpty { setup[field.key] = answer }
+                }
+                let microphone = ["y", "yes"].contains((ask("Microphone? [y/N] ") ?? "").lowercased())
+                try channel.send(ClientRequest.startBroadcast(BroadcastRequest(extensionID: manifest.id, setup: setup, microphone: microphone)))
+                guard case .broadcastStarted(let status) = try DaemonClient.next(channel).message else {
+                    throw DaemonClient.Failure(description: "unexpected reply from replayd")
+                }
+                printStatus([status], json: false)
+                printError("Live. Stop with: replay broadcast stop")
+            } catch {
+                printError("error: \(error)")
+                throw ExitCode.failure
+            }
+        }
+
+        private func ask(_ prompt: String) -> String? {
+            FileHandle.standardError.write(Data(prompt.utf8))
+            return readLine()?.trimmingCharacters(in: .whitespaces)
         }
     }
 

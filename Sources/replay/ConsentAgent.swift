@@ -54,6 +54,9 @@ extension Replay {
                     case .previewOffered(let offer):
                         if !json { printError("\(offer.executable) asks you to look at recording \(offer.recordingID):\n  \(offer.pageURL)") }
                         if open { openInBrowser(offer.pageURL) }
+                    case .pickerOffered(let offer):
+                        if !json { printError("\(offer.executable) wants to go live; pick a broadcast service:\n  \(offer.pageURL)") }
+                        if open { openInBrowser(offer.pageURL) }
                     default:
                         break
                     }

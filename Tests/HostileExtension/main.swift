@@ -38,6 +38,9 @@ final class HostileHandler: BroadcastSampleHandler {
             while true { sleep(60) }
         case "crash":
             abort()
+        case "slow":
+            // Holds each picture (and so its surface) for 400 ms.
+            usleep(400_000)
         default:
             break
         }

@@ -110,6 +110,32 @@ extension IntegrationTests {
             #expect(summary?["error"] == nil || summary?["error"] is NSNull, "\(recorded)")
         }
 
+        @Test func aSlowExtensionMakesTheDaemonDropAndCountFramesWithoutGrowing() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon(Self.installExtensions(in: fixture))
+            let daemon = try #require(fixture.daemon)
+            let start = try fixture.replay(["broadcast", "start", "--extension", "hostile", "--setup", "behaviour=slow"])
+            #expect(start.status == 0, "\(start)")
+            Thread.sleep(forTimeInterval: 1)
+            let before = Self.residentMegabytes(daemon.pid)
+            Thread.sleep(forTimeInterval: 5)
+            let after = Self.residentMegabytes(daemon.pid)
+            let status = try #require(try Self.status(fixture).last)
+            #expect(status["state"] as? String == "live", "\(status)")
+            let sent = status["framesSent"] as? Int ?? 0, dropped = status["framesDropped"] as? Int ?? 0
+            // The moving demo scene offers ~30 frames a second; the extension takes ~2.5.
+            #expect(dropped > 60 && sent < 40, "sent \(sent), dropped \(dropped)")
+            #expect(after - before < 16, "replayd grew from \(before) MB to \(after) MB")
+            #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
+        }
+
+        static func residentMegabytes(_ pid: Int32) -> Int {
+            let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+            let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
+            return (Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0) / 1024
+        }
+
         @Test func anAppGoesLiveThroughThePickerAndSeesStateButNeverSamples() throws {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
             defer { fixture.stop() }
