@@ -48,24 +48,10 @@ public final class ScreenRecorder: Sendable {
             return state.microphone
         }
         defer { state.withLock { $0.starting = false } }
-        let connection = try open()
-        try connection.link.send(.startRecording(RecordingOptions(microphone: microphone)))
-        while true {
-            switch await connection.inbox.next().event {
-            case .recordingStarted:
-                state.withLock { $0.recording = connection }
-                return
-            case .waitingForConsent:
-                continue
-            case .error(let code, let message):
-                connection.link.close()
-                throw RecordingError(daemon: code, message: message, fallback: .failedToStart)
-            case nil:
-                throw RecordingError(.interrupted, "replayd closed the connection before the recording started")
-            default:
-                continue
-            }
+        let connection = try await start(.startRecording(RecordingOptions(microphone: microphone)), what: "recording") {
+            if case .recordingStarted = $0 { true } else { false }
         }
+        state.withLock { $0.recording = connection }
     }
 
     /// Stops the recording and returns its preview handle. A recording that already ended by
@@ -110,23 +96,31 @@ public final class ScreenRecorder: Sendable {
         guard state.withLock({ $0.capture == nil }) else {
             throw RecordingError(.attemptToStartInRecordingState, "a capture is already running; stop it first")
         }
+        let connection = try await start(.startCapture(CaptureOptions(fps: fps)), what: "capture") {
+            if case .captureStarted = $0 { true } else { false }
+        }
+        let (stream, continuation) = AsyncThrowingStream.makeStream(
+            of: CapturedFrame.self, throwing: (any Error).self, bufferingPolicy: .bufferingNewest(4))
+        let pump = Task { await Self.pumpFrames(from: connection.inbox, into: continuation) }
+        state.withLock { $0.capture = (connection, pump) }
+        return stream
+    }
+
+    /// Sends a start request on a new connection and waits, through the person's consent,
+    /// for the event `isStarted` accepts.
+    private func start(_ request: ClientRequest, what: String,
+                       isStarted: (DaemonEvent) -> Bool) async throws(RecordingError) -> Connection {
         let connection = try open()
-        try connection.link.send(.startCapture(CaptureOptions(fps: fps)))
+        try connection.link.send(request)
         while true {
             switch await connection.inbox.next().event {
-            case .captureStarted:
-                let (stream, continuation) = AsyncThrowingStream.makeStream(
-                    of: CapturedFrame.self, throwing: (any Error).self, bufferingPolicy: .bufferingNewest(4))
-                let pump = Task { await Self.pumpFrames(from: connection.inbox, into: continuation) }
-                state.withLock { $0.capture = (connection, pump) }
-                return stream
-            case .waitingForConsent:
-                continue
+            case let event? where isStarted(event):
+                return connection
             case .error(let code, let message):
                 connection.link.close()
                 throw RecordingError(daemon: code, message: message, fallback: .failedToStart)
             case nil:
-                throw RecordingError(.interrupted, "replayd closed the connection before the capture started")
+                throw RecordingError(.interrupted, "replayd closed the connection before the \(what) started")
             default:
                 continue
             }

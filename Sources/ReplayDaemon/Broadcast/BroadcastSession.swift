@@ -71,6 +71,7 @@ final class BroadcastSession: Sendable {
         state.withLock { state in
             var status = state.status
             status.framesDropped = counters.dropped + state.unsentFrames
+            status.extensionPeakMemory = state.peakMemory
             return status
         }
     }
@@ -261,7 +262,10 @@ final class BroadcastSession: Sendable {
     @discardableResult
     private func send(_ message: BroadcastMessage) -> Bool {
         guard let socket = state.withLock({ $0.process?.socket }) else { return false }
-        return (try? DescriptorPassing.send(socket: socket, bytes: BroadcastCodec.encode(message), descriptors: [])) != nil
+        let bytes = BroadcastCodec.encode(message)
+        guard (try? DescriptorPassing.send(socket: socket, bytes: bytes, descriptors: [])) != nil else { return false }
+        state.withLock { $0.status.messageBytesSent += bytes.count }
+        return true
     }
 
     private func release(surface index: Int) {

@@ -32,12 +32,17 @@ public struct BroadcastStatus: Codable, Sendable, Equatable {
     public var framesSent: Int
     public var framesDropped: Int
     public var audioPeriodsSent: Int
+    /// Bytes of messages sent to the extension: samples stay in the shared surfaces, so this
+    /// is about a hundred bytes a frame, not the frame.
+    public var messageBytesSent: Int
+    /// The most memory the extension's processes held (private and file-backed), in bytes.
+    public var extensionPeakMemory: Int
     public var lastError: String?
     public var serviceInfo: [String: String]
     public var broadcastURL: String?
 
     public init(id: String, extensionID: String, state: State, framesSent: Int = 0, framesDropped: Int = 0,
-                audioPeriodsSent: Int = 0, lastError: String? = nil, serviceInfo: [String: String] = [:],
+                audioPeriodsSent: Int = 0, messageBytesSent: Int = 0, extensionPeakMemory: Int = 0, lastError: String? = nil, serviceInfo: [String: String] = [:],
                 broadcastURL: String? = nil) {
         self.id = id
         self.extensionID = extensionID
@@ -45,6 +50,8 @@ public struct BroadcastStatus: Codable, Sendable, Equatable {
         self.framesSent = framesSent
         self.framesDropped = framesDropped
         self.audioPeriodsSent = audioPeriodsSent
+        self.messageBytesSent = messageBytesSent
+        self.extensionPeakMemory = extensionPeakMemory
         self.lastError = lastError
         self.serviceInfo = serviceInfo
         self.broadcastURL = broadcastURL
