@@ -113,6 +113,7 @@ public final class Daemon: Sendable, PickerBackend {
         ])
         if let idle = configuration.idleExit { watchIdleness(limit: idle) }
         watchFocus()
+        watchMirroring()
         while true {
             let fd: Int32
             do {
@@ -258,6 +259,29 @@ public final class Daemon: Sendable, PickerBackend {
                 let consented = consent.consentedProcesses
                 guard !consented.isEmpty, let focused = try? windows.focusedProcess(), consented.contains(focused) else { continue }
                 consent.markActive(pid: focused)
+            }
+        }
+    }
+
+    /// Mirroring to a second screen counts as capture for apps that watch: polled from RandR
+    /// every two seconds while the display is there.
+    private func watchMirroring() {
+        Thread.detachNewThread { [self] in
+            var probe: MirroringProbe?
+            var mirrored = false
+            while !state.withLock({ $0.stopping }) {
+                if probe == nil { probe = try? MirroringProbe(displayName: configuration.displayName) }
+                let now: Bool
+                do { now = try probe?.isMirroring() ?? false } catch {
+                    probe = nil
+                    now = false
+                }
+                if now != mirrored {
+                    mirrored = now
+                    if now { captureMonitor.begin(.mirroring) } else { captureMonitor.end(.mirroring) }
+                    logger.info(now ? "the screen is mirrored to another display" : "the screen is no longer mirrored")
+                }
+                Thread.sleep(forTimeInterval: 2)
             }
         }
     }
