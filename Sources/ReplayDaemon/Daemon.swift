@@ -61,9 +61,9 @@ public final class Daemon: Sendable, PickerBackend {
     private let pages: LoopbackPages
     private let pagesAddress = PagesAddress()
     private let listener: Int32
-    private let state = Mutex(State())
+    let state = Mutex(State())
 
-    private struct State {
+    struct State {
         var sessions: [String: RecordingSession] = [:]
         var broadcasts: [String: BroadcastSession] = [:]
         var latestBroadcast: String?
@@ -195,113 +195,5 @@ public final class Daemon: Sendable, PickerBackend {
         _ = state.withLock { $0.appRecordings.removeValue(forKey: id) }
     }
 
-    /// Starts a broadcast through an installed extension; throws a message for the person.
-    /// - Parameters:
-    ///   - host: the app whose picker started it, which then gets its status on `hostChannel`.
-    func startBroadcast(_ request: BroadcastRequest, host: PeerIdentity? = nil,
-                        hostChannel: MessageChannel? = nil) throws -> BroadcastStatus {
-        guard let info = catalog.find(request.extensionID) else {
-            let installed = catalog.list().map(\.manifest.id)
-            throw ClientConnection.Refusal(code: .notFound, message: "no extension '\(request.extensionID)' is installed"
-                + (installed.isEmpty ? "" : " (installed: \(installed.joined(separator: ", ")))"))
-        }
-        if let problem = info.manifest.problem(with: request.setup) {
-            throw ClientConnection.Refusal(code: .malformedRequest, message: problem)
-        }
-        let session = BroadcastSession(
-            id: "bc-" + ConsentBroker.randomHex(6), request: request, host: host, manifest: info.manifest,
-            displayName: configuration.displayName, protectedWindows: protectedWindows, logger: logger)
-        guard state.withLock({ state -> Bool in
-            guard !state.stopping else { return false }
-            state.broadcasts[session.id] = session
-            state.latestBroadcast = session.id
-            return true
-        }) else { throw ClientConnection.Refusal(code: .busy, message: "replayd is shutting down") }
-        captureMonitor.begin(.broadcast(session.id))
-        Thread.detachNewThread { [self] in
-            _ = session.waitUntilFinished()
-            captureMonitor.end(.broadcast(session.id))
-        }
-        if let hostChannel { session.observe { status in try? hostChannel.send(DaemonEvent.broadcastUpdated(status)) } }
-        let hidden = [store.directory.path, URL(fileURLWithPath: configuration.socketPath).deletingLastPathComponent().path]
-        do {
-            try session.start(hidden: hidden, applicationInfo: focusedApplication())
-        } catch {
-            throw ClientConnection.Refusal(code: .captureFailed, message: "cannot start the broadcast: \(error)")
-        }
-        return session.status
-    }
-
-    /// The broadcast `id` names, or the latest one.
-    func broadcast(_ id: String?) -> BroadcastSession? {
-        state.withLock { state in (id ?? state.latestBroadcast).flatMap { state.broadcasts[$0] } }
-    }
-
-    var broadcastStatuses: [BroadcastStatus] {
-        state.withLock { Array($0.broadcasts.values) }.map(\.status).sorted { $0.id < $1.id }
-    }
-
-    /// Who is in focus, for `broadcastAnnotated`: the app's executable, from the X server and the kernel.
-    private func focusedApplication() -> [String: String] {
-        guard let pid = try? windows.focusedProcess(), let executable = configuration.identifier.executable(of: pid) else { return [:] }
-        return ["executable": executable, "name": URL(fileURLWithPath: executable).lastPathComponent]
-    }
-
     var activeRecordings: [String] { state.withLock { Array($0.sessions.keys).sorted() } }
-
-    /// An app in focus is in use: its consent does not lapse (ReplayKit asks again only
-    /// after 8 minutes in the background). Polled, a few times per lapse period.
-    private func watchFocus() {
-        let period = min(5, max(0.2, Double(configuration.consent.idleLimit.nanoseconds) / 4e9))
-        Thread.detachNewThread { [self] in
-            while !state.withLock({ $0.stopping }) {
-                Thread.sleep(forTimeInterval: period)
-                let consented = consent.consentedProcesses
-                guard !consented.isEmpty, let focused = try? windows.focusedProcess(), consented.contains(focused) else { continue }
-                consent.markActive(pid: focused)
-            }
-        }
-    }
-
-    /// Mirroring to a second screen counts as capture for apps that watch: polled from RandR
-    /// every two seconds while the display is there.
-    private func watchMirroring() {
-        Thread.detachNewThread { [self] in
-            var probe: MirroringProbe?
-            var mirrored = false
-            while !state.withLock({ $0.stopping }) {
-                if probe == nil { probe = try? MirroringProbe(displayName: configuration.displayName) }
-                let now: Bool
-                do { now = try probe?.isMirroring() ?? false } catch {
-                    probe = nil
-                    now = false
-                }
-                if now != mirrored {
-                    mirrored = now
-                    if now { captureMonitor.begin(.mirroring) } else { captureMonitor.end(.mirroring) }
-                    logger.info(now ? "the screen is mirrored to another display" : "the screen is no longer mirrored")
-                }
-                Thread.sleep(forTimeInterval: 2)
-            }
-        }
-    }
-
-    private func watchIdleness(limit: Duration) {
-        let limitNanoseconds = limit.components.seconds * 1_000_000_000
-        Thread.detachNewThread { [self] in
-            while true {
-                Thread.sleep(forTimeInterval: 1)
-                let idle = state.withLock { state in
-                    state.connections == 0 && state.sessions.isEmpty && !state.stopping
-                        && state.broadcasts.values.allSatisfy { $0.status.isOver }
-                        && MonotonicClock.nanoseconds() - state.lastActivity > limitNanoseconds
-                }
-                if idle {
-                    logger.info("idle for \(limit), exiting")
-                    shutdown()
-                    return
-                }
-            }
-        }
-    }
 }

@@ -181,6 +181,29 @@ extension IntegrationTests {
             #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
         }
 
+        @Test func theHostAppHearsWhyItsBroadcastFailed() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon(Self.installExtensions(in: fixture))
+            let agent = try fixture.startReplay(["consent-agent", "--json"])
+            defer { agent.process.terminate() }
+            Thread.sleep(forTimeInterval: 1)
+            let app = try fixture.startApp(["--no-protect", "--geometry", "0,0,200,200", "--go-live", "hostile", "--live-seconds", "30"])
+            let offer = try #require(agent.waitForJSONLine { $0["pickerOffered"] != nil }, "\(agent.outputSoFar)\n\(app.outputSoFar)")
+            let url = try #require(((offer["pickerOffered"] as? [String: Any])?["_0"] as? [String: Any])?["pageURL"] as? String)
+            let browser = try HeadlessBrowser()
+            defer { browser.stop() }
+            let page = try browser.open(url)
+            _ = try page.evaluate("document.getElementById('setup-hostile-behaviour').value = 'allocate'")
+            try page.click("#start")
+            try page.waitUntil("document.getElementById('result') !== null")
+            let result = app.finish(timeout: 60)
+            let failed = result.jsonLines.last { $0["event"] as? String == "broadcast" }
+            #expect(failed?["state"] as? String == "failed", "\(result)")
+            let error = (failed?["error"] as? String) ?? ""
+            #expect(error.contains("more than 50 MB"), "\(result)")
+        }
+
         @Test func anUnknownExtensionOrMissingSetupIsAClearError() throws {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, audio: false, demoScene: false))
             defer { fixture.stop() }

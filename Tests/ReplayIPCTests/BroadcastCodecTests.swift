@@ -52,9 +52,12 @@ import Testing
         }
         #expect(throws: BroadcastCodec.DecodeError.self) { try BroadcastCodec.decode(valid + [0], surfaces: surfaces) }
         #expect(throws: BroadcastCodec.DecodeError.self) { try BroadcastCodec.decode([0xee], surfaces: surfaces) }
+        var unknownFormat = valid
+        unknownFormat[3] = 0x7f
+        #expect(throws: BroadcastCodec.DecodeError.self) { try BroadcastCodec.decode(unknownFormat, surfaces: surfaces) }
         // A plane starting near 2^64, where offset + size would wrap around.
         var overflowing = valid
-        overflowing.replaceSubrange(12..<20, with: [UInt8](repeating: 0xff, count: 8))
+        overflowing.replaceSubrange(13..<21, with: [UInt8](repeating: 0xff, count: 8))
         #expect(throws: BroadcastCodec.DecodeError.self) { try BroadcastCodec.decode(overflowing, surfaces: surfaces) }
     }
 }

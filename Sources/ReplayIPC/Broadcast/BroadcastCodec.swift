@@ -45,6 +45,7 @@ public enum BroadcastCodec {
         case .video(let frame):
             out.byte(Tag.video.rawValue)
             out.u16(frame.surface)
+            out.byte(frame.format.rawValue)
             out.u32(frame.width)
             out.u32(frame.height)
             out.byte(UInt8(frame.planes.count))
@@ -115,7 +116,9 @@ public enum BroadcastCodec {
     }
 
     private static func decodeVideo(_ input: inout Reader, surfaces: Surfaces) throws(DecodeError) -> BroadcastMessage.VideoFrame {
-        let surface = try input.u16(), width = try input.u32(), height = try input.u32()
+        let surface = try input.u16()
+        guard let format = BroadcastMessage.PixelFormat(rawValue: try input.byte()) else { throw DecodeError("unknown pixel format") }
+        let width = try input.u32(), height = try input.u32()
         let planeCount = try input.byte()
         guard surface < surfaces.count else { throw DecodeError("video in surface \(surface), of \(surfaces.count)") }
         guard width > 0, height > 0, width <= maxDimension, height <= maxDimension, width % 2 == 0, height % 2 == 0 else {
@@ -136,7 +139,7 @@ public enum BroadcastCodec {
         }
         let time = try input.i64()
         guard let orientation = BroadcastMessage.Orientation(rawValue: try input.byte()) else { throw DecodeError("unknown orientation") }
-        return .init(surface: surface, width: width, height: height, planes: planes, time: time, orientation: orientation)
+        return .init(surface: surface, format: format, width: width, height: height, planes: planes, time: time, orientation: orientation)
     }
 
     private static func decodeAudio(_ input: inout Reader, surfaces: Surfaces) throws(DecodeError) -> BroadcastMessage.AudioPeriod {

@@ -46,7 +46,12 @@ public enum BroadcastMessage: Sendable, Equatable {
         case left = 3
     }
 
-    /// One I420 picture: three planes in one surface.
+    public enum PixelFormat: UInt8, Sendable {
+        /// Planar 4:2:0: Y, then U, then V.
+        case i420 = 1
+    }
+
+    /// One picture in one surface: its format, size, planes, time and orientation.
     public struct VideoFrame: Sendable, Equatable {
         public struct Plane: Sendable, Equatable {
             public var offset: UInt64
@@ -61,6 +66,7 @@ public enum BroadcastMessage: Sendable, Equatable {
         }
 
         public var surface: UInt16
+        public var format: PixelFormat
         public var width: UInt32
         public var height: UInt32
         public var planes: [Plane]
@@ -68,8 +74,10 @@ public enum BroadcastMessage: Sendable, Equatable {
         public var time: Int64
         public var orientation: Orientation
 
-        public init(surface: UInt16, width: UInt32, height: UInt32, planes: [Plane], time: Int64, orientation: Orientation = .up) {
+        public init(surface: UInt16, format: PixelFormat = .i420, width: UInt32, height: UInt32, planes: [Plane], time: Int64,
+                    orientation: Orientation = .up) {
             self.surface = surface
+            self.format = format
             self.width = width
             self.height = height
             self.planes = planes
