@@ -2,4 +2,7 @@
 #define CYUV_SHIM_H
 #include <libyuv/convert_from_argb.h>
 #include <libyuv/planar_functions.h>
+#include <libyuv/scale.h>
+#include <libyuv/rotate.h>
+#include <libyuv/compare.h>
 #endif

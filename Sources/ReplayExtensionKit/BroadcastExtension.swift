@@ -126,7 +126,8 @@ public enum BroadcastExtension {
                 mutating: UnsafeRawBufferPointer(rebasing: surface.bytes[Int(base)..<Int(base) + PixelBuffer.byteCount(width: width, height: height)]))
             let index = frame.surface
             let storage = PixelStorage(borrowing: region) { [self] in send(.release(surface: index)) }
-            return VideoSample(time: MediaTime(nanoseconds: frame.time), pixels: PixelBuffer(width: width, height: height, storage: storage))
+            return VideoSample(time: MediaTime(nanoseconds: frame.time), pixels: PixelBuffer(width: width, height: height, storage: storage),
+                               orientation: Orientation(rawValue: frame.orientation.rawValue) ?? .up)
         }
 
         /// Audio is small: copied out of its surface at once, so the surface is free again.

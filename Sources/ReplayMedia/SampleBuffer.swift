@@ -1,14 +1,27 @@
+/// Which way up a picture is meant to be shown (a rotation tag, as on a turned device or a
+/// rotated monitor): the pixels are as captured, the viewer turns them.
+public enum Orientation: UInt8, Sendable, CaseIterable {
+    case up = 0
+    /// Turned 90° clockwise to be shown upright.
+    case right = 1
+    case down = 2
+    /// Turned 90° counter-clockwise to be shown upright.
+    case left = 3
+}
+
 /// One captured video frame with the time its content was sampled.
 public struct VideoSample: Sendable {
     public var time: MediaTime
     public var pixels: PixelBuffer
     /// True when this frame repeats the previous picture because the screen did not change.
     public var isRepeat: Bool
+    public var orientation: Orientation
 
-    public init(time: MediaTime, pixels: PixelBuffer, isRepeat: Bool = false) {
+    public init(time: MediaTime, pixels: PixelBuffer, isRepeat: Bool = false, orientation: Orientation = .up) {
         self.time = time
         self.pixels = pixels
         self.isRepeat = isRepeat
+        self.orientation = orientation
     }
 }
 

@@ -130,6 +130,20 @@ extension IntegrationTests {
             #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
         }
 
+        /// Starts the daemon, a consent agent and the example app going live with `appArguments`,
+        /// and opens the picker page the agent was offered in headless Chromium.
+        static func openPicker(_ fixture: ReplayFixture, appArguments: [String]) throws
+            -> (app: RunningCommand, browser: HeadlessBrowser, page: HeadlessBrowser.Page) {
+            try fixture.startDaemon(installExtensions(in: fixture))
+            let agent = try fixture.startReplay(["consent-agent", "--json"])
+            Thread.sleep(forTimeInterval: 1)
+            let app = try fixture.startApp(["--no-protect", "--geometry", "0,0,200,200"] + appArguments)
+            let offer = try #require(agent.waitForJSONLine { $0["pickerOffered"] != nil }, "\(agent.outputSoFar)\n\(app.outputSoFar)")
+            let url = try #require(((offer["pickerOffered"] as? [String: Any])?["_0"] as? [String: Any])?["pageURL"] as? String)
+            let browser = try HeadlessBrowser()
+            return (app, browser, try browser.open(url))
+        }
+
         static func residentMegabytes(_ pid: Int32) -> Int {
             let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
             let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? ""
@@ -139,19 +153,10 @@ extension IntegrationTests {
         @Test func anAppGoesLiveThroughThePickerAndSeesStateButNeverSamples() throws {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
             defer { fixture.stop() }
-            try fixture.startDaemon(Self.installExtensions(in: fixture))
-            let agent = try fixture.startReplay(["consent-agent", "--json"])
-            defer { agent.process.terminate() }
-            Thread.sleep(forTimeInterval: 1)
             let output = fixture.file("out")
             try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
-
-            let app = try fixture.startApp(["--no-protect", "--geometry", "0,0,200,200", "--go-live", "file", "--live-seconds", "3"])
-            let offer = try #require(agent.waitForJSONLine { $0["pickerOffered"] != nil }, "\(agent.outputSoFar)\n\(app.outputSoFar)")
-            let url = try #require(((offer["pickerOffered"] as? [String: Any])?["_0"] as? [String: Any])?["pageURL"] as? String)
-            let browser = try HeadlessBrowser()
+            let (app, browser, page) = try Self.openPicker(fixture, appArguments: ["--go-live", "file", "--live-seconds", "3"])
             defer { browser.stop() }
-            let page = try browser.open(url)
             // preferredExtension narrows the picker to one service.
             #expect(try page.evaluate("document.querySelectorAll('input[name=extension]').length") as? Int == 1)
             #expect(try page.text().contains("secret-notes wants to go live"))
@@ -184,16 +189,8 @@ extension IntegrationTests {
         @Test func theHostAppHearsWhyItsBroadcastFailed() throws {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
             defer { fixture.stop() }
-            try fixture.startDaemon(Self.installExtensions(in: fixture))
-            let agent = try fixture.startReplay(["consent-agent", "--json"])
-            defer { agent.process.terminate() }
-            Thread.sleep(forTimeInterval: 1)
-            let app = try fixture.startApp(["--no-protect", "--geometry", "0,0,200,200", "--go-live", "hostile", "--live-seconds", "30"])
-            let offer = try #require(agent.waitForJSONLine { $0["pickerOffered"] != nil }, "\(agent.outputSoFar)\n\(app.outputSoFar)")
-            let url = try #require(((offer["pickerOffered"] as? [String: Any])?["_0"] as? [String: Any])?["pageURL"] as? String)
-            let browser = try HeadlessBrowser()
+            let (app, browser, page) = try Self.openPicker(fixture, appArguments: ["--go-live", "hostile", "--live-seconds", "30"])
             defer { browser.stop() }
-            let page = try browser.open(url)
             _ = try page.evaluate("document.getElementById('setup-hostile-behaviour').value = 'allocate'")
             try page.click("#start")
             try page.waitUntil("document.getElementById('result') !== null")

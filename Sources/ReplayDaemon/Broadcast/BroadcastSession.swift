@@ -221,7 +221,8 @@ final class BroadcastSession: Sendable {
                                               rows: UInt32(pixels.height(ofPlane: plane)))
         }
         let message = BroadcastMessage.video(.init(surface: UInt16(index), width: UInt32(pixels.width), height: UInt32(pixels.height),
-                                                   planes: planes, time: frame.time.nanoseconds))
+                                                   planes: planes, time: frame.time.nanoseconds,
+                                                   orientation: .init(rawValue: frame.orientation.rawValue) ?? .up))
         if send(message) {
             state.withLock { $0.status.framesSent += 1 }
         } else {
