@@ -103,6 +103,10 @@ let package = Package(
         .executableTarget(
             name: "replay-hostile-extension", dependencies: ["ReplayExtensionKit", "ReplayMedia"],
             path: "Tests/HostileExtension", swiftSettings: strictSettings),
+        // Times the live video source's per-frame work for bench/processing.
+        .executableTarget(
+            name: "replay-processing-bench", dependencies: ["ReplayProcessing", "ReplayMedia"],
+            path: "bench/ProcessingBench", swiftSettings: strictSettings),
         // An app that uses all of OpenReplayKit: hides its secret while captured, records, shares its window.
         .executableTarget(
             name: "secret-notes",
