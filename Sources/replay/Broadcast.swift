@@ -64,16 +64,12 @@ extension Replay.Broadcast {
                 let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 setup[String(parts[0])] = String(parts[1])
             }
-            do {
-                let channel = try DaemonClient.connect(socket: daemon.socket)
-                try channel.send(ClientRequest.startBroadcast(BroadcastRequest(extensionID: `extension`, setup: setup, microphone: mic, fps: fps)))
-                guard case .broadcastStarted(let status) = try DaemonClient.next(channel).message else {
-                    throw DaemonClient.Failure(description: "unexpected reply from replayd")
+            try reportingFailure {
+                let request = BroadcastRequest(extensionID: `extension`, setup: setup, microphone: mic, fps: fps)
+                let status = try DaemonClient.ask(.startBroadcast(request), socket: daemon.socket) {
+                    if case .broadcastStarted(let status) = $0 { status } else { nil }
                 }
                 printStatus([status], json: json)
-            } catch {
-                printError("error: \(error)")
-                throw ExitCode.failure
             }
         }
     }
@@ -160,16 +156,8 @@ extension Replay.Broadcast {
 }
 
 private func control(_ request: ClientRequest, socket: String?, json: Bool = false) throws {
-    do {
-        let channel = try DaemonClient.connect(socket: socket)
-        try channel.send(request)
-        guard case .broadcasts(let list) = try DaemonClient.next(channel).message else {
-            throw DaemonClient.Failure(description: "unexpected reply from replayd")
-        }
-        printStatus(list, json: json)
-    } catch {
-        printError("error: \(error)")
-        throw ExitCode.failure
+    try reportingFailure {
+        printStatus(try DaemonClient.ask(request, socket: socket) { if case .broadcasts(let list) = $0 { list } else { nil } }, json: json)
     }
 }
 

@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import ReplayIPC
 import ReplaySystem
@@ -64,6 +65,28 @@ enum DaemonClient {
             throw Failure(description: code == .malformedRequest ? "replayd refused the request: \(message)" : message)
         }
         return event
+    }
+}
+
+extension DaemonClient {
+    /// One request, answered by the event `reply` accepts (anything else is a clear error).
+    static func ask<Answer>(_ request: ClientRequest, socket: String?, _ reply: (DaemonEvent) -> Answer?) throws -> Answer {
+        let channel = try connect(socket: socket)
+        try channel.send(request)
+        guard let answer = reply(try next(channel).message) else {
+            throw Failure(description: "unexpected reply from replayd")
+        }
+        return answer
+    }
+}
+
+/// Runs a command's body; a failure is printed as "error: …" and the command exits non-zero.
+func reportingFailure(_ body: () throws -> Void) throws {
+    do {
+        try body()
+    } catch {
+        printError("error: \(error)")
+        throw ExitCode.failure
     }
 }
 

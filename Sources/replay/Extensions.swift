@@ -25,11 +25,9 @@ extension Replay.Extensions {
         var json = false
 
         func run() throws {
-            do {
-                let channel = try DaemonClient.connect(socket: daemon.socket)
-                try channel.send(ClientRequest.listExtensions)
-                guard case .extensions(let list) = try DaemonClient.next(channel).message else {
-                    throw DaemonClient.Failure(description: "unexpected reply from replayd")
+            try reportingFailure {
+                let list = try DaemonClient.ask(.listExtensions, socket: daemon.socket) {
+                    if case .extensions(let list) = $0 { list } else { nil }
                 }
                 if json {
                     let encoder = JSONEncoder()
@@ -42,9 +40,6 @@ extension Replay.Extensions {
                     let setup = info.manifest.setupFields.map { "\($0.key)\($0.required ? "" : "?")" }.joined(separator: " ")
                     print("\(info.manifest.id)  \(info.manifest.displayName)\(setup.isEmpty ? "" : "  setup: \(setup)")")
                 }
-            } catch {
-                printError("error: \(error)")
-                throw ExitCode.failure
             }
         }
     }

@@ -99,16 +99,10 @@ extension Replay.Recordings {
         var id: String
 
         func run() throws {
-            do {
-                let channel = try DaemonClient.connect(socket: daemon.socket)
-                try channel.send(ClientRequest.previewURL(id: id))
-                guard case .previewURL(let url) = try DaemonClient.next(channel).message else {
-                    throw DaemonClient.Failure(description: "unexpected reply from replayd")
-                }
-                print(url)
-            } catch {
-                printError("error: \(error)")
-                throw ExitCode.failure
+            try reportingFailure {
+                print(try DaemonClient.ask(.previewURL(id: id), socket: daemon.socket) {
+                    if case .previewURL(let url) = $0 { url } else { nil }
+                })
             }
         }
     }
@@ -122,16 +116,11 @@ extension Replay.Recordings {
         var id: String
 
         func run() throws {
-            do {
-                let channel = try DaemonClient.connect(socket: daemon.socket)
-                try channel.send(ClientRequest.deleteRecording(id: id))
-                guard case .recordingDeleted = try DaemonClient.next(channel).message else {
-                    throw DaemonClient.Failure(description: "unexpected reply from replayd")
+            try reportingFailure {
+                try DaemonClient.ask(.deleteRecording(id: id), socket: daemon.socket) {
+                    if case .recordingDeleted = $0 { () } else { nil }
                 }
                 printError("Deleted \(id).")
-            } catch {
-                printError("error: \(error)")
-                throw ExitCode.failure
             }
         }
     }

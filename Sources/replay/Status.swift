@@ -13,11 +13,9 @@ extension Replay {
         var json = false
 
         func run() throws {
-            do {
-                let channel = try DaemonClient.connect(socket: daemon.socket)
-                try channel.send(ClientRequest.status)
-                guard case .status(let status) = try DaemonClient.next(channel).message else {
-                    throw DaemonClient.Failure(description: "unexpected reply from replayd")
+            try reportingFailure {
+                let status = try DaemonClient.ask(.status, socket: daemon.socket) {
+                    if case .status(let status) = $0 { status } else { nil }
                 }
                 if json {
                     let encoder = JSONEncoder()
@@ -29,9 +27,6 @@ extension Replay {
                 if let store = status.store { print("store: \(store)") }
                 if let pages = status.pagesURL { print("pages: \(pages)") }
                 print(status.activeRecordings.isEmpty ? "no recording running" : "recording: \(status.activeRecordings.joined(separator: ", "))")
-            } catch {
-                printError("error: \(error)")
-                throw ExitCode.failure
             }
         }
     }
