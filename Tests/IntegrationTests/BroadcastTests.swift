@@ -125,7 +125,7 @@ extension IntegrationTests {
             #expect(status["state"] as? String == "live", "\(status)")
             let sent = status["framesSent"] as? Int ?? 0, dropped = status["framesDropped"] as? Int ?? 0
             // The moving demo scene offers ~30 frames a second; the extension takes ~2.5.
-            #expect(dropped > 60 && sent < 40, "sent \(sent), dropped \(dropped)")
+            #expect(dropped > 30 && sent < 40, "sent \(sent), dropped \(dropped)")
             #expect(after - before < 16, "replayd grew from \(before) MB to \(after) MB")
             #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
         }

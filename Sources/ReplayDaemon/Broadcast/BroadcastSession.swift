@@ -353,7 +353,10 @@ final class BroadcastSession: Sendable {
             }
             Thread.sleep(forTimeInterval: 0.05)
         }
-        end(failure: nil)
+        // Gone without being asked to (a crash, most often): that is this broadcast's failure.
+        if !state.withLock({ $0.ending }) {
+            end(failure: "the extension \(process.exitDescription ?? "exited") before the broadcast ended")
+        }
         let status = state.withLock { state in
             state.process = nil
             state.lent = [:]
