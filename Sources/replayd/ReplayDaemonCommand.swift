@@ -18,9 +18,14 @@ struct ReplayDaemonCommand: ParsableCommand {
             on demand, so running it by hand is only needed for a service manager. SIGTERM or \
             SIGINT stop it cleanly: running recordings are finished and kept.
 
-            Apps must get the person's consent before they capture: a consent agent             ('replay consent-agent') or the loopback page it points to asks, or a policy file             answers on unattended machines, e.g. {"default": "ask", "apps": {"/usr/bin/obs": "allow"}}.
+            Apps must get the person's consent before they capture: a consent agent \
+            ('replay consent-agent') or the loopback page it points to asks, or a policy file \
+            answers on unattended machines, e.g. {"default": "ask", "apps": {"/usr/bin/obs": "allow"}}.
 
-            With --system (as root), replayd runs as its own user 'replayd', which alone can             read the store; clients of every user may connect.
+            With --system (as root), replayd runs as its own user 'replayd', which alone can \
+            read the store; clients of every user may connect. Upload extensions are found in \
+            /usr/share/openreplaykit/extensions, ~/.local/share/openreplaykit/extensions and \
+            --extensions-dir.
             """)
 
     @Option(help: "Unix socket to listen on (default: $XDG_RUNTIME_DIR/openreplaykit/replayd-DISPLAY.sock).")
