@@ -8,8 +8,8 @@ import Synchronization
 /// screen goes from replayd to the upload extension only.
 public final class BroadcastController: Sendable {
     private struct State {
-        var link: DaemonLink?
-        var replies = EventInbox()
+        /// Replies wait in its inbox; broadcast updates go to the subscribers instead.
+        var connection: DaemonConnection?
         var status: BroadcastStatus?
         var subscribers: [UUID: AsyncStream<BroadcastStatus>.Continuation] = [:]
     }
@@ -47,8 +47,8 @@ public final class BroadcastController: Sendable {
     /// (ReplayKit's preferredExtension). Returns once it is shown; the person may start a
     /// broadcast there, or not.
     public func showPicker(preferredExtension: String? = nil, microphone: Bool = false) async throws(RecordingError) {
-        try await request(.showBroadcastPicker(preferredExtension: preferredExtension, microphone: microphone),
-                          failure: .failedToShowPreview) { if case .pickerShown = $0 { true } else { false } }
+        try await connection().ask(.showBroadcastPicker(preferredExtension: preferredExtension, microphone: microphone),
+                                   failure: .failedToShowPreview) { if case .pickerShown = $0 { true } else { false } }
     }
 
     public func pause() async throws(RecordingError) { try await control { .pauseBroadcast(id: $0) } }
@@ -60,36 +60,21 @@ public final class BroadcastController: Sendable {
         guard let id = status?.id, isBroadcasting else {
             throw RecordingError(.attemptToStopNonRecording, "no broadcast started from this app is running")
         }
-        try await request(make(id), failure: .interrupted) { if case .broadcasts = $0 { true } else { false } }
-    }
-
-    private func request(_ request: ClientRequest, failure: RecordingError.Code,
-                         isAnswer: (DaemonEvent) -> Bool) async throws(RecordingError) {
-        let (link, replies) = try connection()
-        try link.send(request)
-        while true {
-            guard let event = await replies.next().event else { throw RecordingError(.interrupted, "replayd closed the connection") }
-            if case .error(let code, let message) = event { throw RecordingError(daemon: code, message: message, fallback: failure) }
-            if isAnswer(event) { return }
-        }
+        try await connection().ask(make(id), failure: .interrupted) { if case .broadcasts = $0 { true } else { false } }
     }
 
     /// One long-lived connection: the daemon sends the broadcast's updates on it.
-    private func connection() throws(RecordingError) -> (DaemonLink, EventInbox) {
-        if let open = state.withLock({ state in state.link.map { ($0, state.replies) } }) { return open }
-        let link = try DaemonLink(socket: socket)
-        let replies = EventInbox()
-        state.withLock { state in
-            state.link = link
-            state.replies = replies
-        }
-        link.startReading { [weak self] event, body in self?.receive(event, body, replies: replies) }
-        return (link, replies)
+    private func connection() throws(RecordingError) -> DaemonConnection {
+        if let open = state.withLock({ $0.connection }) { return open }
+        let connection = DaemonConnection(link: try DaemonLink(socket: socket), inbox: EventInbox())
+        state.withLock { $0.connection = connection }
+        connection.link.startReading { [weak self] event, body in self?.receive(event, body, replies: connection.inbox) }
+        return connection
     }
 
     private func receive(_ event: DaemonEvent?, _ body: [UInt8], replies: EventInbox) {
         guard case .broadcastUpdated(let status) = event else {
-            if event == nil { state.withLock { $0.link = nil } }
+            if event == nil { state.withLock { $0.connection = nil } }
             replies.push(event, body)
             return
         }

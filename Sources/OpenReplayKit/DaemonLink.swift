@@ -47,3 +47,28 @@ final class DaemonLink: Sendable {
 
     func close() { channel.close() }
 }
+
+/// A link and the inbox its events wait in: the unit every SDK request runs on.
+struct DaemonConnection: Sendable {
+    let link: DaemonLink
+    let inbox: EventInbox
+
+    /// A new connection whose every event goes to its inbox.
+    static func open(socket: String?) throws(RecordingError) -> DaemonConnection {
+        let link = try DaemonLink(socket: socket)
+        let inbox = EventInbox()
+        link.startReading { inbox.push($0, $1) }
+        return DaemonConnection(link: link, inbox: inbox)
+    }
+
+    /// Sends `request` and waits for the event `isAnswer` accepts; the daemon's refusal is
+    /// thrown as a `RecordingError`, `failure` naming what was being tried.
+    func ask(_ request: ClientRequest, failure: RecordingError.Code, isAnswer: (DaemonEvent) -> Bool) async throws(RecordingError) {
+        try link.send(request)
+        while true {
+            guard let event = await inbox.next().event else { throw RecordingError(.interrupted, "replayd closed the connection") }
+            if case .error(let code, let message) = event { throw RecordingError(daemon: code, message: message, fallback: failure) }
+            if isAnswer(event) { return }
+        }
+    }
+}

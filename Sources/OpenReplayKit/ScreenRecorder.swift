@@ -8,17 +8,12 @@ import Synchronization
 public final class ScreenRecorder: Sendable {
     public static let shared = ScreenRecorder()
 
-    private struct Connection: Sendable {
-        let link: DaemonLink
-        let inbox: EventInbox
-    }
-
     private struct State {
         var microphone = false
         var starting = false
-        var recording: Connection?
-        var capture: (connection: Connection, pump: Task<Void, Never>)?
-        var control: Connection?
+        var recording: DaemonConnection?
+        var capture: (connection: DaemonConnection, pump: Task<Void, Never>)?
+        var control: DaemonConnection?
     }
 
     private let socket: String?
@@ -109,8 +104,8 @@ public final class ScreenRecorder: Sendable {
     /// Sends a start request on a new connection and waits, through the person's consent,
     /// for the event `isStarted` accepts.
     private func start(_ request: ClientRequest, what: String,
-                       isStarted: (DaemonEvent) -> Bool) async throws(RecordingError) -> Connection {
-        let connection = try open()
+                       isStarted: (DaemonEvent) -> Bool) async throws(RecordingError) -> DaemonConnection {
+        let connection = try DaemonConnection.open(socket: socket)
         try connection.link.send(request)
         while true {
             switch await connection.inbox.next().event {
@@ -150,46 +145,28 @@ public final class ScreenRecorder: Sendable {
         try await control(.unprotectWindow(id: window)) { if case .windowUnprotected = $0 { true } else { false } }
     }
 
-    private func open() throws(RecordingError) -> Connection {
-        let link = try DaemonLink(socket: socket)
-        let inbox = EventInbox()
-        link.startReading { inbox.push($0, $1) }
-        return Connection(link: link, inbox: inbox)
-    }
-
     /// One request on a connection of its own, answered by the event `isAnswer` accepts.
     private func exchange(_ request: ClientRequest, failure: RecordingError.Code,
                           isAnswer: (DaemonEvent) -> Bool) async throws(RecordingError) {
-        let connection = try open()
+        let connection = try DaemonConnection.open(socket: socket)
         defer { connection.link.close() }
-        try await ask(connection, request, failure: failure, isAnswer: isAnswer)
+        try await connection.ask(request, failure: failure, isAnswer: isAnswer)
     }
 
     /// A request on the long-lived control connection, whose lifetime bounds the protections.
     private func control(_ request: ClientRequest, isAnswer: (DaemonEvent) -> Bool) async throws(RecordingError) {
-        let connection: Connection
+        let connection: DaemonConnection
         if let existing = state.withLock({ $0.control }) {
             connection = existing
         } else {
-            connection = try open()
+            connection = try DaemonConnection.open(socket: socket)
             state.withLock { $0.control = connection }
         }
         do throws(RecordingError) {
-            try await ask(connection, request, failure: .failedToStart, isAnswer: isAnswer)
+            try await connection.ask(request, failure: .failedToStart, isAnswer: isAnswer)
         } catch {
             if error.code == .interrupted { state.withLock { $0.control = nil } }
             throw error
-        }
-    }
-
-    private func ask(_ connection: Connection, _ request: ClientRequest, failure: RecordingError.Code,
-                     isAnswer: (DaemonEvent) -> Bool) async throws(RecordingError) {
-        try connection.link.send(request)
-        while true {
-            let event = await connection.inbox.next().event
-            guard let event else { throw RecordingError(.interrupted, "replayd closed the connection") }
-            if case .error(let code, let message) = event { throw RecordingError(daemon: code, message: message, fallback: failure) }
-            if isAnswer(event) { return }
         }
     }
 

@@ -22,7 +22,7 @@ extension ClientConnection {
             throw Refusal(code: .notFound, message: id.map { "no broadcast '\($0)' is running" } ?? "no broadcast is running")
         }
         if role == .app {
-            guard let peer, let host = session.host, host.pid == peer.pid, host.startTime == peer.startTime else {
+            guard let peer, session.host?.isSameProcess(as: peer) == true else {
                 throw Refusal(code: .notPermitted, message: "apps can control only the broadcasts they started through the picker")
             }
         }
@@ -37,9 +37,7 @@ extension ClientConnection {
         if let preferredExtension, daemon.catalog.find(preferredExtension) == nil {
             throw Refusal(code: .notFound, message: "no extension '\(preferredExtension)' is installed")
         }
-        guard let base = daemon.pagesBaseURL else {
-            throw Refusal(code: .failedToShowPreview, message: "replayd serves no pages (started with --no-pages)")
-        }
+        let base = try pagesBaseURL()
         let token = daemon.pickers.open(.init(host: channel, hostPeer: peer, preferredExtension: preferredExtension, microphone: microphone))
         let offer = PickerOffer(executable: peer.executable ?? "unknown app", pageURL: "\(base)/picker/\(token)")
         guard daemon.consent.notifyAgents(.pickerOffered(offer)) > 0 else {

@@ -1,4 +1,3 @@
-import ReplayCapture
 import Logging
 import ReplayIPC
 

@@ -1,6 +1,5 @@
-import ReplayCapture
-import Logging
 import Foundation
+import Logging
 import ReplayIPC
 import ReplaySystem
 
@@ -107,23 +106,28 @@ extension ClientConnection {
 
     /// ReplayKit's discardRecording: an app may throw away a recording it made itself.
     func discard(id: String) throws {
-        guard let peer, daemon.isAppRecording(id, madeBy: peer) else {
-            throw Refusal(code: .notPermitted, message: "this app did not make recording '\(id)'")
-        }
+        try requireOwnRecording(id)
         try deleteFinished(id: id)
         daemon.forgetAppRecording(id)
     }
 
     /// The app's preview handle: the page goes to the person's agents, never to the app.
     func showPreview(id: String) throws {
-        guard let peer, daemon.isAppRecording(id, madeBy: peer) else {
-            throw Refusal(code: .notPermitted, message: "this app did not make recording '\(id)'")
-        }
+        let peer = try requireOwnRecording(id)
         let offer = PreviewOffer(recordingID: id, executable: peer.executable ?? "unknown app", pageURL: try pageURL(for: id))
         guard daemon.consent.notifyAgents(.previewOffered(offer)) > 0 else {
             throw Refusal(code: .failedToShowPreview, message: "no consent agent is running to show the preview to the person")
         }
         try channel.send(DaemonEvent.previewShown)
+    }
+
+    /// The asking process, if it is the one that made recording `id`.
+    @discardableResult
+    private func requireOwnRecording(_ id: String) throws -> PeerIdentity {
+        guard let peer, daemon.isAppRecording(id, madeBy: peer) else {
+            throw Refusal(code: .notPermitted, message: "this app did not make recording '\(id)'")
+        }
+        return peer
     }
 
     private func deleteFinished(id: String) throws {
@@ -138,9 +142,6 @@ extension ClientConnection {
 
     private func pageURL(for id: String) throws -> String {
         guard daemon.store.info(id: id) != nil else { throw Refusal(code: .notFound, message: "no recording with id '\(id)'") }
-        guard let base = daemon.pagesBaseURL else {
-            throw Refusal(code: .failedToShowPreview, message: "replayd serves no pages (started with --no-pages)")
-        }
-        return "\(base)/preview/\(id)?token=\(daemon.previews.token(for: id))"
+        return "\(try pagesBaseURL())/preview/\(id)?token=\(daemon.previews.token(for: id))"
     }
 }

@@ -1,6 +1,6 @@
-import ReplayCapture
 import Foundation
 import Logging
+import ReplayCapture
 import ReplayIPC
 import ReplaySystem
 import Synchronization
@@ -117,6 +117,14 @@ final class ClientConnection {
         guard role == .person else {
             throw Refusal(code: .notPermitted, message: "apps cannot \(what): only the person's own replay command can")
         }
+    }
+
+    /// Where the loopback pages are, or a refusal when replayd serves none.
+    func pagesBaseURL() throws -> String {
+        guard let base = daemon.pagesBaseURL else {
+            throw Refusal(code: .failedToShowPreview, message: "replayd serves no pages (started with --no-pages)")
+        }
+        return base
     }
 
     /// Asks for consent when the client is an app; throws `userDeclined` on a refusal.

@@ -186,8 +186,7 @@ public final class Daemon: Sendable, PickerBackend {
     /// True when `peer` is the very process (pid and start time) that made recording `id`.
     func isAppRecording(_ id: String, madeBy peer: PeerIdentity) -> Bool {
         state.withLock { state in
-            guard let maker = state.appRecordings[id] else { return false }
-            return maker.pid == peer.pid && maker.startTime == peer.startTime
+            state.appRecordings[id]?.isSameProcess(as: peer) ?? false
         }
     }
 

@@ -54,11 +54,11 @@ public enum BroadcastExtension {
             try receiveHello()
             send(.ready)
             while true {
-                let (bytes, descriptors) = try DescriptorPassing.receive(socket: socket, maxBytes: BroadcastCodec.maxMessage + 4,
+                let (bytes, descriptors) = try DescriptorPassing.receive(socket: socket, maxBytes: BroadcastCodec.maxFramedMessage,
                                                                           maxDescriptors: 0)
                 descriptors.forEach { close($0) }
                 guard !bytes.isEmpty else { throw Failure(description: "replayd closed the connection") }
-                let message = try BroadcastCodec.decode(try Self.body(bytes), surfaces: limits)
+                let message = try BroadcastCodec.decode(framed: bytes, surfaces: limits)
                 if try dispatch(message) { return }
             }
         }
@@ -67,7 +67,7 @@ public enum BroadcastExtension {
             let (bytes, descriptors) = try DescriptorPassing.receive(socket: socket, maxBytes: 64, maxDescriptors: Int(BroadcastCodec.maxSurfaces))
             var mapped: [SharedSurface] = []
             do {
-                guard case .hello(let hello) = try BroadcastCodec.decode(try Self.body(bytes), surfaces: .none) else {
+                guard case .hello(let hello) = try BroadcastCodec.decode(framed: bytes, surfaces: .none) else {
                     throw Failure(description: "the first message was not hello")
                 }
                 guard descriptors.count == Int(hello.surfaceCount) else {
@@ -141,14 +141,6 @@ public enum BroadcastExtension {
             }
             return AudioBuffer(source: period.source == .app ? .app : .microphone, time: MediaTime(nanoseconds: period.time),
                                sampleRate: Int(period.sampleRate), channels: Int(period.channels), samples: samples)
-        }
-
-        /// The message without its length prefix, which must match.
-        private static func body(_ bytes: [UInt8]) throws -> ArraySlice<UInt8> {
-            guard bytes.count >= 4 else { throw Failure(description: "message of \(bytes.count) bytes") }
-            let length = Int(bytes[0]) | Int(bytes[1]) << 8 | Int(bytes[2]) << 16 | Int(bytes[3]) << 24
-            guard length == bytes.count - 4 else { throw Failure(description: "message length \(length) does not match \(bytes.count - 4)") }
-            return bytes[4...]
         }
     }
 }

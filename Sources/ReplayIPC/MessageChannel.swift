@@ -31,19 +31,26 @@ public final class MessageChannel: Sendable {
     }
 
     public func send<M: Encodable>(_ message: M, body: [UInt8] = []) throws {
+        try body.withUnsafeBytes { try send(message, body: $0) }
+    }
+
+    /// Sends `body` from where it lies (a 3 MB picture is not copied into the frame first).
+    public func send<M: Encodable>(_ message: M, body: UnsafeRawBufferPointer) throws {
         let json = try JSONEncoder().encode(message)
-        var frame = FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: body.count)
-        frame += json
-        frame += body
+        var head = FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: body.count)
+        head += json
         try writeLock.withLock { _ in
-            try frame.withUnsafeBytes { raw in
-                var offset = 0
-                while offset < raw.count {
-                    let base = raw.baseAddress! + offset
-                    let remaining = raw.count - offset
-                    offset += try syscall("send") { Glibc.send(fd, base, remaining, Int32(MSG_NOSIGNAL)) }
-                }
-            }
+            try head.withUnsafeBytes { try sendAll($0) }
+            try sendAll(body)
+        }
+    }
+
+    private func sendAll(_ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let base = bytes.baseAddress! + offset
+            let remaining = bytes.count - offset
+            offset += try syscall("send") { Glibc.send(fd, base, remaining, Int32(MSG_NOSIGNAL)) }
         }
     }
 

@@ -38,6 +38,11 @@ public struct PeerIdentity: Sendable, Equatable, CustomStringConvertible {
         return fields.count > 19 ? UInt64(fields[19]) : nil
     }
 
+    /// True when both name the very same process: the pid, and its start time (a pid can be reused).
+    public func isSameProcess(as other: PeerIdentity) -> Bool {
+        pid == other.pid && startTime != nil && startTime == other.startTime
+    }
+
     /// True while the process this identity names is still running.
     public var isAlive: Bool { startTime != nil && Self.startTime(of: pid) == startTime }
 

@@ -286,7 +286,7 @@ final class BroadcastSession: Sendable {
         while true {
             let bytes: [UInt8]
             do {
-                let received = try DescriptorPassing.receive(socket: process.socket, maxBytes: BroadcastCodec.maxMessage + 4, maxDescriptors: 0)
+                let received = try DescriptorPassing.receive(socket: process.socket, maxBytes: BroadcastCodec.maxFramedMessage, maxDescriptors: 0)
                 bytes = received.bytes
             } catch let error where error.errno != ECONNRESET {
                 end(failure: "the extension sent something that is not a message (\(error)); the connection was closed")
@@ -302,10 +302,7 @@ final class BroadcastSession: Sendable {
             }
             let message: BroadcastMessage
             do {
-                guard bytes.count >= 4, Int(bytes[0]) | Int(bytes[1]) << 8 | Int(bytes[2]) << 16 | Int(bytes[3]) << 24 == bytes.count - 4 else {
-                    throw BroadcastCodec.DecodeError("its length prefix does not match its size")
-                }
-                message = try BroadcastCodec.decode(bytes[4...], surfaces: limits)
+                message = try BroadcastCodec.decode(framed: bytes, surfaces: limits)
             } catch {
                 end(failure: "the extension sent a malformed message (\(error)); the connection was closed")
                 return

@@ -78,7 +78,7 @@ final class AppCaptureSession: Sendable {
             guard case .video(let frame) = sample else { continue }
             let info = CapturedFrameInfo(time: frame.time.seconds, width: frame.pixels.width, height: frame.pixels.height)
             do {
-                try channel.send(DaemonEvent.capturedFrame(info), body: [UInt8](frame.pixels.bytes))
+                try channel.send(DaemonEvent.capturedFrame(info), body: UnsafeRawBufferPointer(frame.pixels.bytes))
             } catch {
                 stopFlag.raise()
             }

@@ -7,6 +7,8 @@ public enum BroadcastCodec {
     public static let protocolVersion: UInt16 = 1
     /// No message is larger: samples travel in surfaces, not in messages.
     public static let maxMessage = 64 * 1024
+    /// The largest message with its length prefix, as it arrives from the socket.
+    public static let maxFramedMessage = maxMessage + 4
     public static let maxSurfaces: UInt16 = 64
     public static let maxDimension: UInt32 = 16384
 
@@ -79,6 +81,14 @@ public enum BroadcastCodec {
         var framed = Writer()
         framed.u32(UInt32(out.bytes.count))
         return framed.bytes + out.bytes
+    }
+
+    /// Decodes one message as received, length prefix included; the prefix must match.
+    public static func decode(framed bytes: [UInt8], surfaces: Surfaces) throws(DecodeError) -> BroadcastMessage {
+        guard bytes.count >= 4 else { throw DecodeError("message of \(bytes.count) bytes has no length prefix") }
+        let length = Int(bytes[0]) | Int(bytes[1]) << 8 | Int(bytes[2]) << 16 | Int(bytes[3]) << 24
+        guard length == bytes.count - 4 else { throw DecodeError("length prefix \(length) does not match \(bytes.count - 4) bytes") }
+        return try decode(bytes[4...], surfaces: surfaces)
     }
 
     /// Decodes one message body (without its length prefix).
