@@ -20,6 +20,10 @@ let package = Package(
         .library(name: "ReplayExtensionKit", targets: ["ReplayExtensionKit"]),
         .library(name: "ReplayExtensionTesting", targets: ["ReplayExtensionTesting"]),
         .executable(name: "replay-file-extension", targets: ["replay-file-extension"]),
+        .executable(name: "replay-rtmp-extension", targets: ["replay-rtmp-extension"]),
+        .executable(name: "replay-srt-extension", targets: ["replay-srt-extension"]),
+        .executable(name: "replay-hls-extension", targets: ["replay-hls-extension"]),
+        .executable(name: "replay-webrtc-extension", targets: ["replay-webrtc-extension"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -36,6 +40,11 @@ let package = Package(
             name: "CXCB", pkgConfig: "xcb",
             providers: [.apt(["libxcb1-dev", "libxcb-shm0-dev", "libxcb-damage0-dev",
                               "libxcb-xfixes0-dev", "libxcb-randr0-dev", "libxcb-res0-dev"])]),
+        .systemLibrary(
+            name: "CGStreamer", pkgConfig: "gstreamer-webrtc-1.0",
+            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev", "libgstreamer-plugins-bad1.0-dev",
+                              "gstreamer1.0-plugins-base", "gstreamer1.0-plugins-good", "gstreamer1.0-plugins-bad",
+                              "gstreamer1.0-plugins-ugly", "gstreamer1.0-nice"])]),
         .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple", providers: [.apt(["libpulse-dev"])]),
 
         // Small C helpers for macros and GNU-only calls (CMSG_*, memfd seals), prefixed CShims_.
@@ -99,6 +108,36 @@ let package = Package(
         .executableTarget(
             name: "replay-file-extension", dependencies: ["ReplayExtensionKit", "ReplayMedia"],
             path: "Sources/Extensions/File", exclude: ["file.json"], swiftSettings: strictSettings),
+        // What the RTMP, SRT and HLS extensions share: the live video source, the audio mix,
+        // encoding and an ingest connection that reconnects.
+        .target(
+            name: "ReplayUpload",
+            dependencies: ["ReplayExtensionKit", "ReplayProcessing", "ReplayCodec", "ReplayMedia", "ReplaySystem"],
+            path: "Sources/Extensions/Upload", swiftSettings: strictSettings),
+        .executableTarget(
+            name: "replay-rtmp-extension", dependencies: ["ReplayUpload"],
+            path: "Sources/Extensions/RTMP", exclude: ["rtmp.json"], swiftSettings: strictSettings),
+        .executableTarget(
+            name: "replay-srt-extension", dependencies: ["ReplayUpload"],
+            path: "Sources/Extensions/SRT", exclude: ["srt.json"], swiftSettings: strictSettings),
+        .executableTarget(
+            name: "replay-hls-extension", dependencies: ["ReplayUpload"],
+            path: "Sources/Extensions/HLS", exclude: ["hls.json"], swiftSettings: strictSettings),
+        // WebRTC publishing (WHIP) and local viewers (WHEP) through GStreamer's webrtcbin; the
+        // GStreamer calls live in the C target CWebRTC.
+        .target(
+            name: "CWebRTC", dependencies: ["CGStreamer"], path: "Sources/Extensions/CWebRTC",
+            cSettings: [.define("GST_USE_UNSTABLE_API")],
+            linkerSettings: ["gstreamer-1.0", "gstbase-1.0", "gstapp-1.0", "gstvideo-1.0", "gstsdp-1.0", "gstwebrtc-1.0",
+                             "gobject-2.0", "glib-2.0"].map { .linkedLibrary($0) }),
+        .executableTarget(
+            name: "replay-webrtc-extension",
+            dependencies: [
+                "CWebRTC", "ReplayExtensionKit", "ReplayProcessing", "ReplayMedia", "ReplaySystem",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/Extensions/WebRTC", exclude: ["webrtc.json"], swiftSettings: strictSettings),
         // Misbehaving extensions for the host's fault tests (never installed).
         .executableTarget(
             name: "replay-hostile-extension", dependencies: ["ReplayExtensionKit", "ReplayMedia"],
@@ -119,6 +158,9 @@ let package = Package(
 
         .testTarget(
             name: "ReplayExtensionKitTests", dependencies: ["ReplayExtensionKit", "ReplayExtensionTesting", "ReplayMedia", "ReplayIPC"],
+            swiftSettings: strictSettings),
+        .testTarget(
+            name: "ReplayUploadTests", dependencies: ["ReplayUpload", "ReplayCodec", "ReplayMedia", "ReplayProcessing"],
             swiftSettings: strictSettings),
         .testTarget(name: "ReplayMediaTests", dependencies: ["ReplayMedia"], swiftSettings: strictSettings),
         .testTarget(
@@ -142,6 +184,7 @@ let package = Package(
             dependencies: [
                 "ReplayTesting", "ReplaySystem", "ReplayIPC", "replayd", "replay", "replay-demo-scene", "secret-notes",
                 "replay-file-extension", "replay-hostile-extension",
+                "replay-rtmp-extension", "replay-srt-extension", "replay-hls-extension", "replay-webrtc-extension",
             ],
             swiftSettings: strictSettings),
     ]

@@ -134,6 +134,8 @@ struct SecretNotes: AsyncParsableCommand {
             var fields: [String: Any] = ["event": "broadcast", "state": status.state.rawValue, "framesSent": status.framesSent]
             if let url = status.broadcastURL { fields["url"] = url }
             if let error = status.lastError { fields["error"] = error }
+            // An upload extension's link to its server: connecting, live, reconnecting.
+            if let connection = status.serviceInfo["connection"] { fields["connection"] = connection }
             report(fields)
             if status.isOver { break }
             if status.state == .live && !finishing {

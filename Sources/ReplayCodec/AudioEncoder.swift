@@ -43,6 +43,17 @@ final class AudioEncoder {
         pending.removeFirst(offset)
     }
 
+    /// Moves the track's clock forward to `pts` (a gap in the source): the next sample
+    /// accepted plays at `pts`. Audio still pending is encoded first.
+    func skip(to pts: Int64, emit: (UnsafeMutablePointer<AVPacket>) throws(CodecError) -> Void) throws(CodecError) {
+        guard pts > framesAccepted else { return }
+        if !pending.isEmpty {
+            try encodePeriod(pending, from: 0, frames: pending.count / channels, emit: emit)
+            pending.removeAll()
+        }
+        nextPTS = max(nextPTS, pts)
+    }
+
     func finish(emit: (UnsafeMutablePointer<AVPacket>) throws(CodecError) -> Void) throws(CodecError) {
         if !pending.isEmpty {
             try encodePeriod(pending, from: 0, frames: pending.count / channels, emit: emit)

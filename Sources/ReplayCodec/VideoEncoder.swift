@@ -8,8 +8,13 @@ final class VideoEncoder {
     var context: UnsafeMutablePointer<AVCodecContext> { encoder.context }
     private var frame: UnsafeMutablePointer<AVFrame> { encoder.frame }
     private var lastPTS: Int64 = .min
+    /// Makes the next picture a keyframe (a stream that reconnected needs one at once).
+    var keyframeRequested = false
 
-    init(width: Int, height: Int, fps: Int, preset: String, bitRate: Int?, crf: Int, keyframeInterval: Int?) throws(CodecError) {
+    /// - Parameter fixedKeyframes: keyframes exactly every `keyframeInterval` pictures and never at
+    ///   scene cuts, as live ingest (and 2 s HLS segments) want.
+    init(width: Int, height: Int, fps: Int, preset: String, bitRate: Int?, crf: Int, keyframeInterval: Int?,
+         fixedKeyframes: Bool = false) throws(CodecError) {
         guard let codec = avcodec_find_encoder_by_name("libx264") else {
             throw CodecError(.encoderUnavailable, "FFmpeg was built without libx264")
         }
@@ -26,8 +31,14 @@ final class VideoEncoder {
         context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
         av_opt_set(context.pointee.priv_data, "preset", preset, 0)
         av_opt_set(context.pointee.priv_data, "tune", "zerolatency", 0)
+        av_opt_set(context.pointee.priv_data, "forced-idr", "1", 0)
+        if fixedKeyframes { av_opt_set(context.pointee.priv_data, "x264-params", "scenecut=0", 0) }
         if let bitRate {
+            // A one-second VBV caps the rate as well as averaging it: what an ingest server
+            // (and a viewer's connection) can take.
             context.pointee.bit_rate = Int64(bitRate)
+            context.pointee.rc_max_rate = Int64(bitRate)
+            context.pointee.rc_buffer_size = Int32(clamping: bitRate)
         } else {
             av_opt_set(context.pointee.priv_data, "crf", String(crf), 0)
         }
@@ -64,6 +75,8 @@ final class VideoEncoder {
         let monotonicPTS = max(pts, lastPTS + 1)
         lastPTS = monotonicPTS
         frame.pointee.pts = monotonicPTS
+        frame.pointee.pict_type = keyframeRequested ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
+        keyframeRequested = false
         let status = avcodec_send_frame(context, frame)
         guard status >= 0 else { throw CodecError(.encoderFailed, "H.264 encoding failed", status: status) }
         try drain(emit: emit)

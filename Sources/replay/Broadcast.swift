@@ -172,6 +172,10 @@ private func printStatus(_ list: [BroadcastStatus], json: Bool) {
     for status in list {
         var line = "\(status.id)  \(status.extensionID)  \(status.state.rawValue)  \(status.framesSent) frames sent, \(status.framesDropped) dropped"
         if let url = status.broadcastURL { line += "  \(url)" }
+        // An upload extension's connection to its server, e.g. "reconnecting", comes first.
+        if let connection = status.serviceInfo["connection"] { line += "\n  connection: \(connection)" }
+        let details = status.serviceInfo.filter { $0.key != "connection" }.sorted { $0.key < $1.key }
+        if !details.isEmpty { line += "\n  " + details.map { "\($0.key): \($0.value)" }.joined(separator: ", ") }
         if let error = status.lastError { line += "\n  error: \(error)" }
         print(line)
     }

@@ -132,9 +132,9 @@ extension IntegrationTests {
 
         /// Starts the daemon, a consent agent and the example app going live with `appArguments`,
         /// and opens the picker page the agent was offered in headless Chromium.
-        static func openPicker(_ fixture: ReplayFixture, appArguments: [String]) throws
+        static func openPicker(_ fixture: ReplayFixture, appArguments: [String], extensions: [String]? = nil) throws
             -> (app: RunningCommand, browser: HeadlessBrowser, page: HeadlessBrowser.Page) {
-            try fixture.startDaemon(installExtensions(in: fixture))
+            try fixture.startDaemon(extensions ?? installExtensions(in: fixture))
             let agent = try fixture.startReplay(["consent-agent", "--json"])
             Thread.sleep(forTimeInterval: 1)
             let app = try fixture.startApp(["--no-protect", "--geometry", "0,0,200,200"] + appArguments)

@@ -67,15 +67,18 @@ final class ExtensionProcess: Sendable {
         return arguments
     }
 
-    /// Memory the extension's processes hold privately or from files (RssAnon + RssFile),
-    /// summed over the sandbox's processes. The shared surfaces it maps (RssShmem) are the
-    /// daemon's memory, so they do not count against it.
+    /// The extension's memory footprint, summed over the sandbox's processes: what it cannot
+    /// give back, its anonymous memory resident or swapped (RssAnon + VmSwap). That is what
+    /// iOS's 50 MB limit counts (phys_footprint) and what a cgroup limit cannot reclaim.
+    /// Clean file-backed pages (library code, shared with every process that maps the same
+    /// file and dropped by the kernel whenever it likes) do not count, nor do the shared
+    /// surfaces it maps (RssShmem), which are the daemon's memory.
     func residentBytes() -> Int {
         var total = 0
         var pending = [process.pid]
         var seen = Set<Int32>()
         while let pid = pending.popLast(), seen.insert(pid).inserted {
-            if pid != process.pid { total += Self.privateResident(pid) }
+            if pid != process.pid { total += Self.footprint(pid) }
             pending += Self.children(of: pid)
         }
         return total
@@ -102,10 +105,10 @@ final class ExtensionProcess: Sendable {
         return text.split(separator: " ").compactMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 
-    private static func privateResident(_ pid: Int32) -> Int {
+    private static func footprint(_ pid: Int32) -> Int {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
         var kilobytes = 0
-        for line in status.split(separator: "\n") where line.hasPrefix("RssAnon:") || line.hasPrefix("RssFile:") {
+        for line in status.split(separator: "\n") where line.hasPrefix("RssAnon:") || line.hasPrefix("VmSwap:") {
             kilobytes += Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0
         }
         return kilobytes * 1024

@@ -35,7 +35,8 @@ public struct BroadcastStatus: Codable, Sendable, Equatable {
     /// Bytes of messages sent to the extension: samples stay in the shared surfaces, so this
     /// is about a hundred bytes a frame, not the frame.
     public var messageBytesSent: Int
-    /// The most memory the extension's processes held (private and file-backed), in bytes.
+    /// The extension's peak memory footprint (anonymous memory, resident or swapped; see
+    /// ExtensionProcess), in bytes: what the 50 MB limit counts.
     public var extensionPeakMemory: Int
     public var lastError: String?
     public var serviceInfo: [String: String]

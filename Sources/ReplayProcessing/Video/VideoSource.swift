@@ -20,12 +20,16 @@ public final class VideoSource {
         public var format: VideoFormatRequest
         /// Turn pictures upright instead of passing the rotation tag on.
         public var applyRotation: Bool
+        /// A fixed frame-rate cap in place of the mode's content-aware one: a streaming service
+        /// wants a steady 30 fps whatever is on the screen.
+        public var frameRateCap: Int?
 
-        public init(mode: Mode, format: VideoFormatRequest? = nil, applyRotation: Bool = false) {
+        public init(mode: Mode, format: VideoFormatRequest? = nil, applyRotation: Bool = false, frameRateCap: Int? = nil) {
             self.mode = mode
             // Screencast keeps every pixel; video fits 1280 unless asked otherwise.
             self.format = format ?? (mode == .screencast ? .native : .fit(maxDimension: 1280))
             self.applyRotation = applyRotation
+            self.frameRateCap = frameRateCap.map { max(1, $0) }
         }
     }
 
@@ -49,7 +53,10 @@ public final class VideoSource {
     }
 
     /// The frame rate frames are let through at now.
-    public var cap: Int { settings.mode == .video && isPlaybackDetected ? Self.playbackCap : Self.appContentCap }
+    public var cap: Int {
+        if let fixed = settings.frameRateCap { return fixed }
+        return settings.mode == .video && isPlaybackDetected ? Self.playbackCap : Self.appContentCap
+    }
 
     /// The frames to send for one captured frame: none (over the cap) or one, scaled and
     /// rotated as asked.

@@ -1,0 +1,3 @@
+import ReplayUpload
+
+UploadExtension.run(.srt)

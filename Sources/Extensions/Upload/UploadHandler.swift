@@ -1,0 +1,159 @@
+import Foundation
+import ReplayCodec
+public import ReplayExtensionKit
+public import ReplayMedia
+import ReplayProcessing
+import ReplaySystem
+
+/// The RTMP, SRT and HLS extensions: shapes the samples with the live video source and the
+/// audio mixer, encodes them on the callback thread (pictures go back to the daemon as soon
+/// as x264 has its copy), and leaves sending to an `IngestUploader`.
+///
+/// The person and the host app see the connection in the service info: `connection`
+/// (connecting, live, reconnecting), `server`, `sent-kbps`, `buffered-seconds`,
+/// `dropped-packets`, `reconnects`, and `last-error` while reconnecting.
+public final class UploadHandler: BroadcastSampleHandler {
+    public let service: UploadService
+    /// About 20 s of a 2.5 Mbit/s stream, kept while the server is away.
+    public static let backlogLimit = 6 * 1024 * 1024
+    /// How long a finishing broadcast may spend sending what is queued.
+    static let drainTimeout = 3.0
+
+    private var settings: UploadSettings?
+    private var source: VideoSource?
+    private var mixer = AudioMixer()
+    private var encoder: LiveEncoder?
+    private var uploader: IngestUploader?
+    private let backlog = PacketBacklog(limitBytes: UploadHandler.backlogLimit)
+    private var connection: IngestUploader.Connection = .connecting
+    private var connectionDetail: String?
+    private var lastReport: Int64 = 0
+    private var failed = false
+
+    public init(service: UploadService) {
+        self.service = service
+    }
+
+    public override func broadcastStarted(setupInfo: [String: String]) {
+        do {
+            let settings = try UploadSettings(service: service, setup: setupInfo)
+            self.settings = settings
+            source = VideoSource(settings: settings.video)
+            if let watch = settings.watchURL { updateBroadcastURL(watch) }
+            else if service == .hls { updateBroadcastURL("file://\(settings.target.url)") }
+        } catch {
+            fail(error.description)
+        }
+    }
+
+    public override func processSampleBuffer(_ sample: SampleBuffer, type: SampleBufferType) {
+        guard !failed, let source else { return }
+        switch sample {
+        case .video(let frame):
+            guard let shaped = source.process(frame) else { return }
+            encode(shaped)
+        case .audio(let buffer):
+            mixer.append(buffer)
+            for period in mixer.nextPeriods() { encode(audio: period) }
+            // Audio arrives every ~21 ms: the clock for repeating a still picture.
+            if let repeated = source.idle(now: buffer.time) { encode(repeated) }
+        }
+        reportIfDue()
+    }
+
+    public override func broadcastFinished() {
+        guard let encoder, let uploader, !failed else { return }
+        do {
+            for period in mixer.finish() { encode(audio: period) }
+            backlog.append(try encoder.finish())
+        } catch {
+            FileHandle.standardError.write(Data("upload extension: \(error)\n".utf8))
+        }
+        uploader.finish(drainTimeout: Self.drainTimeout)
+    }
+
+    private func encode(_ frame: VideoSample) {
+        do {
+            let encoder = try encoderFor(frame.pixels)
+            if uploader?.takeKeyframeRequest() == true { encoder.requestKeyframe() }
+            backlog.append(try encoder.encode(frame.pixels, at: frame.time))
+        } catch {
+            fail("cannot encode the video: \(error)")
+        }
+    }
+
+    private func encode(audio period: AudioBuffer) {
+        // Until the first picture there is no stream (nor an origin) to put audio in.
+        guard let encoder else { return }
+        do {
+            backlog.append(try encoder.encode(audio: period.samples, at: period.time))
+        } catch {
+            fail("cannot encode the audio: \(error)")
+        }
+    }
+
+    /// The encoder and the uploader are made with the first picture, whose size they take.
+    private func encoderFor(_ pixels: PixelBuffer) throws(CodecError) -> LiveEncoder {
+        if let encoder { return encoder }
+        guard let settings else { throw CodecError(.encoderFailed, "the broadcast has no settings") }
+        let encoder = try LiveEncoder(format: LiveFormat(width: pixels.width, height: pixels.height, fps: settings.fps,
+                                                         videoBitRate: settings.videoBitRate))
+        self.encoder = encoder
+        let uploader = IngestUploader(
+            backlog: backlog,
+            policy: .init(reconnects: settings.reconnects, reconnectTimeout: settings.reconnectTimeout),
+            connect: { () throws(CodecError) -> IngestConnection in try IngestConnection(target: settings.target, encoder: encoder) },
+            events: { [weak self] event in self?.handle(event) })
+        self.uploader = uploader
+        uploader.start()
+        return encoder
+    }
+
+    /// From the uploader's thread.
+    private func handle(_ event: IngestUploader.Event) {
+        switch event {
+        case .state(let state, let detail):
+            stateLock.withLock {
+                connection = state
+                connectionDetail = detail
+            }
+            report()
+        case .failed(let message):
+            fail(message)
+        }
+    }
+
+    private let stateLock = NSLock()
+
+    private func reportIfDue() {
+        if MonotonicClock.nanoseconds() - lastReport >= 2_000_000_000 { report() }
+    }
+
+    private func report() {
+        let (state, detail) = stateLock.withLock { (connection, connectionDetail) }
+        lastReport = MonotonicClock.nanoseconds()
+        var info = ["connection": state.rawValue,
+                    "server": settings?.target.displayURL ?? "",
+                    "buffered-seconds": String(format: "%.1f", backlog.bufferedDuration.seconds),
+                    "dropped-packets": String(backlog.droppedPackets)]
+        if let uploader {
+            info["reconnects"] = String(max(0, uploader.connections - 1))
+            info["sent-kbytes"] = String(uploader.bytesSent / 1000)
+        }
+        if let detail { info["last-error"] = detail }
+        updateServiceInfo(info)
+    }
+
+    private func fail(_ message: String) {
+        guard !failed else { return }
+        failed = true
+        finishBroadcast(error: message)
+    }
+}
+
+/// The `main` of the RTMP, SRT and HLS extensions.
+public enum UploadExtension {
+    public static func run(_ service: UploadService) -> Never {
+        BroadcastExtension.run(UploadHandler(service: service))
+    }
+}

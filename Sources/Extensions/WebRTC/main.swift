@@ -1,0 +1,231 @@
+import CWebRTC
+import Foundation
+import ReplayExtensionKit
+import ReplayMedia
+import ReplayProcessing
+import Synchronization
+
+/// The `webrtc` upload extension: publishes the broadcast as a send-only WebRTC session to a
+/// WHIP endpoint (RFC 9725), and/or serves it to local viewers over WHEP with a page on
+/// loopback. H.264 constrained baseline (packetization mode 1) and Opus through GStreamer's
+/// webrtcbin (ICE by libnice, DTLS-SRTP, NACK/RTX); a keyframe when a receiver sends PLI/FIR
+/// or a viewer joins; the video bitrate follows the receivers' loss reports.
+final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
+    // @unchecked: the sample path (`source`, `mixer`) is touched only on the broadcast's callback
+    // thread; everything the other threads share is immutable once started or behind `state`.
+    private var settings: WebRTCSettings?
+    private var session: WebRTCSession?
+    private var viewerServer: ViewerServer?
+    private var whip: WHIPClient?
+    private var source = VideoSource(settings: .init(mode: .video))
+    private var mixer = AudioMixer()
+    private var statsTimer: (any DispatchSourceTimer)?
+    private let statsQueue = DispatchQueue(label: "webrtc-stats")
+    private let state = Mutex(SharedState())
+
+    struct SharedState {
+        var finished = false
+        var failed = false
+        var whipPeer: Int32?
+        var whipResource: URL?
+        var controllers: [Int32: BitrateController] = [:]
+        var lastInfo: [String: String] = [:]
+        var infoSent = 0
+    }
+
+    override func broadcastStarted(setupInfo: [String: String]) {
+        let settings: WebRTCSettings
+        do {
+            settings = try WebRTCSettings(setup: setupInfo)
+            try WebRTCSession.initialize(registryDirectory: NSTemporaryDirectory())
+        } catch {
+            fail("\(error)")
+            return
+        }
+        self.settings = settings
+        source = VideoSource(settings: .init(mode: settings.mode, format: settings.format, applyRotation: true))
+        let events = WebRTCSession.Events(
+            state: { [weak self] peer, state in self?.peerChanged(peer, state) },
+            error: { [weak self] peer, message in self?.peerFailed(peer, message) })
+        let session: WebRTCSession
+        do {
+            session = try WebRTCSession(options: .init(fps: VideoSource.playbackCap, startKbps: settings.startKbps,
+                                                       stunServer: settings.stunServer), events: events)
+        } catch {
+            fail("\(error)")
+            return
+        }
+        self.session = session
+
+        if let port = settings.viewerPort {
+            let server = ViewerServer(session: session, joined: { [weak self] peer in self?.viewerJoined(peer) },
+                                      left: { [weak self] peer in self?.peerLeft(peer) })
+            do {
+                updateBroadcastURL(try server.start(port: port))
+                viewerServer = server
+            } catch {
+                fail("\(error)")
+                return
+            }
+        }
+        if let endpoint = settings.whipURL {
+            let client = WHIPClient(endpoint: endpoint, token: settings.token)
+            whip = client
+            Thread.detachNewThread { [self] in publish(client, session: session) }
+        }
+        let timer = DispatchSource.makeTimerSource(queue: statsQueue)
+        timer.schedule(deadline: .now() + 1, repeating: 1)
+        timer.setEventHandler { [weak self] in self?.adaptBitrate() }
+        timer.resume()
+        statsTimer = timer
+    }
+
+    override func processSampleBuffer(_ sample: SampleBuffer, type: SampleBufferType) {
+        guard let session else { return }
+        switch sample {
+        case .video(let frame):
+            if let shaped = source.process(frame) { session.push(shaped) }
+        case .audio(let buffer):
+            mixer.append(buffer)
+            for period in mixer.nextPeriods() { session.push(period) }
+            // A still screen: the last picture again every 250 ms, so viewers never starve.
+            if let repeated = source.idle(now: buffer.time) { session.push(repeated) }
+        }
+    }
+
+    override func broadcastFinished() {
+        let resource = state.withLock { state -> URL? in
+            state.finished = true
+            return state.whipResource
+        }
+        statsTimer?.cancel()
+        if let whip, let resource {
+            whip.end(resource)
+        }
+        viewerServer?.stop()
+        session = nil
+    }
+
+    // MARK: WHIP
+
+    private func publish(_ client: WHIPClient, session: WebRTCSession) {
+        do {
+            let (peer, offer) = try session.offer()
+            state.withLock { $0.whipPeer = peer; $0.controllers[peer] = controller() }
+            let (answer, resource) = try client.publish(offer: offer)
+            let finished = state.withLock { state -> Bool in
+                state.whipResource = resource
+                return state.finished
+            }
+            if finished {
+                client.end(resource)
+                return
+            }
+            try session.setAnswer(answer, peer: peer)
+            if settings?.viewerPort == nil { updateBroadcastURL(client.displayEndpoint) }
+            noteInfo()
+        } catch {
+            fail("\(error)")
+        }
+    }
+
+    // MARK: peers
+
+    private func controller() -> BitrateController {
+        BitrateController(start: settings?.startKbps ?? 1500, minimum: settings?.minKbps ?? 150, maximum: settings?.maxKbps ?? 2500)
+    }
+
+    private func viewerJoined(_ peer: Int32) {
+        state.withLock { $0.controllers[peer] = controller() }
+        session?.requestKeyframe()
+        noteInfo()
+    }
+
+    private func peerLeft(_ peer: Int32) {
+        _ = state.withLock { $0.controllers.removeValue(forKey: peer) }
+        noteInfo()
+    }
+
+    private func peerChanged(_ peer: Int32, _ connection: WebRTCSession.PeerState) {
+        guard connection == .failed || connection == .closed else { return }
+        if state.withLock({ $0.whipPeer == peer }) {
+            if connection == .failed { fail("the WebRTC connection to the WHIP endpoint failed (ICE or DTLS)") }
+        } else if let viewerServer {
+            // Off GStreamer's thread: taking a peer down waits for its streaming threads.
+            DispatchQueue.global().async { viewerServer.remove(peer) }
+        }
+    }
+
+    private func peerFailed(_ peer: Int32, _ message: String) {
+        if peer == 0 || state.withLock({ $0.whipPeer == peer }) {
+            fail("WebRTC: \(message)")
+        } else if let viewerServer {
+            DispatchQueue.global().async { viewerServer.remove(peer) }
+        }
+    }
+
+    // MARK: congestion feedback
+
+    /// Once a second: each peer's loss (RTCP receiver reports) moves its controller; the
+    /// shared encoder runs at the lowest rate any receiver can take.
+    private func adaptBitrate() {
+        guard let session else { return }
+        let peers = state.withLock { Array($0.controllers.keys) }
+        var rates: [Int] = []
+        var connected = 0
+        var videoPackets: UInt64 = 0, audioPackets: UInt64 = 0, keyframeRequests: UInt64 = 0, nacks: UInt64 = 0
+        var worstLoss: Double?, worstRoundTrip: Double?
+        for peer in peers {
+            guard let stats = session.stats(peer: peer) else { continue }
+            if stats.connected != 0 { connected += 1 }
+            videoPackets += stats.video_packets_sent
+            audioPackets += stats.audio_packets_sent
+            keyframeRequests += stats.pli_received + stats.fir_received
+            nacks += stats.nack_received
+            if stats.have_report != 0 {
+                worstLoss = max(worstLoss ?? 0, stats.fraction_lost)
+                worstRoundTrip = max(worstRoundTrip ?? 0, stats.round_trip_time)
+            }
+            let rate = state.withLock { state -> Int? in
+                guard var controller = state.controllers[peer] else { return nil }
+                if stats.have_report != 0 { controller.update(fractionLost: stats.fraction_lost) }
+                state.controllers[peer] = controller
+                return controller.kbps
+            }
+            if let rate, stats.connected != 0 { rates.append(rate) }
+        }
+        if let lowest = rates.min(), lowest != session.videoKbps { session.videoKbps = lowest }
+        noteInfo(connected: connected, counters: ["videoPackets": videoPackets, "audioPackets": audioPackets,
+                                                  "keyframeRequests": keyframeRequests, "nacks": nacks]
+                    .merging(worstLoss.map { ["lossPercent": UInt64(($0 * 100).rounded())] } ?? [:]) { $1 }
+                    .merging(worstRoundTrip.map { ["roundTripMs": UInt64(($0 * 1000).rounded())] } ?? [:]) { $1 })
+    }
+
+    /// Service info for the host app and `replay broadcast status`: viewers, WHIP, bitrate.
+    private func noteInfo(connected: Int? = nil, counters: [String: UInt64] = [:]) {
+        guard let session else { return }
+        var info = ["videoKbps": String(session.videoKbps)]
+        for (key, value) in counters { info[key] = String(value) }
+        if let viewerServer { info["viewers"] = String(viewerServer.viewerCount) }
+        if let connected { info["connectedPeers"] = String(connected) }
+        let whipState = state.withLock { $0.whipResource != nil ? "published" : ($0.whipPeer != nil ? "offering" : nil) }
+        if let whipState { info["whip"] = whipState }
+        let send = state.withLock { state -> Bool in
+            state.infoSent += 1
+            guard info != state.lastInfo || state.infoSent % 10 == 0 else { return false }
+            state.lastInfo = info
+            return true
+        }
+        if send { updateServiceInfo(info) }
+    }
+
+    private func fail(_ message: String) {
+        let first = state.withLock { state -> Bool in
+            defer { state.failed = true }
+            return !state.failed && !state.finished
+        }
+        if first { finishBroadcast(error: message) }
+    }
+}
+
+BroadcastExtension.run(WebRTCUploadHandler())

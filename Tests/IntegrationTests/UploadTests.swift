@@ -1,0 +1,175 @@
+import Foundation
+import ReplayIPC
+import ReplaySystem
+import ReplayTesting
+import ReplayVirtualDesktop
+import Testing
+
+extension IntegrationTests {
+    /// The RTMP, SRT and HLS extensions against real servers: nginx with its RTMP module, an
+    /// ffmpeg SRT listener, and ffprobe on what they received.
+    @Suite struct Upload {
+        /// Installs the shipped manifests (from the source tree), pointed at the built executables.
+        static func installExtensions(in fixture: ReplayFixture) throws -> [String] {
+            let directory = fixture.file("extensions")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/Extensions")
+            for (folder, id) in [("RTMP", "rtmp"), ("SRT", "srt"), ("HLS", "hls")] {
+                let data = try Data(contentsOf: sources.appendingPathComponent("\(folder)/\(id).json"))
+                var manifest = try JSONDecoder().decode(ExtensionManifest.self, from: data)
+                manifest.executable = VirtualDesktop.siblingExecutable(manifest.executable).path
+                try JSONEncoder().encode(manifest).write(to: directory.appendingPathComponent("\(id).json"))
+            }
+            return ["--extensions-dir", directory.path]
+        }
+
+        static func wait<T>(timeout: Double, every interval: Double = 0.25, _ probe: () throws -> T?) rethrows -> T? {
+            let deadline = Date().addingTimeInterval(timeout)
+            repeat {
+                if let value = try probe() { return value }
+                Thread.sleep(forTimeInterval: interval)
+            } while Date() < deadline
+            return try probe()
+        }
+
+        static func lastStatus(_ fixture: ReplayFixture) throws -> [String: Any]? { try Broadcast.status(fixture).last }
+
+        static func connection(_ status: [String: Any]?) -> String? {
+            (status?["serviceInfo"] as? [String: String])?["connection"]
+        }
+
+        @Test func rtmpPublishesH264AndAACThatNginxRecordsInSync() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 1280, height: 720))
+            defer { fixture.stop() }
+            let server = try RTMPServer(in: fixture.directory)
+            defer { server.stop() }
+            try fixture.startDaemon(Self.installExtensions(in: fixture))
+            let start = try fixture.replay(["broadcast", "start", "--extension", "rtmp", "--setup", "url=\(server.ingestURL)",
+                                            "--setup", "key=demo-key", "--setup", "watch-url=https://example.invalid/watch/demo"])
+            #expect(start.status == 0, "\(start)\n\(fixture.daemonLog)")
+
+            let stream = Self.wait(timeout: 20) { try? server.publishing("demo-key").flatMap { $0.audioCodec == nil ? nil : $0 } }
+            #expect(stream?.videoCodec == "H264", "\(String(describing: stream))\n\((try? server.stat()) ?? "no /stat")\n\(fixture.daemonLog)")
+            #expect(stream?.audioCodec == "AAC", "\(String(describing: stream))")
+            #expect(stream?.width == 1280 && stream?.height == 720, "\(String(describing: stream))")
+            let live = try Self.lastStatus(fixture)
+            #expect(Self.connection(live) == "live", "\(String(describing: live))")
+            #expect(live?["broadcastURL"] as? String == "https://example.invalid/watch/demo")
+            Thread.sleep(forTimeInterval: 8)  // several of the demo scene's once-a-second flashes
+            #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
+            let over = try Broadcast.waitUntilOver(fixture)
+            #expect(over?["state"] as? String == "finished", "\(String(describing: over))")
+
+            let recorded = try #require(try FileManager.default.contentsOfDirectory(at: server.recordings, includingPropertiesForKeys: nil)
+                .first { $0.lastPathComponent.hasPrefix("demo-key") }, "nginx recorded nothing: \(server.log)")
+            let probe = try MediaProbe(recorded)
+            #expect(probe.video?.codec == "h264" && probe.audio.first?.codec == "aac", "\(probe)")
+            let sync = try LipSync(recorded)
+            #expect(sync.offsets.count >= 4, "flashes \(sync.flashes), beeps \(sync.beeps)")
+            // Within one frame at 30 fps.
+            #expect(sync.maxAbsoluteOffset <= 1000.0 / 30, "offsets \(sync.offsets) ms")
+        }
+
+        @Test func rtmpRidesOutAServerRestartAndTheHostAppSeesReconnecting() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            let server = try RTMPServer(in: fixture.directory)
+            defer { server.stop() }
+            let (app, browser, page) = try Broadcast.openPicker(
+                fixture, appArguments: ["--go-live", "rtmp", "--live-seconds", "30"], extensions: Self.installExtensions(in: fixture))
+            defer { browser.stop() }
+            _ = try page.evaluate("document.getElementById('setup-rtmp-url').value = \(String(reflecting: server.ingestURL))")
+            _ = try page.evaluate("document.getElementById('setup-rtmp-key').value = 'restart'")
+            try page.click("#start")
+            try page.waitUntil("document.getElementById('result') !== null && document.getElementById('result').textContent === 'Live'")
+            #expect(Self.wait(timeout: 20) { try? server.publishing("restart") } != nil, "\(server.log)\n\(fixture.daemonLog)")
+
+            server.stop()
+            let reconnecting = Self.wait(timeout: 10) { () -> [String: Any]? in
+                let status = try? Self.lastStatus(fixture)
+                return Self.connection(status) == "reconnecting" ? status : nil
+            }
+            #expect(reconnecting != nil, "the CLI never showed reconnecting: \(String(describing: try? Self.lastStatus(fixture)))")
+            Thread.sleep(forTimeInterval: 5)
+            try server.start()
+            // The bound: publishing again within 10 s of the server's return.
+            let back = Self.wait(timeout: 10) { try? server.publishing("restart") }
+            #expect(back != nil, "not publishing 10 s after nginx came back\n\(fixture.daemonLog)")
+            let status = try Self.lastStatus(fixture)
+            #expect(status?["state"] as? String == "live" && Self.connection(status) == "live", "\(String(describing: status))")
+            #expect((status?["serviceInfo"] as? [String: String])?["reconnects"] == "1", "\(String(describing: status))")
+
+            let result = app.finish(timeout: 60)
+            #expect(result.status == 0, "\(result)")
+            let seen = result.jsonLines.filter { $0["event"] as? String == "broadcast" }.compactMap { $0["connection"] as? String }
+                .reduce(into: [String]()) { if $0.last != $1 { $0.append($1) } }
+            // The host app saw the stream go live, drop to reconnecting, and come back.
+            #expect(seen.drop { $0 != "live" }.starts(with: ["live", "reconnecting", "live"]), "\(seen)")
+            let states = result.jsonLines.compactMap { $0["state"] as? String }
+            #expect(states.last == "finished" && !states.contains("failed"), "\(states)")
+        }
+
+        @Test func anUnreachableServerEndsTheBroadcastWithAClearErrorThatHidesTheKey() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240))
+            defer { fixture.stop() }
+            try fixture.startDaemon(Self.installExtensions(in: fixture))
+            let port = try LoopbackPort.free()  // nothing listens here
+            let start = try fixture.replay(["broadcast", "start", "--extension", "rtmp", "--setup", "url=rtmp://127.0.0.1:\(port)/live",
+                                            "--setup", "key=very-secret-key", "--setup", "reconnect-timeout=2"])
+            #expect(start.status == 0, "\(start)")
+            let over = try Broadcast.waitUntilOver(fixture, timeout: 30)
+            #expect(over?["state"] as? String == "failed", "\(String(describing: over))")
+            let error = over?["lastError"] as? String ?? ""
+            #expect(error.contains("could not connect") && error.contains("rtmp://127.0.0.1:\(port)/live"), "\(error)")
+            let everything = error + fixture.daemonLog + (try fixture.replay(["broadcast", "status"]).stdout)
+            #expect(!everything.contains("very-secret-key"), "the stream key leaked")
+
+            let bad = try fixture.replay(["broadcast", "start", "--extension", "rtmp", "--setup", "url=http://example.invalid",
+                                          "--setup", "key=k"])
+            let failed = try Broadcast.waitUntilOver(fixture)
+            #expect(bad.status != 0 || failed?["state"] as? String == "failed")
+            #expect((failed?["lastError"] as? String ?? "").contains("url must be an RTMP server address"), "\(String(describing: failed))")
+        }
+
+        @Test func srtCallsAListenerThatReceivesH264AndAACInMPEGTS() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            let received = fixture.file("received.ts")
+            let listener = try SRTListener(output: received)
+            try fixture.startDaemon(Self.installExtensions(in: fixture))
+            let start = try fixture.replay(["broadcast", "start", "--extension", "srt", "--setup", "url=\(listener.url)"])
+            #expect(start.status == 0, "\(start)")
+            let live = Self.wait(timeout: 15) { Self.connection(try? Self.lastStatus(fixture)) == "live" ? true : nil }
+            #expect(live == true, "\(String(describing: try? Self.lastStatus(fixture)))\n\(fixture.daemonLog)")
+            Thread.sleep(forTimeInterval: 5)
+            #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
+            #expect(try Broadcast.waitUntilOver(fixture)?["state"] as? String == "finished")
+            let result = listener.finish()
+            let probe = try MediaProbe(received)
+            #expect(probe.video?.codec == "h264" && probe.audio.first?.codec == "aac", "\(probe)\n\(result)")
+            #expect((probe.video?.packets ?? 0) >= 60, "\(probe)")
+        }
+
+        @Test func hlsWritesSegmentsAndAPlaylistThatFFprobeReads() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            let output = fixture.file("hls")
+            try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+            try fixture.startDaemon(Self.installExtensions(in: fixture))
+            let start = try fixture.replay(["broadcast", "start", "--extension", "hls", "--setup", "dir=\(output.path)"])
+            #expect(start.status == 0, "\(start)")
+            Thread.sleep(forTimeInterval: 7)
+            #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
+            let over = try Broadcast.waitUntilOver(fixture)
+            #expect(over?["state"] as? String == "finished", "\(String(describing: over))\n\(fixture.daemonLog)")
+            let playlist = try String(contentsOf: output.appendingPathComponent("stream.m3u8"), encoding: .utf8)
+            #expect(playlist.contains("#EXT-X-ENDLIST"), "\(playlist)")
+            let segments = playlist.split(separator: "\n").filter { $0.hasSuffix(".ts") }
+            #expect(segments.count >= 3, "\(playlist)")
+            let probe = try MediaProbe(output.appendingPathComponent("stream.m3u8"))
+            #expect(probe.video?.codec == "h264" && probe.audio.first?.codec == "aac", "\(probe)")
+            #expect(probe.video?.width == 640 && probe.video?.height == 480, "\(probe)")
+
+        }
+    }
+}
