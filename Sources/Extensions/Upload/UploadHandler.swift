@@ -4,6 +4,7 @@ public import ReplayExtensionKit
 public import ReplayMedia
 import ReplayProcessing
 import ReplaySystem
+import Synchronization
 
 /// The RTMP, SRT and HLS extensions: shapes the samples with the live video source and the
 /// audio mixer, encodes them on the callback thread (pictures go back to the daemon as soon
@@ -25,10 +26,9 @@ public final class UploadHandler: BroadcastSampleHandler {
     private var encoder: LiveEncoder?
     private var uploader: IngestUploader?
     private let backlog = PacketBacklog(limitBytes: UploadHandler.backlogLimit)
-    private var connection: IngestUploader.Connection = .connecting
-    private var connectionDetail: String?
-    private var lastReport: Int64 = 0
-    private var failed = false
+    /// What the uploader's thread last said, and when it was last reported; both threads report.
+    private let connection = Mutex<(state: IngestUploader.Connection, detail: String?, reportedAt: Int64)>((.connecting, nil, 0))
+    private let failed = Atomic<Bool>(false)
 
     public init(service: UploadService) {
         self.service = service
@@ -47,7 +47,7 @@ public final class UploadHandler: BroadcastSampleHandler {
     }
 
     public override func processSampleBuffer(_ sample: SampleBuffer, type: SampleBufferType) {
-        guard !failed, let source else { return }
+        guard !failed.load(ordering: .relaxed), let source else { return }
         switch sample {
         case .video(let frame):
             guard let shaped = source.process(frame) else { return }
@@ -62,7 +62,7 @@ public final class UploadHandler: BroadcastSampleHandler {
     }
 
     public override func broadcastFinished() {
-        guard let encoder, let uploader, !failed else { return }
+        guard let encoder, let uploader, !failed.load(ordering: .relaxed) else { return }
         do {
             for period in mixer.finish() { encode(audio: period) }
             backlog.append(try encoder.finish())
@@ -113,25 +113,24 @@ public final class UploadHandler: BroadcastSampleHandler {
     private func handle(_ event: IngestUploader.Event) {
         switch event {
         case .state(let state, let detail):
-            stateLock.withLock {
-                connection = state
-                connectionDetail = detail
-            }
+            connection.withLock { $0 = (state, detail, 0) }
             report()
         case .failed(let message):
             fail(message)
         }
     }
 
-    private let stateLock = NSLock()
-
     private func reportIfDue() {
-        if MonotonicClock.nanoseconds() - lastReport >= 2_000_000_000 { report() }
+        if MonotonicClock.nanoseconds() - connection.withLock({ $0.reportedAt }) >= 2_000_000_000 { report() }
     }
 
+    /// Sends the service info; called from both threads (settings, backlog and uploader are set
+    /// before the uploader's thread starts, and are thread-safe).
     private func report() {
-        let (state, detail) = stateLock.withLock { (connection, connectionDetail) }
-        lastReport = MonotonicClock.nanoseconds()
+        let (state, detail) = connection.withLock { current in
+            current.reportedAt = MonotonicClock.nanoseconds()
+            return (current.state, current.detail)
+        }
         var info = ["connection": state.rawValue,
                     "server": settings?.target.displayURL ?? "",
                     "buffered-seconds": String(format: "%.1f", backlog.bufferedDuration.seconds),
@@ -145,8 +144,7 @@ public final class UploadHandler: BroadcastSampleHandler {
     }
 
     private func fail(_ message: String) {
-        guard !failed else { return }
-        failed = true
+        guard !failed.exchange(true, ordering: .relaxed) else { return }
         finishBroadcast(error: message)
     }
 }

@@ -368,7 +368,8 @@ final class BroadcastSession: Sendable {
     }
 
     /// Ends the broadcast once: with `failure`, it failed; without, it finished. The
-    /// extension gets `finished` and two seconds to exit before it is killed.
+    /// extension gets `finished` and five seconds to exit (an upload extension sends what it
+    /// has queued and closes its stream properly) before it is killed.
     private func end(failure: String?) {
         let process = state.withLock { state -> ExtensionProcess? in
             guard !state.ending else { return nil }
@@ -382,7 +383,7 @@ final class BroadcastSession: Sendable {
         if let failure { logger.error("broadcast failed: \(failure)", metadata: ["broadcast": "\(id)"]) }
         Thread.detachNewThread {
             if failure == nil { _ = (try? DescriptorPassing.send(socket: process.socket, bytes: BroadcastCodec.encode(.finished), descriptors: [])) }
-            if process.process.wait(timeout: failure == nil ? 2 : 0.2) == nil { process.kill() }
+            if process.process.wait(timeout: failure == nil ? 5 : 0.2) == nil { process.kill() }
         }
     }
 }
