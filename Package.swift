@@ -162,6 +162,10 @@ let package = Package(
         .testTarget(
             name: "ReplayUploadTests", dependencies: ["ReplayUpload", "ReplayCodec", "ReplayMedia", "ReplayProcessing"],
             swiftSettings: strictSettings),
+        // The WebRTC extension's own logic (bitrate control, setup), tested in its executable module.
+        .testTarget(
+            name: "ReplayWebRTCTests", dependencies: ["replay-webrtc-extension", "ReplayProcessing"],
+            swiftSettings: strictSettings),
         .testTarget(name: "ReplayMediaTests", dependencies: ["ReplayMedia"], swiftSettings: strictSettings),
         .testTarget(
             name: "ReplayProcessingTests", dependencies: ["ReplayProcessing", "ReplayMedia"],

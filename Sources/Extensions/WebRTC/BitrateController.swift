@@ -27,7 +27,7 @@ struct BitrateController: Sendable, Equatable {
         if loss > 0.10 {
             kbps = Int(Double(kbps) * (1 - 0.5 * loss))
         } else if loss < 0.02 {
-            kbps = Int((Double(kbps) * 1.08).rounded(.up))
+            kbps = max(kbps + 1, Int((Double(kbps) * 1.08).rounded()))
         }
         kbps = min(max(kbps, minimum), maximum)
         return kbps
