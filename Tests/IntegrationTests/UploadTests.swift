@@ -76,7 +76,7 @@ extension IntegrationTests {
             let server = try RTMPServer(in: fixture.directory)
             defer { server.stop() }
             let (app, browser, page) = try Broadcast.openPicker(
-                fixture, appArguments: ["--go-live", "rtmp", "--live-seconds", "30"], extensions: Self.installExtensions(in: fixture))
+                fixture, appArguments: ["--go-live", "rtmp", "--live-seconds", "60"], extensions: Self.installExtensions(in: fixture))
             defer { browser.stop() }
             _ = try page.evaluate("document.getElementById('setup-rtmp-url').value = \(String(reflecting: server.ingestURL))")
             _ = try page.evaluate("document.getElementById('setup-rtmp-key').value = 'restart'")
@@ -91,13 +91,30 @@ extension IntegrationTests {
             }
             #expect(reconnecting != nil, "the CLI never showed reconnecting: \(String(describing: try? Self.lastStatus(fixture)))")
             Thread.sleep(forTimeInterval: 5)
+            // Meanwhile the stream went on being encoded into the bounded backlog.
+            let waiting = try Self.lastStatus(fixture)
+            let buffered = Double((waiting?["serviceInfo"] as? [String: String])?["buffered-seconds"] ?? "") ?? 0
+            #expect(buffered >= 3, "\(String(describing: waiting))")
             try server.start()
+            let restarted = Date()
             // The bound: publishing again within 10 s of the server's return.
             let back = Self.wait(timeout: 10) { try? server.publishing("restart") }
             #expect(back != nil, "not publishing 10 s after nginx came back\n\(fixture.daemonLog)")
             let status = try Self.lastStatus(fixture)
             #expect(status?["state"] as? String == "live" && Self.connection(status) == "live", "\(String(describing: status))")
             #expect((status?["serviceInfo"] as? [String: String])?["reconnects"] == "1", "\(String(describing: status))")
+            Thread.sleep(forTimeInterval: 3)
+            // What was buffered during the outage reached the server too: the second publish
+            // holds more than the time since nginx came back.
+            #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
+            let sinceRestart = Date().timeIntervalSince(restarted)
+            let files = try FileManager.default.contentsOfDirectory(at: server.recordings, includingPropertiesForKeys: nil)
+                .filter { $0.lastPathComponent.hasPrefix("restart") }.sorted { $0.lastPathComponent < $1.lastPathComponent }
+            #expect(files.count == 2, "\(files)")
+            if files.count == 2 {
+                let resumed = try MediaProbe(files[1])
+                #expect((resumed.video?.duration ?? resumed.duration ?? 0) > sinceRestart + 2, "\(resumed), \(sinceRestart) s since the restart")
+            }
 
             let result = app.finish(timeout: 60)
             #expect(result.status == 0, "\(result)")
