@@ -26,6 +26,8 @@ public final class UploadHandler: BroadcastSampleHandler {
     private var encoder: LiveEncoder?
     private var uploader: IngestUploader?
     private let backlog = PacketBacklog(limitBytes: UploadHandler.backlogLimit)
+    /// Fits pictures to the stream's size after the screen changed size mid-broadcast.
+    private let resize = PictureTransform()
     /// What the uploader's thread last said, and when it was last reported; both threads report.
     private let connection = Mutex<(state: IngestUploader.Connection, detail: String?, reportedAt: Int64)>((.connecting, nil, 0))
     private let failed = Atomic<Bool>(false)
@@ -76,7 +78,9 @@ public final class UploadHandler: BroadcastSampleHandler {
         do {
             let encoder = try encoderFor(frame.pixels)
             if uploader?.takeKeyframeRequest() == true { encoder.requestKeyframe() }
-            backlog.append(try encoder.encode(frame.pixels, at: frame.time))
+            // A stream keeps its size: a resized screen is scaled to it, not a failure.
+            let pixels = resize.scale(frame.pixels, width: encoder.format.width, height: encoder.format.height)
+            backlog.append(try encoder.encode(pixels, at: frame.time))
         } catch {
             fail("cannot encode the video: \(error)")
         }
