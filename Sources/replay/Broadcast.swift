@@ -32,7 +32,18 @@ struct BroadcastSelection: ParsableArguments {
 
 extension Replay.Broadcast {
     struct Start: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Start broadcasting through an extension.")
+        static let configuration = CommandConfiguration(
+            abstract: "Start broadcasting through an extension.",
+            discussion: """
+                'replay extensions list' shows each extension's setup keys (? marks optional
+                ones). For example, after 'replay broadcast start':
+                  --extension rtmp --setup url=rtmp://host/app --setup key=STREAM-KEY
+                  --extension srt --setup url=srt://host:9000 --mic
+                  --extension hls --setup dir=/srv/www/live --setup mode=screencast
+                  --extension webrtc --setup viewer-port=auto
+                'replay broadcast status' then shows the connection (live, reconnecting)
+                and where viewers watch.
+                """)
 
         @OptionGroup var daemon: DaemonOptions
 
