@@ -167,7 +167,7 @@ extension IntegrationTests {
             #expect((probe.video?.packets ?? 0) >= 60, "\(probe)")
         }
 
-        @Test func hlsWritesSegmentsAndAPlaylistThatFFprobeReads() throws {
+        @Test func hlsWritesSegmentsAndAPlaylistThatFFprobeReadsAndAPauseLeavesNoHole() throws {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
             defer { fixture.stop() }
             let output = fixture.file("hls")
@@ -175,7 +175,12 @@ extension IntegrationTests {
             try fixture.startDaemon(Self.installExtensions(in: fixture))
             let start = try fixture.replay(["broadcast", "start", "--extension", "hls", "--setup", "dir=\(output.path)"])
             #expect(start.status == 0, "\(start)")
-            Thread.sleep(forTimeInterval: 7)
+            Thread.sleep(forTimeInterval: 4)
+            // A pause keeps the stream up: the last picture twice a second, and silence.
+            #expect(try fixture.replay(["broadcast", "pause"]).status == 0)
+            Thread.sleep(forTimeInterval: 3)
+            #expect(try fixture.replay(["broadcast", "resume"]).status == 0)
+            Thread.sleep(forTimeInterval: 3)
             #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
             let over = try Broadcast.waitUntilOver(fixture)
             #expect(over?["state"] as? String == "finished", "\(String(describing: over))\n\(fixture.daemonLog)")
@@ -186,6 +191,15 @@ extension IntegrationTests {
             let probe = try MediaProbe(output.appendingPathComponent("stream.m3u8"))
             #expect(probe.video?.codec == "h264" && probe.audio.first?.codec == "aac", "\(probe)")
             #expect(probe.video?.width == 640 && probe.video?.height == 480, "\(probe)")
+            let playlist2 = output.appendingPathComponent("stream.m3u8").path
+            for stream in ["v:0", "a:0"] {
+                let times = try Command.run(Command.which("ffprobe"), [
+                    "-v", "error", "-select_streams", stream, "-show_entries", "packet=pts_time", "-of", "csv=p=0", playlist2,
+                ]).stdout.split(whereSeparator: \.isNewline).compactMap { Double($0.split(separator: ",")[0]) }.sorted()
+                let longestGap = zip(times, times.dropFirst()).map { $1 - $0 }.max() ?? .infinity
+                #expect(longestGap < 0.6, "\(stream): a \(longestGap) s hole in \(times.count) packets")
+                #expect((times.last ?? 0) - (times.first ?? 0) > 9, "\(stream) covers \(times.first ?? 0)...\(times.last ?? 0)")
+            }
 
         }
     }

@@ -13,7 +13,10 @@ import Synchronization
 /// The person and the host app see the connection in the service info: `connection`
 /// (connecting, live, reconnecting), `server`, `sent-kbps`, `buffered-seconds`,
 /// `dropped-packets`, `reconnects`, and `last-error` while reconnecting.
-public final class UploadHandler: BroadcastSampleHandler {
+public final class UploadHandler: BroadcastSampleHandler, @unchecked Sendable {
+    // @unchecked: samples, the encoder and the video source are used on the callback thread,
+    // or by the pause keep-alive while callbacks are quiet (resume and finish wait for it);
+    // what the uploader's thread touches is immutable once it starts, a Mutex or an Atomic.
     public let service: UploadService
     /// About 20 s of a 2.5 Mbit/s stream, kept while the server is away.
     public static let backlogLimit = 6 * 1024 * 1024
@@ -31,6 +34,12 @@ public final class UploadHandler: BroadcastSampleHandler {
     /// What the uploader's thread last said, and when it was last reported; both threads report.
     private let connection = Mutex<(state: IngestUploader.Connection, detail: String?, reportedAt: Int64)>((.connecting, nil, 0))
     private let failed = Atomic<Bool>(false)
+    /// The last picture sent: repeated while the broadcast is paused.
+    private var lastPicture: VideoSample?
+    private var keepalive: Keepalive?
+    /// While paused the stream stays up with the last picture this often (and silence), so
+    /// servers and viewers see a still stream rather than a dead one.
+    static let pauseRepeat = 0.5
 
     public init(service: UploadService) {
         self.service = service
@@ -63,7 +72,46 @@ public final class UploadHandler: BroadcastSampleHandler {
         reportIfDue()
     }
 
+    public override func broadcastPaused() {
+        guard encoder != nil, let last = lastPicture, !failed.load(ordering: .relaxed) else { return }
+        // A copy: the shared surface goes back to the daemon for the whole pause.
+        let still = PixelBuffer(width: last.pixels.width, height: last.pixels.height)
+        still.bytes.copyMemory(from: UnsafeRawBufferPointer(last.pixels.bytes))
+        lastPicture = nil
+        let keepalive = Keepalive()
+        self.keepalive = keepalive
+        // Callbacks are quiet until resumed or finished, which wait for this thread to end, so
+        // the encoder is never used by two threads at once.
+        Thread.detachNewThread { [self] in
+            while !keepalive.stopped {
+                let wake = MonotonicClock.nanoseconds() + Int64(Self.pauseRepeat * 1e9)
+                while MonotonicClock.nanoseconds() < wake && !keepalive.stopped { Thread.sleep(forTimeInterval: 0.02) }
+                if keepalive.stopped { break }
+                let now = MediaTime(nanoseconds: MonotonicClock.nanoseconds())
+                guard let encoder else { break }
+                do {
+                    backlog.append(try encoder.encode(still, at: now))
+                    backlog.append(try encoder.encode(audio: [], at: now))  // fills the pause with silence
+                } catch {
+                    fail("cannot encode the video: \(error)")
+                    break
+                }
+            }
+            keepalive.done.signal()
+        }
+    }
+
+    public override func broadcastResumed() { endKeepalive() }
+
+    private func endKeepalive() {
+        guard let keepalive else { return }
+        keepalive.stop.store(true, ordering: .relaxed)
+        keepalive.done.wait()
+        self.keepalive = nil
+    }
+
     public override func broadcastFinished() {
+        endKeepalive()
         guard let encoder, let uploader, !failed.load(ordering: .relaxed) else { return }
         do {
             for period in mixer.finish() { encode(audio: period) }
@@ -81,6 +129,7 @@ public final class UploadHandler: BroadcastSampleHandler {
             // A stream keeps its size: a resized screen is scaled to it, not a failure.
             let pixels = resize.scale(frame.pixels, width: encoder.format.width, height: encoder.format.height)
             backlog.append(try encoder.encode(pixels, at: frame.time))
+            lastPicture = VideoSample(time: frame.time, pixels: pixels)
         } catch {
             fail("cannot encode the video: \(error)")
         }
@@ -151,6 +200,13 @@ public final class UploadHandler: BroadcastSampleHandler {
         guard !failed.exchange(true, ordering: .relaxed) else { return }
         finishBroadcast(error: message)
     }
+}
+
+/// The thread that keeps a paused stream up, and how to end it.
+private final class Keepalive: Sendable {
+    let stop = Atomic<Bool>(false)
+    let done = DispatchSemaphore(value: 0)
+    var stopped: Bool { stop.load(ordering: .relaxed) }
 }
 
 /// The `main` of the RTMP, SRT and HLS extensions.
