@@ -20,6 +20,7 @@ struct SecretNotes: AsyncParsableCommand {
               secret-notes                         (until Ctrl-C)
               secret-notes --record 5              (records a 5 s replay, asks replayd to show its preview)
               secret-notes --share-frames 30       (streams 30 pictures of its own window, reports their colours)
+              secret-notes --go-live webrtc --in-app   (asks the person to broadcast its own window into a call)
             """)
 
     @Option(help: "Window colour: red, green, blue or RRGGBB.")
@@ -49,6 +50,9 @@ struct SecretNotes: AsyncParsableCommand {
     @Option(help: "Go live: ask the person to pick a broadcast service (narrowed to this extension id; 'any' for all), then finish after --live-seconds.")
     var goLive: String?
 
+    @Flag(help: "With --go-live: broadcast only this app's own windows (everything else black), not the screen.")
+    var inApp = false
+
     @Option(help: "How long to stay live once the person started the broadcast.")
     var liveSeconds: Double = 5
 
@@ -63,6 +67,7 @@ struct SecretNotes: AsyncParsableCommand {
         if parsedColour == nil { throw ValidationError("--colour must be red, green, blue or six hex digits") }
         if let shareFrames, shareFrames <= 0 { throw ValidationError("--share-frames must be positive") }
         if !(1...60).contains(shareFPS) { throw ValidationError("--share-fps must be between 1 and 60") }
+        if inApp && goLive == nil { throw ValidationError("--in-app goes with --go-live") }
     }
 
     func run() async throws {
@@ -127,11 +132,12 @@ struct SecretNotes: AsyncParsableCommand {
     private func broadcast(preferredExtension: String?) async throws(RecordingError) {
         let controller = BroadcastController(socket: socket)
         let updates = controller.updates()
-        try await controller.showPicker(preferredExtension: preferredExtension)
-        report(["event": "pickerShown"])
+        try await controller.showPicker(preferredExtension: preferredExtension, scope: inApp ? .app : .screen)
+        report(["event": "pickerShown", "scope": inApp ? "app" : "screen"])
         var finishing = false
         for await status in updates {
-            var fields: [String: Any] = ["event": "broadcast", "state": status.state.rawValue, "framesSent": status.framesSent]
+            var fields: [String: Any] = ["event": "broadcast", "state": status.state.rawValue, "framesSent": status.framesSent,
+                                         "scope": status.scope.rawValue]
             if let url = status.broadcastURL { fields["url"] = url }
             if let error = status.lastError { fields["error"] = error }
             // An upload extension's link to its server: connecting, live, reconnecting.

@@ -46,8 +46,14 @@ public final class BroadcastController: Sendable {
     /// Asks replayd to show the person the picker, narrowed to `preferredExtension` if given
     /// (ReplayKit's preferredExtension). Returns once it is shown; the person may start a
     /// broadcast there, or not.
-    public func showPicker(preferredExtension: String? = nil, microphone: Bool = false) async throws(RecordingError) {
-        try await connection().ask(.showBroadcastPicker(preferredExtension: preferredExtension, microphone: microphone),
+    /// - Parameter scope: `.screen` (the default) broadcasts the whole screen; `.app` only
+    ///   this app's own windows, everything else black, as in-app capture (ReplayKit's
+    ///   in-app broadcast, a call's screen share of the app). The picker tells the person which.
+    ///   The broadcast of the app's own windows ends when this controller's connection does
+    ///   (the app quits).
+    public func showPicker(preferredExtension: String? = nil, microphone: Bool = false,
+                           scope: BroadcastScope = .screen) async throws(RecordingError) {
+        try await connection().ask(.showBroadcastPicker(preferredExtension: preferredExtension, microphone: microphone, scope: scope),
                                    failure: .failedToShowPreview) { if case .pickerShown = $0 { true } else { false } }
     }
 

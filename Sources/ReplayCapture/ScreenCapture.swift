@@ -86,17 +86,18 @@ public final class ScreenCapture {
                 dirty = true
             }
             if dirty && pacer.take(at: now) {
+                guard let pixels = pool.take(width: frameSize.width, height: frameSize.height) else {
+                    // Every surface is still with a slow consumer: this frame is lost, and counted.
+                    // The screen stays dirty, so the next frame slot tries again.
+                    counters.count(delivered: false, repeated: false)
+                    continue
+                }
                 dirty = false
                 display.clearDamage()
                 let time = MediaTime(nanoseconds: MonotonicClock.nanoseconds())
                 guard image.grab(root: display.root) else {
                     try display.checkConnection()
                     throw CaptureError(.contentResized, "content resized: the screen changed size during the recording")
-                }
-                guard let pixels = pool.take(width: frameSize.width, height: frameSize.height) else {
-                    // Every surface is still with a slow consumer: this frame is lost, and counted.
-                    counters.count(delivered: false, repeated: false)
-                    continue
                 }
                 maskWindows()
                 if options.showCursor {
@@ -109,7 +110,9 @@ public final class ScreenCapture {
                 continue
             }
 
-            let deadline = dirty ? pacer.nextFrame(after: now) : min(lastDelivery + options.repeatInterval.nanoseconds, now + interval)
+            // Nothing delivered yet: nothing to repeat, so wait for damage (never a deadline in the past).
+            let repeatAt = previous == nil ? now + interval : lastDelivery + options.repeatInterval.nanoseconds
+            let deadline = dirty ? pacer.nextFrame(after: now) : min(repeatAt, now + interval)
             switch try display.waitForEvent(until: deadline, now: MonotonicClock.nanoseconds) {
             case .damaged:
                 dirty = true

@@ -11,6 +11,9 @@ extension ClientConnection {
     func startBroadcast(_ request: BroadcastRequest) throws {
         try requirePerson("start broadcasts directly (apps go through the broadcast picker)")
         guard (1...60).contains(request.fps) else { throw Refusal(code: .malformedRequest, message: "fps must be between 1 and 60") }
+        guard request.scope == .screen else {
+            throw Refusal(code: .malformedRequest, message: "the person broadcasts the screen; only an app can broadcast its own windows, through the picker")
+        }
         let status = try daemon.startBroadcast(request)
         daemon.logger.info("broadcast requested", metadata: ["broadcast": "\(status.id)", "peer": "\(peerDescription)"])
         try channel.send(DaemonEvent.broadcastStarted(status))
@@ -32,13 +35,14 @@ extension ClientConnection {
 
     /// The app's way to go live: the person picks the service and its setup on a page the
     /// app never sees; the app then hears about that broadcast's state, and only that.
-    func showBroadcastPicker(preferredExtension: String?, microphone: Bool) throws {
+    func showBroadcastPicker(preferredExtension: String?, microphone: Bool, scope: BroadcastScope) throws {
         guard let peer else { throw Refusal(code: .notPermitted, message: "the app's process could not be identified") }
         if let preferredExtension, daemon.catalog.find(preferredExtension) == nil {
             throw Refusal(code: .notFound, message: "no extension '\(preferredExtension)' is installed")
         }
         let base = try pagesBaseURL()
-        let token = daemon.pickers.open(.init(host: channel, hostPeer: peer, preferredExtension: preferredExtension, microphone: microphone))
+        let token = daemon.pickers.open(.init(host: channel, hostPeer: peer, preferredExtension: preferredExtension,
+                                                 microphone: microphone, scope: scope))
         let offer = PickerOffer(executable: peer.executable ?? "unknown app", pageURL: "\(base)/picker/\(token)")
         guard daemon.consent.notifyAgents(.pickerOffered(offer)) > 0 else {
             throw Refusal(code: .failedToShowPreview, message: "no consent agent is running to show the broadcast picker to the person")
@@ -46,7 +50,14 @@ extension ClientConnection {
         try channel.send(DaemonEvent.pickerShown)
     }
 
+    /// Every broadcast's state. A broadcast's URL (a viewer page with its token, say) is the
+    /// person's and its host app's only: other apps see that it runs, not where to watch it.
     func sendBroadcastStatus() throws {
-        try channel.send(DaemonEvent.broadcasts(daemon.broadcastStatuses))
+        let statuses = daemon.broadcastSessions.map { session in
+            var status = session.status
+            if role != .person && !(peer.map { session.host?.isSameProcess(as: $0) == true } ?? false) { status.broadcastURL = nil }
+            return status
+        }
+        try channel.send(DaemonEvent.broadcasts(statuses))
     }
 }

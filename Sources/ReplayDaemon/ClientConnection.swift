@@ -108,7 +108,8 @@ final class ClientConnection {
                 _ = session.waitUntilFinished()
             }
         case .broadcastStatus: try sendBroadcastStatus()
-        case .showBroadcastPicker(let preferred, let microphone): try showBroadcastPicker(preferredExtension: preferred, microphone: microphone)
+        case .showBroadcastPicker(let preferred, let microphone, let scope):
+            try showBroadcastPicker(preferredExtension: preferred, microphone: microphone, scope: scope ?? .screen)
         }
     }
 
@@ -163,6 +164,7 @@ final class ClientConnection {
         if let watcherID { daemon.captureMonitor.unwatch(watcherID) }
         daemon.protectedWindows.release(owner: number)
         daemon.pickers.close(host: channel)
+        daemon.endAppBroadcasts(hostChannel: channel)
         channel.close()
     }
 }

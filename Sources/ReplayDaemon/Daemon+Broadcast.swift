@@ -19,8 +19,13 @@ extension Daemon {
         if let problem = info.manifest.problem(with: request.setup) {
             throw ClientConnection.Refusal(code: .malformedRequest, message: problem)
         }
+        // An app's own windows: the app is the host, known by its connection, never named in the request.
+        if request.scope == .app && host == nil {
+            throw ClientConnection.Refusal(code: .notPermitted,
+                                           message: "only an app can broadcast its own windows, through the broadcast picker; the person broadcasts the screen")
+        }
         let session = BroadcastSession(
-            id: "bc-" + ConsentBroker.randomHex(6), request: request, host: host, manifest: info.manifest,
+            id: "bc-" + ConsentBroker.randomHex(6), request: request, host: host, hostChannel: hostChannel, manifest: info.manifest,
             displayName: configuration.displayName, protectedWindows: protectedWindows, logger: logger)
         guard state.withLock({ state -> Bool in
             guard !state.stopping else { return false }
@@ -28,6 +33,13 @@ extension Daemon {
             state.latestBroadcast = session.id
             return true
         }) else { throw ClientConnection.Refusal(code: .busy, message: "replayd is shutting down") }
+        // The app may have gone while the person was choosing: its own windows are then not
+        // to be broadcast. (Its connection's clean-up forgets its pickers, then ends its
+        // broadcasts of its own windows, so one of the two checks sees it.)
+        if request.scope == .app, let hostChannel, !pickers.isOpen(host: hostChannel) {
+            state.withLock { _ = $0.broadcasts.removeValue(forKey: session.id) }
+            throw ClientConnection.Refusal(code: .notFound, message: "the app that asked to broadcast its own windows is gone")
+        }
         captureMonitor.begin(.broadcast(session.id))
         Thread.detachNewThread { [self] in
             _ = session.waitUntilFinished()
@@ -48,8 +60,20 @@ extension Daemon {
         state.withLock { state in (id ?? state.latestBroadcast).flatMap { state.broadcasts[$0] } }
     }
 
-    var broadcastStatuses: [BroadcastStatus] {
-        state.withLock { Array($0.broadcasts.values) }.map(\.status).sorted { $0.id < $1.id }
+    /// Oldest first.
+    var broadcastSessions: [BroadcastSession] {
+        state.withLock { Array($0.broadcasts.values) }.sorted { $0.createdAt < $1.createdAt }
+    }
+
+    /// Ends the running broadcasts of an app's own windows whose host connection (the app's
+    /// BroadcastController) closed: the app quit or let go of it, there is nothing of it to
+    /// show any more, and its pid could come to name another process.
+    func endAppBroadcasts(hostChannel: MessageChannel) {
+        for session in broadcastSessions where session.request.scope == .app && !session.status.isOver
+            && session.hostChannel === hostChannel {
+            logger.info("the app's own broadcast ends with its connection", metadata: ["broadcast": "\(session.id)"])
+            session.stop()
+        }
     }
 
     /// Who is in focus, for `broadcastAnnotated`: the app's executable, from the X server and the kernel.

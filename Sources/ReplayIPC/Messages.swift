@@ -47,7 +47,8 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     /// An app asks the daemon to show the person the broadcast picker (narrowed to one
     /// extension if it names one). A broadcast the person starts there reports its status
     /// to this connection as `broadcastUpdated`; the app may pause, resume and stop it.
-    case showBroadcastPicker(preferredExtension: String?, microphone: Bool)
+    /// `scope` `.app` broadcasts only this process's windows; nil (older clients) is `.screen`.
+    case showBroadcastPicker(preferredExtension: String?, microphone: Bool, scope: BroadcastScope? = nil)
 }
 
 public struct RecordingOptions: Codable, Sendable, Equatable {

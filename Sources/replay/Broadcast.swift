@@ -182,6 +182,7 @@ private func printStatus(_ list: [BroadcastStatus], json: Bool) {
     if list.isEmpty { print("No broadcast.") }
     for status in list {
         var line = "\(status.id)  \(status.extensionID)  \(status.state.rawValue)  \(status.framesSent) frames sent, \(status.framesDropped) dropped"
+        if status.scope == .app { line += "  (the host app's own windows)" }
         if let url = status.broadcastURL { line += "  \(url)" }
         // An upload extension's connection to its server, e.g. "reconnecting", comes first.
         if let connection = status.serviceInfo["connection"] { line += "\n  connection: \(connection)" }

@@ -99,6 +99,32 @@ extension IntegrationTests {
             try page.waitUntil("window.probe.maxLuma > 200 && window.probe.minLuma < 150", timeout: 15)
         }
 
+        /// The HTTP status `curl` gets for `method` on `url` ("000" when it cannot connect).
+        static func httpStatus(_ method: String, _ url: String) throws -> String {
+            var arguments = ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "10", "-X", method]
+            if method == "POST" { arguments += ["-H", "Content-Type: application/sdp", "--data-binary", "v=0\r\n"] }
+            return try Command.run(Command.which("curl"), arguments + [url]).stdout
+        }
+
+        /// The viewer page and its WHEP endpoint answer only under the broadcast's random
+        /// token: without it, or with another, everything is 404.
+        static func expectOnlyTheTokenOpensTheViewer(_ url: String) throws {
+            let parsed = try #require(URL(string: url), "\(url)")
+            let components = parsed.pathComponents.filter { $0 != "/" }
+            let token = components.first ?? ""
+            #expect(components.count == 1 && token.count == 32 && token.allSatisfy(\.isHexDigit) && url.hasSuffix("/\(token)/"),
+                    "the viewer URL has no 128-bit token: \(url)")
+            let origin = "http://127.0.0.1:\(try #require(parsed.port))"
+            let other = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+            let refused = [("GET", "/"), ("GET", "/index.html"), ("POST", "/whep"), ("GET", "/whep"), ("DELETE", "/whep/1"),
+                           ("GET", "/\(other)/"), ("POST", "/\(other)/whep"), ("DELETE", "/\(other)/whep/1"),
+                           ("GET", "/\(token.dropLast())/"), ("POST", "/\(token.uppercased())/whep"), ("GET", "/whep/\(token)/")]
+            for (method, path) in refused {
+                #expect(try httpStatus(method, origin + path) == "404", "\(method) \(path) without the token")
+            }
+            #expect(try httpStatus("GET", url) == "200")
+        }
+
         @Test func twoViewersWatchTheBroadcastInChromiumWithVideoTheFlashAndAudio() throws {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
             defer { fixture.stop() }
@@ -108,6 +134,7 @@ extension IntegrationTests {
             let live = try #require(try Self.waitForStatus(fixture) { ($0["broadcastURL"] as? String)?.hasPrefix("http://127.0.0.1:") == true },
                                     "\(fixture.daemonLog)")
             let url = try #require(live["broadcastURL"] as? String, "\(live)")
+            try Self.expectOnlyTheTokenOpensTheViewer(url)
 
             let browser = try HeadlessBrowser()
             defer { browser.stop() }

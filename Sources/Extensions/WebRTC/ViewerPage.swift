@@ -1,8 +1,14 @@
+import Foundation
+
 /// The page local viewers open: a WHEP client (RFC-style: POST the offer, 201 with the
 /// answer and a Location, DELETE it when leaving) playing the broadcast in a <video>.
 /// `window.viewer` exposes the connection for tests and the latency bench.
 enum ViewerPage {
-    static let html = """
+    /// The page; `base` is the path every request of it goes to (`/<token>/`), so it works
+    /// whether or not the address it was opened at ends with a slash.
+    static func html(base: String) -> String { template.replacingOccurrences(of: "{{BASE}}", with: base) }
+
+    private static let template = """
         <!doctype html>
         <html lang="en">
         <head>
@@ -46,7 +52,7 @@ enum ViewerPage {
           };
           await pc.setLocalDescription(await pc.createOffer());
           await gathered(pc);
-          const response = await fetch('whep', { method: 'POST', headers: { 'Content-Type': 'application/sdp' },
+          const response = await fetch('{{BASE}}whep', { method: 'POST', headers: { 'Content-Type': 'application/sdp' },
                                                   body: pc.localDescription.sdp });
           if (response.status !== 201) throw new Error('the broadcast answered ' + response.status + ': ' + await response.text());
           viewer.resource = new URL(response.headers.get('Location'), location.href).href;

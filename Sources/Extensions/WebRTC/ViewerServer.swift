@@ -3,9 +3,14 @@ import Hummingbird
 import Logging
 import Synchronization
 
-/// Local viewers: on 127.0.0.1, the viewer page at `/` and a WHEP endpoint at `/whep`
-/// (POST an SDP offer: 201 Created with the answer and a Location; DELETE that Location to
-/// leave). Each viewer is its own send-only peer of the session.
+/// Local viewers: on 127.0.0.1, the viewer page at `/<token>/` and a WHEP endpoint at
+/// `/<token>/whep` (POST an SDP offer: 201 Created with the answer and a Location; DELETE
+/// that Location to leave). Each viewer is its own send-only peer of the session.
+///
+/// Loopback is open to every process on the machine, so every path starts with a random
+/// 128-bit token, fresh for each broadcast, that only the page's URL carries: replayd shows
+/// that URL to the person and the host app only. Anything without it is 404, as an unknown
+/// path is.
 final class ViewerServer: Sendable {
     struct Failure: Error, CustomStringConvertible {
         let description: String
@@ -19,11 +24,33 @@ final class ViewerServer: Sendable {
     private let task = Mutex<Task<Void, any Error>?>(nil)
     private let joined: @Sendable (Int32) -> Void
     private let left: @Sendable (Int32) -> Void
+    /// The first part of every path: 32 hex digits from the system's random source.
+    let token: String
 
-    init(session: WebRTCSession, joined: @escaping @Sendable (Int32) -> Void, left: @escaping @Sendable (Int32) -> Void) {
+    init(session: WebRTCSession, token: String = ViewerServer.randomToken(),
+         joined: @escaping @Sendable (Int32) -> Void, left: @escaping @Sendable (Int32) -> Void) {
         self.session = session
+        self.token = token
         self.joined = joined
         self.left = left
+    }
+
+    /// 128 random bits as hex (SystemRandomNumberGenerator: getrandom(2), the kernel's CSPRNG).
+    static func randomToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<2).map { _ in
+            let hex = String(generator.next() as UInt64, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }.joined()
+    }
+
+    /// Compares in time that depends only on the lengths, so timing tells nothing of the token.
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        var difference: UInt8 = 0
+        for index in x.indices { difference |= x[index] ^ y[index] }
+        return difference == 0
     }
 
     var viewerCount: Int { viewers.withLock { $0.count } }
@@ -57,7 +84,7 @@ final class ViewerServer: Sendable {
         task.withLock { $0 = runner }
         if ready.wait(timeout: .now() + 10) == .timedOut { throw Failure(description: "the viewer page did not start listening") }
         switch bound.withLock({ $0 })! {
-        case .success(let port): return "http://127.0.0.1:\(port)/"
+        case .success(let port): return "http://127.0.0.1:\(port)/\(token)/"
         case .failure(let error): throw Failure(description: "cannot serve the viewer page on 127.0.0.1:\(port): \(error)")
         }
     }
@@ -74,13 +101,21 @@ final class ViewerServer: Sendable {
         left(peer)
     }
 
+    /// True when the request's path starts with this server's token.
+    private func authorized(_ context: BasicRequestContext) -> Bool {
+        Self.constantTimeEqual(context.parameters.get("token") ?? "", token)
+    }
+
     private func router() -> Router<BasicRequestContext> {
         let router = Router()
-        router.get("/") { _, _ -> Response in
-            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
-                     body: .init(byteBuffer: ByteBuffer(string: ViewerPage.html)))
+        router.get(":token") { [self] _, context -> Response in
+            guard authorized(context) else { return Self.notFound() }
+            return Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
+                                                  .init("Referrer-Policy")!: "no-referrer"],
+                            body: .init(byteBuffer: ByteBuffer(string: ViewerPage.html(base: "/\(token)/"))))
         }
-        router.post("whep") { [self] request, _ -> Response in
+        router.post(":token/whep") { [self] request, context -> Response in
+            guard authorized(context) else { return Self.notFound() }
             guard request.headers[.contentType]?.lowercased().hasPrefix("application/sdp") == true else {
                 return Self.text(.unsupportedMediaType, "Send the SDP offer as application/sdp.\n")
             }
@@ -100,25 +135,29 @@ final class ViewerServer: Sendable {
             case .success(let (peer, answer)):
                 viewers.withLock { _ = $0.insert(peer) }
                 joined(peer)
-                return Response(status: .created, headers: [.contentType: "application/sdp", .location: "/whep/\(peer)"],
+                return Response(status: .created, headers: [.contentType: "application/sdp", .location: "/\(token)/whep/\(peer)"],
                                 body: .init(byteBuffer: ByteBuffer(string: answer)))
             case .failure(let error):
                 return Self.text(.badRequest, "Cannot answer this offer: \(error)\n")
             }
         }
-        router.delete("whep/:peer") { [self] _, context -> Response in
-            guard let peer = context.parameters.get("peer", as: Int32.self), isViewer(peer) else {
-                return Self.text(.notFound, "No such viewer.\n")
+        router.delete(":token/whep/:peer") { [self] _, context -> Response in
+            guard authorized(context), let peer = context.parameters.get("peer", as: Int32.self), isViewer(peer) else {
+                return Self.notFound()
             }
             remove(peer)
             return Response(status: .ok)
         }
-        router.patch("whep/:peer") { _, _ -> Response in
+        router.patch(":token/whep/:peer") { [self] _, context -> Response in
+            guard authorized(context) else { return Self.notFound() }
             // No trickle ICE: every candidate is in the offer and the answer.
-            Self.text(.methodNotAllowed, "Trickle ICE is not supported; send every candidate in the offer.\n")
+            return Self.text(.methodNotAllowed, "Trickle ICE is not supported; send every candidate in the offer.\n")
         }
         return router
     }
+
+    /// The same answer for a wrong token, a missing one and an unknown path or viewer.
+    private static func notFound() -> Response { text(.notFound, "Not found.\n") }
 
     private static func text(_ status: HTTPResponse.Status, _ message: String) -> Response {
         Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: message)))

@@ -10,6 +10,8 @@ final class BroadcastPickers: Sendable {
         let hostPeer: PeerIdentity
         let preferredExtension: String?
         let microphone: Bool
+        /// The screen, or only the host app's own windows: the app's to ask, the person's to accept.
+        let scope: BroadcastScope
     }
 
     private let pickers = Mutex<[String: Picker]>([:])
@@ -24,6 +26,11 @@ final class BroadcastPickers: Sendable {
         pickers.withLock { pickers in
             pickers.first { ConsentBroker.constantTimeEqual($0.key, token) }?.value
         }
+    }
+
+    /// True while `host` has a picker open (its connection has not closed).
+    func isOpen(host: MessageChannel) -> Bool {
+        pickers.withLock { $0.values.contains { $0.host === host } }
     }
 
     /// Forgets the pickers of a connection that closed.

@@ -19,9 +19,13 @@ import Glibc
 /// clear error, and nothing else.
 final class BroadcastSession: Sendable {
     let id: String
+    /// When it was asked for: lists show broadcasts oldest first, so the latest is last.
+    let createdAt = MonotonicClock.nanoseconds()
     let request: BroadcastRequest
     /// The app that started it through the picker, if one did: it may pause, resume and stop it.
     let host: PeerIdentity?
+    /// That app's connection, which hears the broadcast's updates.
+    let hostChannel: MessageChannel?
     private let manifest: ExtensionManifest
     private let displayName: String?
     private let protectedWindows: ProtectedWindows
@@ -55,16 +59,17 @@ final class BroadcastSession: Sendable {
         var unsentFrames = 0
     }
 
-    init(id: String, request: BroadcastRequest, host: PeerIdentity?, manifest: ExtensionManifest, displayName: String?,
-         protectedWindows: ProtectedWindows, logger: Logger) {
+    init(id: String, request: BroadcastRequest, host: PeerIdentity?, hostChannel: MessageChannel? = nil, manifest: ExtensionManifest,
+         displayName: String?, protectedWindows: ProtectedWindows, logger: Logger) {
         self.id = id
         self.request = request
         self.host = host
+        self.hostChannel = hostChannel
         self.manifest = manifest
         self.displayName = displayName
         self.protectedWindows = protectedWindows
         self.logger = logger
-        state = Mutex(State(status: BroadcastStatus(id: id, extensionID: request.extensionID, state: .starting)))
+        state = Mutex(State(status: BroadcastStatus(id: id, extensionID: request.extensionID, scope: request.scope, state: .starting)))
     }
 
     var status: BroadcastStatus {
@@ -80,9 +85,18 @@ final class BroadcastSession: Sendable {
     /// Opens the display, starts the extension and waits for it to be ready; throws with
     /// nothing left running when any of that fails.
     func start(hidden: [String], applicationInfo: [String: String]) throws {
+        let filter: WindowFilter
+        switch request.scope {
+        case .screen: filter = .everything
+        case .app:
+            // Only the host app's own windows, as in-app capture: never the screen by default.
+            guard let host else { throw ExtensionProcess.LaunchError(description: "only an app can broadcast its own windows") }
+            filter = .onlyProcess(host.pid)
+        }
         let capture = try ScreenCapture(
             displayName: displayName,
-            options: .init(fps: min(request.fps, 30), showCursor: true, protectedWindows: protectedWindows),
+            options: .init(fps: min(request.fps, 30), showCursor: request.scope == .screen, filter: filter,
+                           protectedWindows: protectedWindows),
             counters: counters)
         let size = capture.frameSize
         let surfaceSize = max(PixelBuffer.byteCount(width: size.width, height: size.height), 1 << 20)
@@ -101,15 +115,10 @@ final class BroadcastSession: Sendable {
             process.kill()
             throw error
         }
-        let videoStorages = surfaces.prefix(Self.videoSurfaces).map { surface in
-            PixelStorage(borrowing: surface.mutableBytes!) {}
-        }
-        state.withLock { state in
-            state.process = process
-            state.surfaces = surfaces
-            for (index, storage) in videoStorages.enumerated() { state.surfaceOfStorage[ObjectIdentifier(storage)] = index }
-        }
-        capture.pool = PixelBufferPool(fixed: videoStorages)
+        // The pool must hold the only references to the storages: it lends one only while
+        // nobody else refers to it. A local array kept alive until start() returns made every
+        // frame captured meanwhile "in use" and dropped, so this is a function of its own.
+        lendVideoSurfaces(surfaces, process: process, to: capture)
         Thread.detachNewThread { [self] in receiveFromExtension(process) }
         Thread.detachNewThread { [self] in watch(process) }
 
@@ -126,7 +135,9 @@ final class BroadcastSession: Sendable {
         }
         send(.started(setupInfo: request.setup))
         send(.annotated(applicationInfo: applicationInfo))
-        state.withLock { $0.status.state = .live }
+        // Not over an end that came meanwhile (a malformed message right after `ready`):
+        // a failed broadcast stays failed, and its stop flag keeps capture from starting.
+        state.withLock { state in if !state.ending { state.status.state = .live } }
         notifyObservers()
 
         let captureBox = UncheckedBox(capture)
@@ -140,7 +151,21 @@ final class BroadcastSession: Sendable {
         }
         startAudio()
         Thread.detachNewThread { [self] in sendSamples() }
-        logger.info("broadcast started", metadata: ["broadcast": "\(id)", "extension": "\(manifest.id)", "size": "\(size.width)x\(size.height)"])
+        logger.info("broadcast started", metadata: ["broadcast": "\(id)", "extension": "\(manifest.id)", "size": "\(size.width)x\(size.height)",
+                                                    "scope": "\(request.scope.rawValue)"])
+    }
+
+    /// Video surfaces as the capture's fixed pool, each known by its index.
+    private func lendVideoSurfaces(_ surfaces: [SharedSurface], process: ExtensionProcess, to capture: ScreenCapture) {
+        let videoStorages = surfaces.prefix(Self.videoSurfaces).map { surface in
+            PixelStorage(borrowing: surface.mutableBytes!) {}
+        }
+        state.withLock { state in
+            state.process = process
+            state.surfaces = surfaces
+            for (index, storage) in videoStorages.enumerated() { state.surfaceOfStorage[ObjectIdentifier(storage)] = index }
+        }
+        capture.pool = PixelBufferPool(fixed: videoStorages)
     }
 
     /// Calls `observer` with the status now and after every change, until the broadcast ends.

@@ -150,7 +150,9 @@ extension LoopbackPages {
             }
             var setup: [String: String] = [:]
             for (key, value) in form where key.hasPrefix("setup.") && !value.isEmpty { setup[String(key.dropFirst(6))] = value }
-            let broadcast = BroadcastRequest(extensionID: id, setup: setup, microphone: form["microphone"] == "on" || picker.microphone)
+            // The scope is the app's request, shown on the page; nothing in the form changes it.
+            let broadcast = BroadcastRequest(extensionID: id, setup: setup, microphone: form["microphone"] == "on" || picker.microphone,
+                                             scope: picker.scope)
             // Starting waits for the extension to be ready: off the server's threads.
             let outcome = await withCheckedContinuation { continuation in
                 Thread.detachNewThread {

@@ -80,9 +80,25 @@ enum PageTemplates {
                 </fieldset>
                 """
         }.joined(separator: "\n")
+        let heading: String, what: String
+        switch picker.scope {
+        case .screen:
+            heading = "\(app) wants to go live with your whole screen"
+            what = """
+                Choose where to broadcast <strong id="scope" data-scope="screen">your whole screen</strong>. The service gets \
+                everything on the screen (except windows their apps protect) and the sound the computer plays; \(app) only learns whether you are live.
+                """
+        case .app:
+            heading = "\(app) wants to broadcast its own windows"
+            what = """
+                Choose where to broadcast <strong id="scope" data-scope="app">only \(app)'s own windows</strong>: \
+                the rest of the screen stays black, and the pointer is not shown. The service also gets the sound \
+                the computer plays (all of it, not only \(app)'s); \(app) only learns whether you are live.
+                """
+        }
         return page(title: "Start broadcast", body: """
-            <h1>\(app) wants to go live</h1>
-            <p>Choose where to broadcast the screen. The service gets the screen and app audio; \(app) only learns whether you are live.</p>
+            <h1>\(heading)</h1>
+            <p>\(what)</p>
             <form method="post" action="/picker/\(escape(token))">
               \(choices)
               <label><input type="checkbox" name="microphone" id="microphone"\(picker.microphone ? " checked" : "")> Microphone</label>
@@ -105,7 +121,7 @@ enum PageTemplates {
         } ?? ""
         return page(title: status.state == .live ? "Live" : status.state.rawValue, body: """
             <h1 id="result">\(status.state == .live ? "Live" : escape(status.state.rawValue.capitalized))</h1>
-            <p>\(escape(status.extensionID))\(status.lastError.map { ": " + escape($0) } ?? "")</p>
+            <p>\(escape(status.extensionID))\(status.scope == .app ? " (the app's own windows)" : "")\(status.lastError.map { ": " + escape($0) } ?? "")</p>
             \(stop)
             """)
     }

@@ -1,3 +1,13 @@
+/// What a broadcast shows.
+public enum BroadcastScope: String, Codable, Sendable, CaseIterable {
+    /// The whole screen (protected windows black): what the person broadcasts.
+    case screen
+    /// Only the host app's own windows, everything else black, as in-app capture: what an
+    /// app asks for when it puts itself into a call. Only an app may ask, for itself,
+    /// through the picker.
+    case app
+}
+
 /// Asking replayd to broadcast through an extension.
 public struct BroadcastRequest: Codable, Sendable, Equatable {
     public var extensionID: String
@@ -5,12 +15,29 @@ public struct BroadcastRequest: Codable, Sendable, Equatable {
     public var microphone: Bool
     /// Video to the extension, at most 30 fps as in ReplayKit.
     public var fps: Int
+    /// The whole screen, or only the host app's windows; `.screen` when absent (older clients).
+    public var scope: BroadcastScope
 
-    public init(extensionID: String, setup: [String: String] = [:], microphone: Bool = false, fps: Int = 30) {
+    public init(extensionID: String, setup: [String: String] = [:], microphone: Bool = false, fps: Int = 30,
+                scope: BroadcastScope = .screen) {
         self.extensionID = extensionID
         self.setup = setup
         self.microphone = microphone
         self.fps = fps
+        self.scope = scope
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case extensionID, setup, microphone, fps, scope
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        extensionID = try container.decode(String.self, forKey: .extensionID)
+        setup = try container.decode([String: String].self, forKey: .setup)
+        microphone = try container.decode(Bool.self, forKey: .microphone)
+        fps = try container.decode(Int.self, forKey: .fps)
+        scope = try container.decodeIfPresent(BroadcastScope.self, forKey: .scope) ?? .screen
     }
 }
 
@@ -28,6 +55,8 @@ public struct BroadcastStatus: Codable, Sendable, Equatable {
 
     public var id: String
     public var extensionID: String
+    /// What it shows: the whole screen or only the host app's windows.
+    public var scope: BroadcastScope
     public var state: State
     public var framesSent: Int
     public var framesDropped: Int
@@ -42,11 +71,12 @@ public struct BroadcastStatus: Codable, Sendable, Equatable {
     public var serviceInfo: [String: String]
     public var broadcastURL: String?
 
-    public init(id: String, extensionID: String, state: State, framesSent: Int = 0, framesDropped: Int = 0,
+    public init(id: String, extensionID: String, scope: BroadcastScope = .screen, state: State, framesSent: Int = 0, framesDropped: Int = 0,
                 audioPeriodsSent: Int = 0, messageBytesSent: Int = 0, extensionPeakMemory: Int = 0, lastError: String? = nil, serviceInfo: [String: String] = [:],
                 broadcastURL: String? = nil) {
         self.id = id
         self.extensionID = extensionID
+        self.scope = scope
         self.state = state
         self.framesSent = framesSent
         self.framesDropped = framesDropped
@@ -59,4 +89,25 @@ public struct BroadcastStatus: Codable, Sendable, Equatable {
     }
 
     public var isOver: Bool { state == .finished || state == .failed }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, extensionID, scope, state, framesSent, framesDropped, audioPeriodsSent, messageBytesSent, extensionPeakMemory
+        case lastError, serviceInfo, broadcastURL
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decode(String.self, forKey: .id)
+        extensionID = try container.decode(String.self, forKey: .extensionID)
+        scope = try container.decodeIfPresent(BroadcastScope.self, forKey: .scope) ?? .screen
+        state = try container.decode(State.self, forKey: .state)
+        framesSent = try container.decode(Int.self, forKey: .framesSent)
+        framesDropped = try container.decode(Int.self, forKey: .framesDropped)
+        audioPeriodsSent = try container.decode(Int.self, forKey: .audioPeriodsSent)
+        messageBytesSent = try container.decode(Int.self, forKey: .messageBytesSent)
+        extensionPeakMemory = try container.decode(Int.self, forKey: .extensionPeakMemory)
+        lastError = try container.decodeIfPresent(String.self, forKey: .lastError)
+        serviceInfo = try container.decode([String: String].self, forKey: .serviceInfo)
+        broadcastURL = try container.decodeIfPresent(String.self, forKey: .broadcastURL)
+    }
 }
