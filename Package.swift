@@ -65,11 +65,17 @@ let package = Package(
         .target(name: "ReplaySystem", dependencies: ["CShims"], swiftSettings: strictSettings),
         // Wire protocol between replayd and its clients.
         .target(name: "ReplayIPC", dependencies: ["ReplaySystem"], swiftSettings: strictSettings),
+        // A Hummingbird server on loopback, started from synchronous code, and URL tokens:
+        // replayd's pages and the WebRTC extension's viewer page.
+        .target(
+            name: "ReplayLoopbackServer",
+            dependencies: [.product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings),
         // replayd as a library: sessions, store, recording pipeline.
         .target(
             name: "ReplayDaemon",
             dependencies: [
-                "ReplayMedia", "ReplayProcessing", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplaySystem",
+                "ReplayMedia", "ReplayProcessing", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplaySystem", "ReplayLoopbackServer",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
@@ -133,7 +139,7 @@ let package = Package(
         .executableTarget(
             name: "replay-webrtc-extension",
             dependencies: [
-                "CWebRTC", "ReplayExtensionKit", "ReplayProcessing", "ReplayMedia", "ReplaySystem",
+                "CWebRTC", "ReplayExtensionKit", "ReplayProcessing", "ReplayMedia", "ReplaySystem", "ReplayLoopbackServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -3,6 +3,7 @@ import Logging
 import ReplayCapture
 import ReplayIPC
 import Synchronization
+import ReplayLoopbackServer
 
 /// Broadcasts: started by the person (CLI) or through an app's picker, one session each.
 extension Daemon {
@@ -25,7 +26,7 @@ extension Daemon {
                                            message: "only an app can broadcast its own windows, through the broadcast picker; the person broadcasts the screen")
         }
         let session = BroadcastSession(
-            id: "bc-" + ConsentBroker.randomHex(6), request: request, host: host, hostChannel: hostChannel, manifest: info.manifest,
+            id: "bc-" + LoopbackServer.randomToken(bytes: 6), request: request, host: host, hostChannel: hostChannel, manifest: info.manifest,
             displayName: configuration.displayName, protectedWindows: protectedWindows, logger: logger)
         guard state.withLock({ state -> Bool in
             guard !state.stopping else { return false }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import ReplayLoopbackServer
 import Synchronization
 
 /// Local viewers: on 127.0.0.1, the viewer page at `/<token>/` and a WHEP endpoint at
@@ -27,30 +28,12 @@ final class ViewerServer: Sendable {
     /// The first part of every path: 32 hex digits from the system's random source.
     let token: String
 
-    init(session: WebRTCSession, token: String = ViewerServer.randomToken(),
+    init(session: WebRTCSession, token: String = LoopbackServer.randomToken(bytes: 16),
          joined: @escaping @Sendable (Int32) -> Void, left: @escaping @Sendable (Int32) -> Void) {
         self.session = session
         self.token = token
         self.joined = joined
         self.left = left
-    }
-
-    /// 128 random bits as hex (SystemRandomNumberGenerator: getrandom(2), the kernel's CSPRNG).
-    static func randomToken() -> String {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<2).map { _ in
-            let hex = String(generator.next() as UInt64, radix: 16)
-            return String(repeating: "0", count: 16 - hex.count) + hex
-        }.joined()
-    }
-
-    /// Compares in time that depends only on the lengths, so timing tells nothing of the token.
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
-        guard x.count == y.count else { return false }
-        var difference: UInt8 = 0
-        for index in x.indices { difference |= x[index] ^ y[index] }
-        return difference == 0
     }
 
     var viewerCount: Int { viewers.withLock { $0.count } }
@@ -59,33 +42,14 @@ final class ViewerServer: Sendable {
 
     /// Serves on 127.0.0.1:`port` (0: a free one); returns the page's URL once listening.
     func start(port: Int) throws -> String {
-        let bound = Mutex<Result<Int, any Error>?>(nil)
-        let ready = DispatchSemaphore(value: 0)
         var logger = Logger(label: "webrtc-viewer")
         logger.logLevel = .critical
-        let app = Application(
-            router: router(),
-            configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "replay-webrtc"),
-            onServerRunning: { channel in
-                bound.withLock { $0 = .success(channel.localAddress?.port ?? port) }
-                ready.signal()
-            },
-            logger: logger)
-        let server = Box(app)
-        let runner = Task {
-            do {
-                try await server.value.run()
-            } catch {
-                bound.withLock { if $0 == nil { $0 = .failure(error) } }
-                ready.signal()
-                throw error
-            }
-        }
-        task.withLock { $0 = runner }
-        if ready.wait(timeout: .now() + 10) == .timedOut { throw Failure(description: "the viewer page did not start listening") }
-        switch bound.withLock({ $0 })! {
-        case .success(let port): return "http://127.0.0.1:\(port)/\(token)/"
-        case .failure(let error): throw Failure(description: "cannot serve the viewer page on 127.0.0.1:\(port): \(error)")
+        do {
+            let (bound, runner) = try LoopbackServer.start(router: router(), port: port, serverName: "replay-webrtc", logger: logger)
+            task.withLock { $0 = runner }
+            return "http://127.0.0.1:\(bound)/\(token)/"
+        } catch {
+            throw Failure(description: "cannot serve the viewer page: \(error)")
         }
     }
 
@@ -103,7 +67,7 @@ final class ViewerServer: Sendable {
 
     /// True when the request's path starts with this server's token.
     private func authorized(_ context: BasicRequestContext) -> Bool {
-        Self.constantTimeEqual(context.parameters.get("token") ?? "", token)
+        LoopbackServer.constantTimeEqual(context.parameters.get("token") ?? "", token)
     }
 
     private func router() -> Router<BasicRequestContext> {
@@ -162,9 +126,4 @@ final class ViewerServer: Sendable {
     private static func text(_ status: HTTPResponse.Status, _ message: String) -> Response {
         Response(status: status, headers: [.contentType: "text/plain; charset=utf-8"], body: .init(byteBuffer: ByteBuffer(string: message)))
     }
-}
-
-private struct Box<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
 }

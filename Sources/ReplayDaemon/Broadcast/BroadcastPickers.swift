@@ -1,6 +1,7 @@
 import Foundation
 import ReplayIPC
 import Synchronization
+import ReplayLoopbackServer
 
 /// Pickers apps asked for, by the token in the picker page's URL. The page is the person's:
 /// the app only learns what the person started, through `broadcastUpdated`.
@@ -17,14 +18,14 @@ final class BroadcastPickers: Sendable {
     private let pickers = Mutex<[String: Picker]>([:])
 
     func open(_ picker: Picker) -> String {
-        let token = ConsentBroker.randomHex(16)
+        let token = LoopbackServer.randomToken(bytes: 16)
         pickers.withLock { $0[token] = picker }
         return token
     }
 
     func picker(_ token: String) -> Picker? {
         pickers.withLock { pickers in
-            pickers.first { ConsentBroker.constantTimeEqual($0.key, token) }?.value
+            pickers.first { LoopbackServer.constantTimeEqual($0.key, token) }?.value
         }
     }
 

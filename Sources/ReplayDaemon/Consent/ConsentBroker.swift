@@ -2,6 +2,7 @@ import Foundation
 import ReplayIPC
 import ReplaySystem
 import Synchronization
+import ReplayLoopbackServer
 
 /// Decides whether an app may capture, asking the person out of the app's process.
 ///
@@ -100,8 +101,8 @@ public final class ConsentBroker: Sendable {
             break
         }
 
-        let requestID = "consent-" + Self.randomHex(8)
-        let token = Self.randomHex(16)
+        let requestID = "consent-" + LoopbackServer.randomToken(bytes: 8)
+        let token = LoopbackServer.randomToken(bytes: 16)
         let prompt = ConsentPrompt(
             requestID: requestID, executable: peer.executable ?? "unknown app", pid: peer.pid, uid: peer.uid,
             screen: capabilities.contains(.screen), appAudio: capabilities.contains(.appAudio),
@@ -138,7 +139,7 @@ public final class ConsentBroker: Sendable {
     /// the page (which must show the request's token). Returns false for an unknown request.
     func answer(requestID: String, allow: Bool, token: String?) -> Bool {
         guard let pending = state.withLock({ $0.pending[requestID] }) else { return false }
-        if let token, !Self.constantTimeEqual(token, pending.token) { return false }
+        if let token, !LoopbackServer.constantTimeEqual(token, pending.token) { return false }
         let first = pending.answer.withLock { answer -> Bool in
             guard answer == nil else { return false }
             answer = allow
@@ -151,7 +152,7 @@ public final class ConsentBroker: Sendable {
     /// The request behind a consent page, if `token` is its token.
     func prompt(requestID: String, token: String) -> ConsentPrompt? {
         guard let pending = state.withLock({ $0.pending[requestID] }),
-              Self.constantTimeEqual(token, pending.token) else { return nil }
+              LoopbackServer.constantTimeEqual(token, pending.token) else { return nil }
         return pending.prompt
     }
 
@@ -196,16 +197,6 @@ public final class ConsentBroker: Sendable {
         }
     }
 
-    static func randomHex(_ bytes: Int) -> String {
-        (0..<bytes).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-    }
-
-    /// Compares secrets without leaking, through timing, how much of a guess was right.
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
-        guard x.count == y.count else { return false }
-        return zip(x, y).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
-    }
 }
 
 extension Duration {

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import ReplayIPC
+import ReplayLoopbackServer
 import Synchronization
 
 /// The pages replayd serves on loopback, out of every app's process: the consent page
@@ -36,35 +37,14 @@ final class LoopbackPages: Sendable {
 
     /// Serves on 127.0.0.1:`port` (0 picks a free one); returns the base URL once listening.
     func start(port: Int) throws -> String {
-        let bound = Mutex<Result<Int, any Error>?>(nil)
-        let ready = DispatchSemaphore(value: 0)
         var pageLogger = logger
         pageLogger.logLevel = .warning
-        let app = Application(
-            router: router(),
-            configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "replayd"),
-            onServerRunning: { channel in
-                bound.withLock { $0 = .success(channel.localAddress?.port ?? port) }
-                ready.signal()
-            },
-            logger: pageLogger)
-        let server = UncheckedBox(app)
-        let runner = Task {
-            do {
-                try await server.value.run()
-            } catch {
-                bound.withLock { if $0 == nil { $0 = .failure(error) } }
-                ready.signal()
-                throw error
-            }
-        }
-        task.withLock { $0 = runner }
-        if ready.wait(timeout: .now() + 10) == .timedOut {
-            throw PageError(description: "the loopback pages did not start listening")
-        }
-        switch bound.withLock({ $0 })! {
-        case .success(let port): return "http://127.0.0.1:\(port)"
-        case .failure(let error): throw PageError(description: "cannot serve the loopback pages on port \(port): \(error)")
+        do {
+            let (bound, runner) = try LoopbackServer.start(router: router(), port: port, serverName: "replayd", logger: pageLogger)
+            task.withLock { $0 = runner }
+            return "http://127.0.0.1:\(bound)"
+        } catch {
+            throw PageError(description: "cannot serve the loopback pages: \(error)")
         }
     }
 

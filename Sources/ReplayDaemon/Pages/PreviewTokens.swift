@@ -1,4 +1,5 @@
 import Synchronization
+import ReplayLoopbackServer
 
 /// Per-recording tokens for the preview page. A token is handed to the person (the CLI, a
 /// consent agent) and never to an app, so an app that knows a recording's id still cannot
@@ -10,7 +11,7 @@ final class PreviewTokens: Sendable {
     func token(for recordingID: String) -> String {
         tokens.withLock { tokens in
             if let token = tokens[recordingID] { return token }
-            let token = ConsentBroker.randomHex(16)
+            let token = LoopbackServer.randomToken(bytes: 16)
             tokens[recordingID] = token
             return token
         }
@@ -18,7 +19,7 @@ final class PreviewTokens: Sendable {
 
     func isValid(_ token: String, for recordingID: String) -> Bool {
         guard let expected = tokens.withLock({ $0[recordingID] }) else { return false }
-        return ConsentBroker.constantTimeEqual(token, expected)
+        return LoopbackServer.constantTimeEqual(token, expected)
     }
 
     func revoke(_ recordingID: String) {

@@ -1,0 +1,71 @@
+import Dispatch
+public import Hummingbird
+public import Logging
+import Synchronization
+
+/// A Hummingbird server on 127.0.0.1, started from synchronous code: replayd's pages and the
+/// WebRTC extension's viewer page both need "listen, then tell me the port, or why not".
+public enum LoopbackServer {
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Serves `router` on 127.0.0.1:`port` (0 picks a free one) and returns once it listens:
+    /// the port it got and the task running it (cancel it to stop). Throws when it cannot
+    /// listen within 10 s.
+    public static func start(
+        router: Router<BasicRequestContext>, port: Int, serverName: String, logger: Logger
+    ) throws -> (port: Int, task: Task<Void, any Error>) {
+        let bound = Mutex<Result<Int, any Error>?>(nil)
+        let ready = DispatchSemaphore(value: 0)
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: serverName),
+            onServerRunning: { channel in
+                bound.withLock { $0 = .success(channel.localAddress?.port ?? port) }
+                ready.signal()
+            },
+            logger: logger)
+        let server = SendableApplication(app)
+        let task = Task {
+            do {
+                try await server.value.run()
+            } catch {
+                bound.withLock { if $0 == nil { $0 = .failure(error) } }
+                ready.signal()
+                throw error
+            }
+        }
+        guard ready.wait(timeout: .now() + 10) == .success else {
+            task.cancel()
+            throw Failure(description: "did not start listening on 127.0.0.1:\(port) within 10 s")
+        }
+        switch bound.withLock({ $0 })! {
+        case .success(let port): return (port, task)
+        case .failure(let error): throw Failure(description: "cannot listen on 127.0.0.1:\(port): \(error)")
+        }
+    }
+
+    /// Compares secrets in time that depends only on their lengths, so timing tells nothing of
+    /// how much of a guess was right.
+    public static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        return zip(x, y).reduce(UInt8(0)) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    /// `bytes` random bytes from the system's CSPRNG (getrandom(2)) as hex: for tokens in URLs.
+    public static func randomToken(bytes: Int = 16) -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<bytes).map { _ in
+            let byte = UInt8.random(in: .min ... .max, using: &generator)
+            return (byte < 16 ? "0" : "") + String(byte, radix: 16)
+        }.joined()
+    }
+}
+
+/// The application is handed to the task that runs it and never touched here again.
+private struct SendableApplication<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
