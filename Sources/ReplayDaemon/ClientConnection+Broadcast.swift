@@ -43,7 +43,7 @@ extension ClientConnection {
         let base = try pagesBaseURL()
         let token = daemon.pickers.open(.init(host: channel, hostPeer: peer, preferredExtension: preferredExtension,
                                                  microphone: microphone, scope: scope))
-        let offer = PickerOffer(executable: peer.executable ?? "unknown app", pageURL: "\(base)/picker/\(token)")
+        let offer = PickerOffer(executable: peer.executable ?? "unknown app", pageURL: "\(base)/picker/\(token)", scope: scope)
         guard daemon.consent.notifyAgents(.pickerOffered(offer)) > 0 else {
             throw Refusal(code: .failedToShowPreview, message: "no consent agent is running to show the broadcast picker to the person")
         }

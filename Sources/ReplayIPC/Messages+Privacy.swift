@@ -95,9 +95,22 @@ public struct CaptureStatus: Codable, Sendable, Equatable {
 public struct PickerOffer: Codable, Sendable, Equatable {
     public var executable: String
     public var pageURL: String
+    /// What the app would broadcast: the screen, or only its own windows.
+    public var scope: BroadcastScope
 
-    public init(executable: String, pageURL: String) {
+    public init(executable: String, pageURL: String, scope: BroadcastScope = .screen) {
         self.executable = executable
         self.pageURL = pageURL
+        self.scope = scope
+    }
+
+    private enum CodingKeys: String, CodingKey { case executable, pageURL, scope }
+
+    /// An offer from an older replayd has no scope: the screen.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        executable = try container.decode(String.self, forKey: .executable)
+        pageURL = try container.decode(String.self, forKey: .pageURL)
+        scope = try container.decodeIfPresent(BroadcastScope.self, forKey: .scope) ?? .screen
     }
 }

@@ -55,7 +55,10 @@ extension Replay {
                         if !json { printError("\(offer.executable) asks you to look at recording \(offer.recordingID):\n  \(offer.pageURL)") }
                         if open { openInBrowser(offer.pageURL) }
                     case .pickerOffered(let offer):
-                        if !json { printError("\(offer.executable) wants to go live; pick a broadcast service:\n  \(offer.pageURL)") }
+                        if !json {
+                            let what = offer.scope == .app ? "with its own windows" : "with your whole screen"
+                            printError("\(offer.executable) wants to go live \(what); pick a broadcast service:\n  \(offer.pageURL)")
+                        }
                         if open { openInBrowser(offer.pageURL) }
                     default:
                         break

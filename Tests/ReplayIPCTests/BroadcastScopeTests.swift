@@ -26,6 +26,13 @@ import Testing
         #expect(preferred == "webrtc" && !microphone && scope == nil)
     }
 
+    @Test func aPickerOfferSaysWhatWouldBeBroadcastAndAnOldOneIsTheScreen() throws {
+        let old = #"{"executable":"/usr/bin/app","pageURL":"http://127.0.0.1:1/picker/x"}"#
+        #expect(try JSONDecoder().decode(PickerOffer.self, from: Data(old.utf8)).scope == .screen)
+        let offer = PickerOffer(executable: "/usr/bin/app", pageURL: "http://127.0.0.1:1/picker/x", scope: .app)
+        #expect(try JSONDecoder().decode(PickerOffer.self, from: JSONEncoder().encode(offer)) == offer)
+    }
+
     @Test func theScopeSurvivesARoundTrip() throws {
         for scope in BroadcastScope.allCases {
             let request = BroadcastRequest(extensionID: "webrtc", scope: scope)
