@@ -122,7 +122,11 @@ final class ClientConnection {
 
     /// Where the loopback pages are, or a refusal when replayd serves none.
     func pagesBaseURL() throws -> String {
-        guard let base = daemon.pagesBaseURL else {
+        let base: String?
+        do { base = try daemon.pagesBaseURL() } catch {
+            throw Refusal(code: .failedToShowPreview, message: "replayd cannot start its loopback pages: \(error)")
+        }
+        guard let base else {
             throw Refusal(code: .failedToShowPreview, message: "replayd serves no pages (started with --no-pages)")
         }
         return base
@@ -147,7 +151,7 @@ final class ClientConnection {
             pid: getpid(), display: daemon.configuration.displayName ?? ProcessInfo.processInfo.environment["DISPLAY"],
             activeRecordings: role == .person ? daemon.activeRecordings : [], mode: daemon.configuration.mode,
             store: role == .person ? daemon.store.directory.path : nil,
-            pagesURL: role == .person ? daemon.pagesBaseURL : nil)))
+            pagesURL: role == .person ? (try? daemon.pagesBaseURL()).flatMap { $0 } : nil)))
     }
 
     private func cleanUp() {

@@ -82,14 +82,17 @@ public final class Daemon: Sendable, PickerBackend {
         store = try RecordingStore(directory: configuration.store)
         let pagesAddress = self.pagesAddress
         consent = ConsentBroker(settings: configuration.consent) { request, token in
-            pagesAddress.url.map { "\($0)/consent/\(request)?token=\(token)" }
+            (try? pagesAddress.url()).flatMap { $0 }.map { "\($0)/consent/\(request)?token=\(token)" }
         }
         windows = WindowOwnership(displayName: configuration.displayName)
         catalog = ExtensionCatalog(directories: configuration.extensionDirectories + ExtensionCatalog.defaultDirectories(),
                                    logger: logger)
-        pages = LoopbackPages(consent: consent, previews: previews, store: store, logger: logger)
+        let pages = LoopbackPages(consent: consent, previews: previews, store: store, logger: logger)
+        self.pages = pages
         if let port = configuration.pagesPort {
-            pagesAddress.url = try pages.start(port: port)
+            pagesAddress.serve { try pages.start(port: port) }
+            // A port of the person's choosing is bound now, so a clash is reported at start.
+            if port != 0 { _ = try pagesAddress.url() }
         }
         let socketDirectory = URL(fileURLWithPath: configuration.socketPath).deletingLastPathComponent()
         if configuration.mode == .system {
@@ -103,13 +106,14 @@ public final class Daemon: Sendable, PickerBackend {
         pages.attach(self)
     }
 
-    var pagesBaseURL: String? { pagesAddress.url }
+    /// The loopback pages' base URL (started on first use); nil with `--no-pages`.
+    func pagesBaseURL() throws -> String? { try pagesAddress.url() }
 
     /// Serves clients until `shutdown()`.
     public func run() {
         logger.info("replayd listening", metadata: [
             "socket": "\(configuration.socketPath)", "store": "\(store.directory.path)", "mode": "\(configuration.mode.rawValue)",
-            "pages": "\(pagesBaseURL ?? "off")",
+            "pages": "\(pagesAddress.summary)",
         ])
         if let idle = configuration.idleExit { watchIdleness(limit: idle) }
         watchFocus()

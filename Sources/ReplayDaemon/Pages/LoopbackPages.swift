@@ -65,13 +65,31 @@ protocol PickerBackend: AnyObject, Sendable {
     func broadcast(_ id: String?) -> BroadcastSession?
 }
 
-/// Where the pages listen, once they do: read by the consent broker to build page URLs.
+/// Where the pages listen. They start on first use (an app asks for consent, a preview or the
+/// picker; the person asks for the status), so a daemon that only records never pays for a
+/// web server (about 7 MB: Hummingbird and its event loops).
 final class PagesAddress: Sendable {
-    private let value = Mutex<String?>(nil)
+    private let state = Mutex<(start: (@Sendable () throws -> String)?, url: String?)>((nil, nil))
 
-    var url: String? {
-        get { value.withLock { $0 } }
-        set { value.withLock { $0 = newValue } }
+    /// How to start the pages; until this is called, replayd serves none.
+    func serve(_ start: @escaping @Sendable () throws -> String) {
+        state.withLock { $0.start = start }
+    }
+
+    /// The pages' base URL, starting them if they are not yet; nil when replayd serves none.
+    func url() throws -> String? {
+        try state.withLock { state in
+            if let url = state.url { return url }
+            guard let start = state.start else { return nil }
+            let url = try start()
+            state.url = url
+            return url
+        }
+    }
+
+    /// What the log says: the URL once started.
+    var summary: String {
+        state.withLock { $0.url ?? ($0.start == nil ? "off" : "on first use") }
     }
 }
 
