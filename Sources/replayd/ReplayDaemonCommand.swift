@@ -61,7 +61,7 @@ struct ReplayDaemonCommand: ParsableCommand {
     @Option(help: "Seconds without focus or capture after which an app's consent lapses (ReplayKit: 8 minutes).")
     var consentIdle: Int = 480
 
-    @Option(help: "Loopback port of the consent and preview pages (0: any free port).")
+    @Option(help: "Loopback port of the consent, preview and picker pages (0: any free port, started on first use; another port is bound at start).")
     var pagesPort: Int = 0
 
     @Flag(help: "Serve no consent or preview pages.")
