@@ -11,7 +11,7 @@ import Synchronization
 /// as x264 has its copy), and leaves sending to an `IngestUploader`.
 ///
 /// The person and the host app see the connection in the service info: `connection`
-/// (connecting, live, reconnecting), `server`, `sent-kbps`, `buffered-seconds`,
+/// (connecting, live, reconnecting), `server`, `sent-kbytes`, `buffered-seconds`,
 /// `dropped-packets`, `reconnects`, and `last-error` while reconnecting.
 public final class UploadHandler: BroadcastSampleHandler, @unchecked Sendable {
     // @unchecked: samples, the encoder and the video source are used on the callback thread,
