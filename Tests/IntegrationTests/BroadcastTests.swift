@@ -30,14 +30,19 @@ extension IntegrationTests {
             return (try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]]) ?? []
         }
 
+        /// The latest broadcast's status (the list is oldest first).
+        static func latestStatus(_ fixture: ReplayFixture) throws -> [String: Any]? { try status(fixture).last }
+
+        /// Waits until the latest broadcast's status `matches`; returns it, or the last one seen.
+        static func waitForStatus(_ fixture: ReplayFixture, timeout: Double = 20, _ matches: ([String: Any]) -> Bool) throws
+            -> [String: Any]? {
+            try poll(timeout: timeout, every: 0.2) { try latestStatus(fixture).flatMap { matches($0) ? $0 : nil } }
+                ?? latestStatus(fixture)
+        }
+
         /// Waits until the latest broadcast is over; returns its status.
         static func waitUntilOver(_ fixture: ReplayFixture, timeout: Double = 20) throws -> [String: Any]? {
-            let deadline = Date().addingTimeInterval(timeout)
-            while Date() < deadline {
-                if let last = try status(fixture).last, ["finished", "failed"].contains(last["state"] as? String ?? "") { return last }
-                Thread.sleep(forTimeInterval: 0.2)
-            }
-            return try status(fixture).last
+            try waitForStatus(fixture, timeout: timeout) { ["finished", "failed"].contains($0["state"] as? String ?? "") }
         }
 
         @Test func anExtensionGetsTheLifecycleInOrderVideoAtMost30FpsAndBothAudioTypes() throws {
@@ -59,7 +64,7 @@ extension IntegrationTests {
             Thread.sleep(forTimeInterval: 2)
             let stop = try fixture.replay(["broadcast", "stop", "--json"])
             #expect(stop.status == 0, "\(stop)")
-            let final = try #require(try Self.status(fixture).last)
+            let final = try #require(try Self.latestStatus(fixture))
             #expect(final["state"] as? String == "finished", "\(final)")
             #expect((final["broadcastURL"] as? String)?.hasPrefix("file://") == true, "\(final)")
 
@@ -121,7 +126,7 @@ extension IntegrationTests {
             let before = Self.residentMegabytes(daemon.pid)
             Thread.sleep(forTimeInterval: 5)
             let after = Self.residentMegabytes(daemon.pid)
-            let status = try #require(try Self.status(fixture).last)
+            let status = try #require(try Self.latestStatus(fixture))
             #expect(status["state"] as? String == "live", "\(status)")
             let sent = status["framesSent"] as? Int ?? 0, dropped = status["framesDropped"] as? Int ?? 0
             // The moving demo scene offers ~30 frames a second; the extension takes ~2.5.

@@ -52,7 +52,7 @@ extension IntegrationTests {
             try picker.waitUntil("document.getElementById('result') !== null && document.getElementById('result').textContent === 'Live'",
                                  timeout: 30)
 
-            let live = try #require(try WebRTC.waitForStatus(fixture) { ($0["broadcastURL"] as? String)?.hasPrefix("http://127.0.0.1:") == true },
+            let live = try #require(try Broadcast.waitForStatus(fixture) { ($0["broadcastURL"] as? String)?.hasPrefix("http://127.0.0.1:") == true },
                                     "\(fixture.daemonLog)")
             #expect(live["scope"] as? String == "app" && live["state"] as? String == "live", "\(live)")
             let url = try #require(live["broadcastURL"] as? String)
@@ -96,7 +96,7 @@ extension IntegrationTests {
             // The app quits: its broadcast ends with it (there is nothing of it left to show).
             app.process.signal(SIGKILL)
             _ = app.finish(timeout: 10)
-            let ended = try WebRTC.waitForStatus(fixture) { ["finished", "failed"].contains($0["state"] as? String ?? "") }
+            let ended = try Broadcast.waitForStatus(fixture) { ["finished", "failed"].contains($0["state"] as? String ?? "") }
             #expect(ended?["state"] as? String == "finished", "\(String(describing: ended))\n\(fixture.daemonLog)")
             #expect(fixture.daemon?.isRunning == true)
 

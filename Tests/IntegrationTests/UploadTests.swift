@@ -23,17 +23,6 @@ extension IntegrationTests {
             return ["--extensions-dir", directory.path]
         }
 
-        static func wait<T>(timeout: Double, every interval: Double = 0.25, _ probe: () throws -> T?) rethrows -> T? {
-            let deadline = Date().addingTimeInterval(timeout)
-            repeat {
-                if let value = try probe() { return value }
-                Thread.sleep(forTimeInterval: interval)
-            } while Date() < deadline
-            return try probe()
-        }
-
-        static func lastStatus(_ fixture: ReplayFixture) throws -> [String: Any]? { try Broadcast.status(fixture).last }
-
         static func connection(_ status: [String: Any]?) -> String? {
             (status?["serviceInfo"] as? [String: String])?["connection"]
         }
@@ -48,11 +37,11 @@ extension IntegrationTests {
                                             "--setup", "key=demo-key", "--setup", "watch-url=https://example.invalid/watch/demo"])
             #expect(start.status == 0, "\(start)\n\(fixture.daemonLog)")
 
-            let stream = Self.wait(timeout: 20) { try? server.publishing("demo-key").flatMap { $0.audioCodec == nil ? nil : $0 } }
+            let stream = poll(timeout: 20) { try? server.publishing("demo-key").flatMap { $0.audioCodec == nil ? nil : $0 } }
             #expect(stream?.videoCodec == "H264", "\(String(describing: stream))\n\((try? server.stat()) ?? "no /stat")\n\(fixture.daemonLog)")
             #expect(stream?.audioCodec == "AAC", "\(String(describing: stream))")
             #expect(stream?.width == 1280 && stream?.height == 720, "\(String(describing: stream))")
-            let live = try Self.lastStatus(fixture)
+            let live = try Broadcast.latestStatus(fixture)
             #expect(Self.connection(live) == "live", "\(String(describing: live))")
             #expect(live?["broadcastURL"] as? String == "https://example.invalid/watch/demo")
             Thread.sleep(forTimeInterval: 8)  // several of the demo scene's once-a-second flashes
@@ -82,26 +71,23 @@ extension IntegrationTests {
             _ = try page.evaluate("document.getElementById('setup-rtmp-key').value = 'restart'")
             try page.click("#start")
             try page.waitUntil("document.getElementById('result') !== null && document.getElementById('result').textContent === 'Live'")
-            #expect(Self.wait(timeout: 20) { try? server.publishing("restart") } != nil, "\(server.log)\n\(fixture.daemonLog)")
+            #expect(poll(timeout: 20) { try? server.publishing("restart") } != nil, "\(server.log)\n\(fixture.daemonLog)")
 
             server.stop()
-            let reconnecting = Self.wait(timeout: 10) { () -> [String: Any]? in
-                let status = try? Self.lastStatus(fixture)
-                return Self.connection(status) == "reconnecting" ? status : nil
-            }
-            #expect(reconnecting != nil, "the CLI never showed reconnecting: \(String(describing: try? Self.lastStatus(fixture)))")
+            let reconnecting = try Broadcast.waitForStatus(fixture, timeout: 10) { Self.connection($0) == "reconnecting" }
+            #expect(Self.connection(reconnecting) == "reconnecting", "the CLI never showed reconnecting: \(String(describing: try? Broadcast.latestStatus(fixture)))")
             Thread.sleep(forTimeInterval: 5)
             // Meanwhile the stream went on being encoded into the bounded backlog (the service
             // info shown may be up to 2 s old).
-            let waiting = try Self.lastStatus(fixture)
+            let waiting = try Broadcast.latestStatus(fixture)
             let buffered = Double((waiting?["serviceInfo"] as? [String: String])?["buffered-seconds"] ?? "") ?? 0
             #expect(buffered >= 2, "\(String(describing: waiting))")
             try server.start()
             let restarted = Date()
             // The bound: publishing again within 10 s of the server's return.
-            let back = Self.wait(timeout: 10) { try? server.publishing("restart") }
+            let back = poll(timeout: 10) { try? server.publishing("restart") }
             #expect(back != nil, "not publishing 10 s after nginx came back\n\(fixture.daemonLog)")
-            let status = try Self.lastStatus(fixture)
+            let status = try Broadcast.latestStatus(fixture)
             #expect(status?["state"] as? String == "live" && Self.connection(status) == "live", "\(String(describing: status))")
             #expect((status?["serviceInfo"] as? [String: String])?["reconnects"] == "1", "\(String(describing: status))")
             Thread.sleep(forTimeInterval: 3)
@@ -157,8 +143,8 @@ extension IntegrationTests {
             try fixture.startDaemon(Self.installExtensions(in: fixture))
             let start = try fixture.replay(["broadcast", "start", "--extension", "srt", "--setup", "url=\(listener.url)"])
             #expect(start.status == 0, "\(start)")
-            let live = Self.wait(timeout: 15) { Self.connection(try? Self.lastStatus(fixture)) == "live" ? true : nil }
-            #expect(live == true, "\(String(describing: try? Self.lastStatus(fixture)))\n\(fixture.daemonLog)")
+            let live = try Broadcast.waitForStatus(fixture, timeout: 15) { Self.connection($0) == "live" }
+            #expect(Self.connection(live) == "live", "\(String(describing: try? Broadcast.latestStatus(fixture)))\n\(fixture.daemonLog)")
             Thread.sleep(forTimeInterval: 5)
             #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
             #expect(try Broadcast.waitUntilOver(fixture)?["state"] as? String == "finished")

@@ -23,20 +23,6 @@ extension IntegrationTests {
             return ["--extensions-dir", directory.path]
         }
 
-        static func status(_ fixture: ReplayFixture) throws -> [String: Any]? {
-            let result = try fixture.replay(["broadcast", "status", "--json"])
-            return ((try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8))) as? [[String: Any]])?.last
-        }
-
-        static func waitForStatus(_ fixture: ReplayFixture, timeout: Double = 20, _ matches: ([String: Any]) -> Bool) throws -> [String: Any]? {
-            let deadline = Date(timeIntervalSinceNow: timeout)
-            while Date() < deadline {
-                if let last = try status(fixture), matches(last) { return last }
-                Thread.sleep(forTimeInterval: 0.2)
-            }
-            return try status(fixture)
-        }
-
         /// Samples the page's <video> into a small canvas every 15 ms and keeps the brightest
         /// and darkest mean luma seen, so a test can tell the demo scene's white flash arrived.
         static let installProbe = """
@@ -131,7 +117,7 @@ extension IntegrationTests {
             try fixture.startDaemon(Self.installExtension(in: fixture))
             let start = try fixture.replay(["broadcast", "start", "--extension", "webrtc", "--setup", "viewer-port=auto", "--json"])
             #expect(start.status == 0, "\(start)\n\(fixture.daemonLog)")
-            let live = try #require(try Self.waitForStatus(fixture) { ($0["broadcastURL"] as? String)?.hasPrefix("http://127.0.0.1:") == true },
+            let live = try #require(try Broadcast.waitForStatus(fixture) { ($0["broadcastURL"] as? String)?.hasPrefix("http://127.0.0.1:") == true },
                                     "\(fixture.daemonLog)")
             let url = try #require(live["broadcastURL"] as? String, "\(live)")
             try Self.expectOnlyTheTokenOpensTheViewer(url)
@@ -150,7 +136,7 @@ extension IntegrationTests {
                 try page.waitUntil("(async () => (await (\(Self.inbound("window.viewer.pc"))))[0] > \(before.frames + 10))()", timeout: 20)
                 #expect(try Self.counters(page, "window.viewer.pc").frames > before.frames, "viewer \(index + 1)")
             }
-            let during = try #require(try Self.status(fixture))
+            let during = try #require(try Broadcast.latestStatus(fixture))
             #expect(during["state"] as? String == "live", "\(during)")
             #expect((during["serviceInfo"] as? [String: String])?["viewers"] == "2", "\(during)")
             let peak = during["extensionPeakMemory"] as? Int ?? 0
@@ -158,13 +144,13 @@ extension IntegrationTests {
 
             // A viewer that leaves (its page's DELETE) ends only its own session.
             _ = try viewers[0].evaluate("(() => { window.dispatchEvent(new Event('pagehide')); return true; })()")
-            let one = try Self.waitForStatus(fixture) { ($0["serviceInfo"] as? [String: String])?["viewers"] == "1" }
+            let one = try Broadcast.waitForStatus(fixture) { ($0["serviceInfo"] as? [String: String])?["viewers"] == "1" }
             #expect((one?["serviceInfo"] as? [String: String])?["viewers"] == "1", "\(String(describing: one))")
             let before = try Self.counters(viewers[1], "window.viewer.pc")
             try viewers[1].waitUntil("(async () => (await (\(Self.inbound("window.viewer.pc"))))[0] > \(before.frames + 10))()", timeout: 20)
 
             #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
-            let final = try #require(try Self.status(fixture))
+            let final = try #require(try Broadcast.latestStatus(fixture))
             #expect(final["state"] as? String == "finished", "\(final)\n\(fixture.daemonLog)")
         }
 
@@ -226,14 +212,14 @@ extension IntegrationTests {
 
             try page.waitUntil("window.receiver && window.receiver.connectionState === 'connected'", timeout: 30)
             try Self.expectMediaFlows(page, connection: "window.receiver", label: "WHIP receiver")
-            let live = try #require(try Self.status(fixture))
+            let live = try #require(try Broadcast.latestStatus(fixture))
             #expect(live["state"] as? String == "live", "\(live)")
             #expect(endpoint.requests.allSatisfy { $0.method != "DELETE" })
 
             #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
             let delete = try #require(endpoint.waitForRequest(timeout: 10) { $0.method == "DELETE" }, "\(endpoint.requests.map(\.method))")
             #expect(delete.path == "/whip/session/1" && delete.status == 200, "\(delete)")
-            let final = try #require(try Self.status(fixture))
+            let final = try #require(try Broadcast.latestStatus(fixture))
             #expect(final["state"] as? String == "finished", "\(final)")
             #expect(!fixture.daemonLog.contains(token), "the bearer token was logged")
         }
@@ -249,7 +235,7 @@ extension IntegrationTests {
             let start = try fixture.replay(["broadcast", "start", "--extension", "webrtc", "--setup", "whip-url=\(endpoint.url)",
                                             "--setup", "token=\(wrong)"])
             #expect(start.status == 0 || start.stderr.contains("401"), "\(start)")
-            let final = try #require(try Self.waitForStatus(fixture) { ["finished", "failed"].contains($0["state"] as? String ?? "") })
+            let final = try #require(try Broadcast.waitForStatus(fixture) { ["finished", "failed"].contains($0["state"] as? String ?? "") })
             #expect(final["state"] as? String == "failed", "\(final)")
             let error = final["lastError"] as? String ?? ""
             #expect(error.contains("401") && error.contains("token"), "\(final)")

@@ -1,12 +1,12 @@
 public import Foundation
 public import ReplaySystem
 
-/// A TCP/UDP port on 127.0.0.1 that nothing listens on right now.
+/// Ports on 127.0.0.1 for the servers the tests start.
 public enum LoopbackPort {
-    public static func free() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    /// A TCP socket listening on 127.0.0.1 at a port the kernel chose, and that port.
+    public static func listen(backlog: Int32 = 16) throws -> (fd: Int32, port: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SystemError(call: "socket", errno: errno) }
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
@@ -14,11 +14,23 @@ public enum LoopbackPort {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+                bind(fd, pointer, length) == 0 && Glibc.listen(fd, backlog) == 0 && getsockname(fd, pointer, &length) == 0
             }
         }
-        guard bound else { throw SystemError(call: "bind", errno: errno) }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard bound else {
+            let error = SystemError(call: "bind", errno: errno)
+            close(fd)
+            throw error
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
+    /// A port on 127.0.0.1 that nothing listens on right now (for a server started next, or
+    /// for "nothing there").
+    public static func free() throws -> Int {
+        let (fd, port) = try listen()
+        close(fd)
+        return port
     }
 }
 

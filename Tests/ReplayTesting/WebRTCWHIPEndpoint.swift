@@ -45,24 +45,9 @@ public final class WHIPTestEndpoint: Sendable {
 
     public init(token: String) throws {
         self.token = token
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw Failure(description: "socket: \(String(cString: strerror(errno)))") }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
-                bind(fd, address, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, address, &length) == 0
-            }
+        do { (listener, port) = try LoopbackPort.listen() } catch {
+            throw Failure(description: "cannot listen on loopback: \(error)")
         }
-        guard bound else {
-            close(fd)
-            throw Failure(description: "cannot listen on loopback: \(String(cString: strerror(errno)))")
-        }
-        listener = fd
-        port = Int(UInt16(bigEndian: address.sin_port))
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "whip-test-endpoint"
         thread.start()
