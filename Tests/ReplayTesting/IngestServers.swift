@@ -27,10 +27,15 @@ public enum LoopbackPort {
 
     /// A port on 127.0.0.1 that nothing listens on right now (for a server started next, or
     /// for "nothing there").
-    public static func free() throws -> Int {
-        let (fd, port) = try listen()
-        close(fd)
-        return port
+    public static func free() throws -> Int { try free(1)[0] }
+
+    /// `count` different such ports: each is held until all are chosen, so the kernel cannot
+    /// hand out the same one twice.
+    public static func free(_ count: Int) throws -> [Int] {
+        var held: [(fd: Int32, port: Int)] = []
+        defer { for socket in held { close(socket.fd) } }
+        for _ in 0..<count { held.append(try listen()) }
+        return held.map(\.port)
     }
 }
 
@@ -41,8 +46,8 @@ public enum LoopbackPort {
 public final class RTMPServer: @unchecked Sendable {
     // @unchecked: `process` is only replaced by the test that owns the server.
     public let directory: URL
-    public let rtmpPort: Int
-    public let httpPort: Int
+    public private(set) var rtmpPort = 0
+    public private(set) var httpPort = 0
     private var process: ChildProcess?
 
     public static let module = "/usr/lib/nginx/modules/ngx_rtmp_module.so"
@@ -55,8 +60,24 @@ public final class RTMPServer: @unchecked Sendable {
         for sub in ["recordings", "logs", "tmp"] {
             try FileManager.default.createDirectory(at: directory.appendingPathComponent(sub), withIntermediateDirectories: true)
         }
-        rtmpPort = try LoopbackPort.free()
-        httpPort = try LoopbackPort.free()
+        // Another process may take a free port before nginx binds it: then two fresh ones.
+        var attempt = 0
+        while true {
+            let ports = try LoopbackPort.free(2)
+            rtmpPort = ports[0]
+            httpPort = ports[1]
+            try writeConfig()
+            do {
+                try start()
+                return
+            } catch {
+                attempt += 1
+                guard attempt < 3, log.contains("Address already in use") else { throw error }
+            }
+        }
+    }
+
+    private func writeConfig() throws {
         let temp = directory.appendingPathComponent("tmp").path
         let config = """
             load_module \(Self.module);
@@ -90,7 +111,6 @@ public final class RTMPServer: @unchecked Sendable {
             }
             """
         try config.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
-        try start()
     }
 
     deinit { stop() }
