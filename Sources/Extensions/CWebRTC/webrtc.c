@@ -540,9 +540,9 @@ static void on_gathering_state(GObject *webrtc, GParamSpec *spec, gpointer data)
     g_mutex_unlock(&peer->lock);
 }
 
-/* Links `tee` -> queue -> payloader -> a new send-only transceiver of `webrtc`. */
-static gboolean link_branch(Peer *peer, GstElement *tee, GstElement *queue, GstElement *pay, gboolean video, GstPad **tee_pad,
-                            char **error) {
+/* Links queue -> payloader -> a new send-only transceiver of `webrtc`; the tee comes later
+ * (link_tee), once the branch runs. */
+static gboolean link_branch(Peer *peer, GstElement *queue, GstElement *pay, gboolean video, char **error) {
     GstBin *pipeline = GST_BIN(peer->session->pipeline);
     g_object_set(queue, "leaky", 2, "max-size-buffers", 0, "max-size-bytes", 0, "max-size-time", (guint64)(GST_SECOND / 2), NULL);
     gst_bin_add_many(pipeline, queue, pay, NULL);
@@ -567,9 +567,16 @@ static gboolean link_branch(Peer *peer, GstElement *tee, GstElement *queue, GstE
         if (video) g_object_set(transceiver, "do-nack", TRUE, NULL);
         gst_object_unref(transceiver);
     }
+    return TRUE;
+}
+
+/* Feeds a running branch from `tee`. Only once the queue is PLAYING: a buffer that meets a
+ * queue still in NULL returns FLUSHING, and that stops the encoder's source for good (the
+ * audio of a viewer who joined at such a moment never flowed). */
+static gboolean link_tee(GstElement *tee, GstElement *queue, GstPad **tee_pad, char **error) {
     *tee_pad = gst_element_request_pad_simple(tee, "src_%u");
     GstPad *queue_sink = gst_element_get_static_pad(queue, "sink");
-    linked = gst_pad_link(*tee_pad, queue_sink) == GST_PAD_LINK_OK;
+    gboolean linked = gst_pad_link(*tee_pad, queue_sink) == GST_PAD_LINK_OK;
     gst_object_unref(queue_sink);
     if (!linked) {
         set_error(error, "cannot link to the tee");
@@ -632,8 +639,8 @@ static Peer *peer_new(CWebRTCSession *session, int video_pt, int audio_pt, char 
     g_hash_table_insert(session->peers, GINT_TO_POINTER(peer->id), peer);
     g_mutex_unlock(&session->lock);
 
-    if (!link_branch(peer, session->video_tee, peer->video_queue, peer->video_pay, TRUE, &peer->video_tee_pad, error) ||
-        !link_branch(peer, session->audio_tee, peer->audio_queue, peer->audio_pay, FALSE, &peer->audio_tee_pad, error)) {
+    if (!link_branch(peer, peer->video_queue, peer->video_pay, TRUE, error) ||
+        !link_branch(peer, peer->audio_queue, peer->audio_pay, FALSE, error)) {
         cwebrtc_peer_remove(session, peer->id);
         return NULL;
     }
@@ -642,6 +649,11 @@ static Peer *peer_new(CWebRTCSession *session, int video_pt, int audio_pt, char 
     gst_element_sync_state_with_parent(peer->audio_pay);
     gst_element_sync_state_with_parent(peer->video_queue);
     gst_element_sync_state_with_parent(peer->audio_queue);
+    if (!link_tee(session->video_tee, peer->video_queue, &peer->video_tee_pad, error) ||
+        !link_tee(session->audio_tee, peer->audio_queue, &peer->audio_tee_pad, error)) {
+        cwebrtc_peer_remove(session, peer->id);
+        return NULL;
+    }
     return peer;
 }
 
