@@ -183,7 +183,9 @@ let package = Package(
         .testTarget(name: "ReplaySystemTests", dependencies: ["ReplaySystem"], swiftSettings: strictSettings),
         .testTarget(name: "ReplayIPCTests", dependencies: ["ReplayIPC", "ReplaySystem"], swiftSettings: strictSettings),
         .testTarget(
-            name: "ReplayDaemonTests", dependencies: ["ReplayDaemon", "ReplayIPC", "ReplaySystem"],
+            name: "ReplayDaemonTests",
+            dependencies: ["ReplayDaemon", "ReplayIPC", "ReplaySystem", "ReplayCapture", "ReplayCodec", "ReplayMedia",
+                           .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings),
         // Shared fixture and media checks for the integration tests.
         .target(

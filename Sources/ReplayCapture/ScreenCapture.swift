@@ -3,45 +3,48 @@ public import ReplaySystem
 import ReplayProcessing
 import Synchronization
 
+/// What a screen capture takes, and how often.
+public struct ScreenCaptureOptions: Sendable {
+    public var fps: Int
+    public var showCursor: Bool
+    public var repeatInterval: MediaTime
+    /// Everything, or only one process's own windows (in-app capture).
+    public var filter: WindowFilter
+    /// Windows painted black in every frame.
+    public var protectedWindows: ProtectedWindows?
+
+    public init(fps: Int, showCursor: Bool, repeatInterval: MediaTime = MediaTime(nanoseconds: 250_000_000),
+                filter: WindowFilter = .everything, protectedWindows: ProtectedWindows? = nil) {
+        self.fps = fps
+        self.showCursor = showCursor
+        self.repeatInterval = repeatInterval
+        self.filter = filter
+        self.protectedWindows = protectedWindows
+    }
+}
+
+/// How many frames were taken, and how many the consumer could not accept; read live by
+/// other threads for progress reports.
+public final class CaptureCounters: Sendable {
+    private let values = Mutex((captured: 0, repeated: 0, dropped: 0))
+    public init() {}
+    public var captured: Int { values.withLock { $0.captured } }
+    public var repeated: Int { values.withLock { $0.repeated } }
+    public var dropped: Int { values.withLock { $0.dropped } }
+    public func count(delivered: Bool, repeated: Bool) {
+        values.withLock { values in
+            if !delivered { values.dropped += 1 } else if repeated { values.repeated += 1 } else { values.captured += 1 }
+        }
+    }
+}
+
 /// Captures the screen of one X display as a variable-frame-rate stream of I420 frames.
 ///
 /// A frame is taken only when DAMAGE reports a change (or the pointer moved), at most
 /// `fps` times a second; a still screen costs almost nothing. So that encoders and
 /// viewers never starve, the last picture is repeated after `repeatInterval` of stillness.
-public final class ScreenCapture {
-    public struct Options: Sendable {
-        public var fps: Int
-        public var showCursor: Bool
-        public var repeatInterval: MediaTime
-        /// Everything, or only one process's own windows (in-app capture).
-        public var filter: WindowFilter
-        /// Windows painted black in every frame.
-        public var protectedWindows: ProtectedWindows?
-
-        public init(fps: Int, showCursor: Bool, repeatInterval: MediaTime = MediaTime(nanoseconds: 250_000_000),
-                    filter: WindowFilter = .everything, protectedWindows: ProtectedWindows? = nil) {
-            self.fps = fps
-            self.showCursor = showCursor
-            self.repeatInterval = repeatInterval
-            self.filter = filter
-            self.protectedWindows = protectedWindows
-        }
-    }
-
-    /// How many frames were taken, and how many the consumer could not accept; read live by
-    /// other threads for progress reports.
-    public final class Counters: Sendable {
-        private let values = Mutex((captured: 0, repeated: 0, dropped: 0))
-        public init() {}
-        public var captured: Int { values.withLock { $0.captured } }
-        public var repeated: Int { values.withLock { $0.repeated } }
-        public var dropped: Int { values.withLock { $0.dropped } }
-        func count(delivered: Bool, repeated: Bool) {
-            values.withLock { values in
-                if !delivered { values.dropped += 1 } else if repeated { values.repeated += 1 } else { values.captured += 1 }
-            }
-        }
-    }
+public final class ScreenCapture: ScreenCapturing {
+    public typealias Options = ScreenCaptureOptions
 
     private let display: X11Display
     private let options: Options
@@ -52,13 +55,13 @@ public final class ScreenCapture {
     /// Where pictures go: by default memory of its own; a fixed pool of shared surfaces lets
     /// them reach an upload extension without a copy. Set it before `run`.
     public var pool: PixelBufferPool
-    public let counters: Counters
+    public let counters: CaptureCounters
 
     /// The size of the frames delivered: the screen's, rounded down to even for 4:2:0.
     public var frameSize: (width: Int, height: Int) { evenSize(width: display.width, height: display.height) }
 
     /// Connects to `displayName` (nil: `$DISPLAY`); throws a clear error when no X server is there.
-    public init(displayName: String?, options: Options, counters: Counters = Counters()) throws(CaptureError) {
+    public init(displayName: String?, options: Options, counters: CaptureCounters = CaptureCounters()) throws(CaptureError) {
         self.counters = counters
         pool = PixelBufferPool()
         display = try X11Display(name: displayName)
@@ -68,9 +71,10 @@ public final class ScreenCapture {
         if case .onlyProcess = options.filter { windowStack = try WindowStack(display: display) }
     }
 
-    /// Delivers frames to `output` until `stop` is raised. Throws when the display went away
-    /// or changed size; everything delivered before that stays valid.
-    public func run(output: BoundedQueue<SampleBuffer>, stop: StopFlag) throws(CaptureError) {
+    /// Delivers frames to `output` until `stop` is raised. Throws when the display went away.
+    /// A change of the screen's size is reported to `output` and ends the run: the shared
+    /// image has the old size, and what a session does with the new one is its decision.
+    public func run(output: any CaptureOutput, stop: StopFlag) throws(CaptureError) {
         let interval = 1_000_000_000 / Int64(max(1, options.fps))
         var pacer = FramePacer(interval: interval, now: MonotonicClock.nanoseconds())
         var lastDelivery = Int64.min / 2
@@ -97,7 +101,8 @@ public final class ScreenCapture {
                 let time = MediaTime(nanoseconds: MonotonicClock.nanoseconds())
                 guard image.grab(root: display.root) else {
                     try display.checkConnection()
-                    throw CaptureError(.contentResized, "content resized: the screen changed size during the recording")
+                    output.formatChanged(width: display.width, height: display.height)
+                    return
                 }
                 maskWindows()
                 if options.showCursor {
@@ -106,7 +111,7 @@ public final class ScreenCapture {
                 PixelConverter.convertBGRA(image.pixels, bytesPerRow: image.bytesPerRow, into: pixels)
                 lastDelivery = now
                 previous = pixels
-                deliver(.video(VideoSample(time: time, pixels: pixels)), to: output, repeated: false)
+                deliver(VideoSample(time: time, pixels: pixels), to: output, repeated: false)
                 continue
             }
 
@@ -117,8 +122,8 @@ public final class ScreenCapture {
             case .damaged:
                 dirty = true
             case .resized(let width, let height):
-                throw CaptureError(.contentResized,
-                    "content resized: the screen changed to \(width)x\(height) during the recording")
+                output.formatChanged(width: width, height: height)
+                return
             case .timedOut:
                 guard !dirty else { continue }
                 let now = MonotonicClock.nanoseconds()
@@ -127,7 +132,7 @@ public final class ScreenCapture {
                 } else if let previous, now - lastDelivery >= options.repeatInterval.nanoseconds, pacer.take(at: now) {
                     lastDelivery = now
                     let sample = VideoSample(time: MediaTime(nanoseconds: now), pixels: previous, isRepeat: true)
-                    deliver(.video(sample), to: output, repeated: true)
+                    deliver(sample, to: output, repeated: true)
                 }
             }
         }
@@ -150,7 +155,7 @@ public final class ScreenCapture {
         mask.apply(to: image.pixels, bytesPerRow: image.bytesPerRow)
     }
 
-    private func deliver(_ sample: SampleBuffer, to output: BoundedQueue<SampleBuffer>, repeated: Bool) {
-        counters.count(delivered: output.offer(sample), repeated: repeated)
+    private func deliver(_ frame: VideoSample, to output: any CaptureOutput, repeated: Bool) {
+        counters.count(delivered: output.offer(frame), repeated: repeated)
     }
 }

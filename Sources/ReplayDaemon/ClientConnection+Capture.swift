@@ -14,14 +14,9 @@ extension ClientConnection {
         guard let peer else { throw Refusal(code: .captureFailed, message: "the app's process could not be identified") }
         try requireConsent(.screen)
         let session = AppCaptureSession(
-            pid: peer.pid, options: options, displayName: daemon.configuration.displayName,
-            protectedWindows: daemon.protectedWindows, channel: channel, logger: daemon.logger)
-        let size: (width: Int, height: Int)
-        do {
-            size = try session.start()
-        } catch {
-            throw Refusal(code: .captureFailed, message: "\(error)")
-        }
+            pid: peer.pid, options: options, parts: daemon.parts,
+            protectedWindows: daemon.protectedWindows, client: ChannelCaptureClient(channel: channel), logger: daemon.logger)
+        let size = try session.start()
         capture = session
         let activity = CaptureMonitor.Activity.appCapture(pid: peer.pid, id: number)
         daemon.captureMonitor.begin(activity)

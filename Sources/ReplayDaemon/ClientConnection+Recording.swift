@@ -33,7 +33,7 @@ extension ClientConnection {
         try requireConsent(capabilities)
 
         let session = RecordingSession(
-            id: daemon.store.newID(), options: options, store: daemon.store, displayName: daemon.configuration.displayName,
+            id: daemon.store.newID(), options: options, store: daemon.store, parts: daemon.parts,
             protectedWindows: daemon.protectedWindows, logger: daemon.logger)
         guard daemon.register(session) else { throw Refusal(code: .busy, message: "replayd is shutting down") }
         let started: RecordingStarted
@@ -41,7 +41,7 @@ extension ClientConnection {
             started = try session.start()
         } catch {
             daemon.unregister(session)
-            throw Refusal(code: .captureFailed, message: "\(error)")
+            throw error
         }
         if role == .app, let peer { daemon.recordAppRecording(started.id, by: peer) }
         daemon.logger.info("recording started", metadata: [
@@ -53,18 +53,12 @@ extension ClientConnection {
 
         // Progress once a second until the movie is closed, then the summary.
         let channel = self.channel, daemon = self.daemon, pid = peer?.pid
-        Thread.detachNewThread {
-            let done = DispatchSemaphore(value: 0)
-            Thread.detachNewThread {
-                let summary = session.waitUntilFinished()
-                daemon.unregister(session)
-                if let pid { daemon.consent.markActive(pid: pid) }
-                try? channel.send(DaemonEvent.recordingFinished(summary))
-                done.signal()
-            }
-            while done.wait(timeout: .now() + 1) == .timedOut {
-                try? channel.send(DaemonEvent.progress(session.progress()))
-            }
+        let progress = RepeatingTimer(interval: 1) { try? channel.send(DaemonEvent.progress(session.progress())) }
+        session.onFinish { summary in
+            progress.cancel()
+            daemon.unregister(session)
+            if let pid { daemon.consent.markActive(pid: pid) }
+            try? channel.send(DaemonEvent.recordingFinished(summary))
         }
     }
 

@@ -19,11 +19,7 @@ final class ClientConnection {
     }
 
     /// A request refused; `closing` ends the connection after the error is sent.
-    struct Refusal: Error {
-        let code: ErrorCode
-        let message: String
-        var closing = false
-    }
+    typealias Refusal = DaemonError
 
     let daemon: Daemon
     let channel: MessageChannel

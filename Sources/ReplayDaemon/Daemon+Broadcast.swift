@@ -27,7 +27,7 @@ extension Daemon {
         }
         let session = BroadcastSession(
             id: "bc-" + LoopbackServer.randomToken(bytes: 6), request: request, host: host, hostChannel: hostChannel, manifest: info.manifest,
-            displayName: configuration.displayName, protectedWindows: protectedWindows, logger: logger)
+            parts: parts, protectedWindows: protectedWindows, logger: logger)
         guard state.withLock({ state -> Bool in
             guard !state.stopping else { return false }
             state.broadcasts[session.id] = session

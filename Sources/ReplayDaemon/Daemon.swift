@@ -29,6 +29,8 @@ public final class Daemon: Sendable, PickerBackend {
         public var identifier: ExecutableIdentifier
         /// Where upload extensions' manifests are looked for, besides the system and user directories.
         public var extensionDirectories: [URL]
+        /// What sessions capture with and write to; nil: the X11 display `displayName`, PulseAudio and FFmpeg.
+        public var parts: SessionParts?
 
         public init(socketPath: String, store: URL, displayName: String?, idleExit: Duration? = nil,
                     mode: DaemonStatus.Mode = .user, ownerUID: UInt32 = getuid(), trustedExecutables: Set<String> = [],
@@ -46,9 +48,13 @@ public final class Daemon: Sendable, PickerBackend {
             self.identifier = identifier
             self.extensionDirectories = extensionDirectories
         }
+
+        var sessionParts: SessionParts { parts ?? SessionParts(capture: X11CaptureBackend(displayName: displayName)) }
     }
 
     let configuration: Configuration
+    /// Handed to every session; chosen here, once.
+    let parts: SessionParts
     let store: RecordingStore
     let logger: Logger
     let consent: ConsentBroker
@@ -79,6 +85,7 @@ public final class Daemon: Sendable, PickerBackend {
     public init(configuration: Configuration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
+        parts = configuration.sessionParts
         store = try RecordingStore(directory: configuration.store)
         let pagesAddress = self.pagesAddress
         consent = ConsentBroker(settings: configuration.consent) { request, token in

@@ -27,14 +27,13 @@ final class BroadcastSession: Sendable {
     /// That app's connection, which hears the broadcast's updates.
     let hostChannel: MessageChannel?
     private let manifest: ExtensionManifest
-    private let displayName: String?
+    private let parts: SessionParts
     private let protectedWindows: ProtectedWindows
     private let logger: Logger
     private let state: Mutex<State>
     private let queue = BoundedQueue<SampleBuffer>(capacity: 2)
     private let stopFlag = StopFlag()
     private let finished = DispatchSemaphore(value: 0)
-    private let counters = ScreenCapture.Counters()
     /// Told of every change of state, service info, URL or error (the host app's connection).
     private let observers = Mutex<[@Sendable (BroadcastStatus) -> Void]>([])
 
@@ -57,16 +56,17 @@ final class BroadcastSession: Sendable {
         var peakMemory = 0
         /// Frames the extension's socket would not take in time.
         var unsentFrames = 0
+        var counters: CaptureCounters?
     }
 
     init(id: String, request: BroadcastRequest, host: PeerIdentity?, hostChannel: MessageChannel? = nil, manifest: ExtensionManifest,
-         displayName: String?, protectedWindows: ProtectedWindows, logger: Logger) {
+         parts: SessionParts, protectedWindows: ProtectedWindows, logger: Logger) {
         self.id = id
         self.request = request
         self.host = host
         self.hostChannel = hostChannel
         self.manifest = manifest
-        self.displayName = displayName
+        self.parts = parts
         self.protectedWindows = protectedWindows
         self.logger = logger
         state = Mutex(State(status: BroadcastStatus(id: id, extensionID: request.extensionID, scope: request.scope, state: .starting)))
@@ -75,7 +75,7 @@ final class BroadcastSession: Sendable {
     var status: BroadcastStatus {
         state.withLock { state in
             var status = state.status
-            status.framesDropped = counters.dropped + state.unsentFrames
+            status.framesDropped = (state.counters?.dropped ?? 0) + state.unsentFrames
             status.extensionPeakMemory = state.peakMemory
             return status
         }
@@ -93,11 +93,9 @@ final class BroadcastSession: Sendable {
             guard let host else { throw ExtensionProcess.LaunchError(description: "only an app can broadcast its own windows") }
             filter = .onlyProcess(host.pid)
         }
-        let capture = try ScreenCapture(
-            displayName: displayName,
-            options: .init(fps: min(request.fps, 30), showCursor: request.scope == .screen, filter: filter,
-                           protectedWindows: protectedWindows),
-            counters: counters)
+        let capture = try parts.capture.makeScreenCapture(ScreenCaptureOptions(
+            fps: min(request.fps, 30), showCursor: request.scope == .screen, filter: filter, protectedWindows: protectedWindows))
+        state.withLock { $0.counters = capture.counters }
         let size = capture.frameSize
         let surfaceSize = max(PixelBuffer.byteCount(width: size.width, height: size.height), 1 << 20)
         var surfaces: [SharedSurface] = []
@@ -156,7 +154,7 @@ final class BroadcastSession: Sendable {
     }
 
     /// Video surfaces as the capture's fixed pool, each known by its index.
-    private func lendVideoSurfaces(_ surfaces: [SharedSurface], process: ExtensionProcess, to capture: ScreenCapture) {
+    private func lendVideoSurfaces(_ surfaces: [SharedSurface], process: ExtensionProcess, to capture: any ScreenCapturing) {
         let videoStorages = surfaces.prefix(Self.videoSurfaces).map { surface in
             PixelStorage(borrowing: surface.mutableBytes!) {}
         }
@@ -209,7 +207,7 @@ final class BroadcastSession: Sendable {
         if request.microphone { sources.append(.microphone) }
         for source in sources {
             do {
-                let capture = try AudioCapture(source: source)
+                let capture = try parts.capture.makeAudioCapture(source)
                 let box = UncheckedBox(capture)
                 Thread.detachNewThread { [self] in
                     do throws(CaptureError) { try box.value.run(output: queue, stop: stopFlag) } catch {

@@ -1,0 +1,68 @@
+public import ReplayMedia
+public import ReplaySystem
+
+/// Where a session's pictures and sound come from. The daemon picks one backend at start-up
+/// (X11 + PulseAudio today) and hands it to every session, which never builds its own
+/// capture: a second backend is one more conformance, not a second copy of each session.
+public protocol CaptureBackend: Sendable {
+    /// Names the backend in status and logs ("x11").
+    var name: String { get }
+    /// Opens the screen, or the windows `options.filter` keeps; throws a clear error when there is none.
+    func makeScreenCapture(_ options: ScreenCaptureOptions) throws(CaptureError) -> any ScreenCapturing
+    /// Opens one audio source; throws `audioUnavailable` when no audio server answers.
+    func makeAudioCapture(_ source: AudioSource) throws(CaptureError) -> any AudioCapturing
+}
+
+/// A source of pictures dated on the monotonic clock, with its size and the changes of it.
+///
+/// `run` blocks its thread (capture libraries are blocking C) and returns once `stop` is
+/// raised; it throws when the source is lost.
+public protocol ScreenCapturing: AnyObject {
+    /// The size of the pictures delivered now (even, for 4:2:0).
+    var frameSize: (width: Int, height: Int) { get }
+    /// Where pictures are taken from; a fixed pool of shared surfaces lets them reach an
+    /// upload extension without a copy. Set before `run`.
+    var pool: PixelBufferPool { get set }
+    var counters: CaptureCounters { get }
+    func run(output: any CaptureOutput, stop: StopFlag) throws(CaptureError)
+}
+
+/// A source of interleaved float PCM dated on the same clock as the pictures.
+public protocol AudioCapturing: AnyObject {
+    var source: AudioSource { get }
+    func run(output: any CaptureOutput, stop: StopFlag) throws(CaptureError)
+}
+
+/// Where sources deliver. Pictures are offered (a full consumer refuses, and the source
+/// counts a drop: capture never waits); audio is small and always kept.
+public protocol CaptureOutput: Sendable {
+    func offer(_ frame: VideoSample) -> Bool
+    func append(_ audio: AudioBuffer)
+    /// The source's pictures now have another size (a new resolution, a rotated screen).
+    func formatChanged(width: Int, height: Int)
+}
+
+/// A plain sample queue as an output, for consumers that have no use for size changes.
+extension BoundedQueue: CaptureOutput where Element == SampleBuffer {
+    public func offer(_ frame: VideoSample) -> Bool { offer(.video(frame)) }
+    public func append(_ audio: AudioBuffer) { append(.audio(audio)) }
+    public func formatChanged(width: Int, height: Int) {}
+}
+
+/// The X11 display through XShm, XDamage and XFixes, and PulseAudio (also served by
+/// pipewire-pulse).
+public struct X11CaptureBackend: CaptureBackend {
+    public let displayName: String?
+    public var name: String { "x11" }
+
+    /// nil: `$DISPLAY` when a session starts.
+    public init(displayName: String?) { self.displayName = displayName }
+
+    public func makeScreenCapture(_ options: ScreenCaptureOptions) throws(CaptureError) -> any ScreenCapturing {
+        try ScreenCapture(displayName: displayName, options: options)
+    }
+
+    public func makeAudioCapture(_ source: AudioSource) throws(CaptureError) -> any AudioCapturing {
+        try AudioCapture(source: source)
+    }
+}

@@ -1,0 +1,42 @@
+import Dispatch
+import Synchronization
+
+/// A one-shot event carrying a value: handlers added before it happens run when it does,
+/// handlers added after run at once, and a thread may block until it happens.
+final class Completion<Value: Sendable>: Sendable {
+    private let state = Mutex<(value: Value?, handlers: [@Sendable (Value) -> Void])>((nil, []))
+
+    var value: Value? { state.withLock { $0.value } }
+
+    /// Happens once; later calls are ignored.
+    func complete(_ value: Value) {
+        let handlers = state.withLock { state -> [@Sendable (Value) -> Void] in
+            guard state.value == nil else { return [] }
+            state.value = value
+            defer { state.handlers = [] }
+            return state.handlers
+        }
+        for handler in handlers { handler(value) }
+    }
+
+    func onComplete(_ handler: @escaping @Sendable (Value) -> Void) {
+        let ready = state.withLock { state -> Value? in
+            if state.value == nil { state.handlers.append(handler) }
+            return state.value
+        }
+        if let ready { handler(ready) }
+    }
+
+    /// Blocks the calling thread until it happens.
+    func wait() -> Value {
+        if let value { return value }
+        let happened = DispatchSemaphore(value: 0)
+        let result = Mutex<Value?>(nil)
+        onComplete { value in
+            result.withLock { $0 = value }
+            happened.signal()
+        }
+        happened.wait()
+        return result.withLock { $0! }  // set before the signal
+    }
+}

@@ -1,0 +1,355 @@
+import Foundation
+import Logging
+import ReplayCapture
+import ReplayCodec
+import ReplayIPC
+import ReplayMedia
+import ReplayProcessing
+import ReplaySystem
+import Synchronization
+
+/// One recording: capture → queue → encode → mux → private store.
+///
+/// The data path runs on threads of its own, because capture and encoding are blocking C:
+/// one per source, feeding `inbox`, and one writer that drains it into the movie. Pause,
+/// resume and size changes travel through the same inbox, in order with the samples. What
+/// state the recording is in is decided by its `SessionLifecycle` behind one lock; every
+/// transition asks it first.
+final class RecordingSession: Sendable {
+    let id: String
+    private let options: RecordingOptions
+    private let store: RecordingStore
+    private let parts: SessionParts
+    private let protectedWindows: ProtectedWindows
+    private let logger: Logger
+    // About a quarter of a second of video: enough to ride out a slow frame, small enough to bound memory.
+    private let inbox = BoundedQueue<WriterInput>(capacity: 8)
+    private let stopFlag = StopFlag()
+    private let state = Mutex(State())
+    private let completion = Completion<RecordingSummary>()
+
+    /// What the writer thread receives, in order.
+    enum WriterInput: Sendable {
+        case sample(SampleBuffer)
+        case formatChanged(width: Int, height: Int)
+        case pause(at: MediaTime)
+        case resume(at: MediaTime)
+    }
+
+    private struct State {
+        var lifecycle = SessionLifecycle()
+        var origin = MediaTime.zero
+        var width = 0
+        var height = 0
+        var stopTime: MediaTime?
+        var pausedAt: MediaTime?
+        var pausedTime = MediaTime.zero
+        var writtenFrames = 0
+        var bytes: Int64 = 0
+        var counters: CaptureCounters?
+        var created = Date().timeIntervalSince1970
+    }
+
+    init(id: String, options: RecordingOptions, store: RecordingStore, parts: SessionParts,
+         protectedWindows: ProtectedWindows, logger: Logger) {
+        self.id = id
+        self.options = options
+        self.store = store
+        self.parts = parts
+        self.protectedWindows = protectedWindows
+        self.logger = logger
+    }
+
+    var phase: SessionPhase { state.withLock { $0.lifecycle.phase } }
+    var isFinished: Bool { completion.value != nil }
+
+    /// Opens the screen, the audio and the movie, then starts recording. Throws, with
+    /// nothing kept, when the screen or the movie cannot be opened; a missing audio server
+    /// only adds a warning.
+    func start() throws(DaemonError) -> RecordingStarted {
+        let screen: any ScreenCapturing
+        do {
+            screen = try parts.capture.makeScreenCapture(ScreenCaptureOptions(
+                fps: options.fps, showCursor: options.showCursor, protectedWindows: protectedWindows))
+        } catch {
+            throw failStart(DaemonError(code: .captureFailed, message: error.description))
+        }
+        let size = screen.frameSize
+
+        var warnings: [String] = []
+        var audioCaptures: [any AudioCapturing] = []
+        for source in [AudioSource.app, .microphone]
+        where (source == .app && options.appAudio) || (source == .microphone && options.microphone) {
+            do {
+                audioCaptures.append(try parts.capture.makeAudioCapture(source))
+            } catch {
+                warnings.append("\(source == .app ? "app audio" : "microphone") not recorded: \(error.description)")
+            }
+        }
+        let audioSources = audioCaptures.map(\.source)
+
+        let path = store.moviePath(id: id)!  // ids are made by the store, always valid
+        let sink: any MovieSink
+        do {
+            sink = try parts.movies.makeMovieSink(path: path.path, format: MovieFormat(
+                width: size.width, height: size.height, fps: options.fps, preset: options.video.preset,
+                bitRate: options.video.bitRate, crf: options.video.crf,
+                keyframeInterval: options.video.keyframeInterval, audioSources: audioSources))
+        } catch {
+            try? FileManager.default.removeItem(at: path)
+            throw failStart(DaemonError(code: .captureFailed, message: error.description))
+        }
+
+        let origin = parts.clock.now()
+        state.withLock {
+            $0.origin = origin
+            $0.width = size.width
+            $0.height = size.height
+            $0.counters = screen.counters
+        }
+        _ = store.save(info())
+
+        let inbox = self.inbox, stopFlag = self.stopFlag
+        let output = WriterOutput(inbox: inbox)
+        let producers = DispatchGroup()
+        let screenBox = UncheckedBox(screen)
+        producers.enter()
+        Thread.detachNewThread { [self] in
+            defer { producers.leave() }
+            do throws(CaptureError) {
+                try screenBox.value.run(output: output, stop: stopFlag)
+            } catch {
+                fail(error.description)
+            }
+        }
+        for capture in audioCaptures {
+            let box = UncheckedBox(capture)
+            producers.enter()
+            Thread.detachNewThread { [self] in
+                defer { producers.leave() }
+                do throws(CaptureError) {
+                    try box.value.run(output: output, stop: stopFlag)
+                } catch {
+                    // Losing audio mid-way is worth a warning, not the recording.
+                    logger.warning("audio capture ended: \(error.description)", metadata: ["recording": "\(id)"])
+                }
+            }
+        }
+        let sinkBox = UncheckedBox(sink)
+        Thread.detachNewThread { [self] in writeMovie(sinkBox.value, audioSources: audioSources, origin: origin) }
+        producers.notify(queue: .global()) { inbox.close() }
+
+        // A stop (or a failure) that came while starting winds the recording down now.
+        if state.withLock({ $0.lifecycle.didStart() }) == .finishing { windDown() }
+        if let duration = options.duration {
+            DispatchQueue.global().asyncAfter(deadline: .now() + duration) { [self] in stop() }
+        }
+        for warning in warnings { logger.warning("\(warning)", metadata: ["recording": "\(id)"]) }
+        // Time zero of the movie on the monotonic clock, to relate the movie to other clocks' events.
+        logger.debug("recording origin", metadata: ["recording": "\(id)", "monotonicNs": "\(origin.nanoseconds)"])
+        return RecordingStarted(id: id, width: size.width, height: size.height, warnings: warnings)
+    }
+
+    private func failStart(_ error: DaemonError) -> DaemonError {
+        state.withLock { $0.lifecycle.didFailToStart(error.message) }
+        completion.complete(RecordingSummary(id: id, duration: 0, frames: 0, dropped: 0, error: error.message))
+        return error
+    }
+
+    /// Leaves out what is captured from now until `resume`.
+    func pause() throws(DaemonError) {
+        let now = parts.clock.now()
+        let changed = try state.withLock { state throws(DaemonError) -> Bool in
+            let before = state.lifecycle.phase
+            try state.lifecycle.pause()
+            guard before != .paused else { return false }
+            state.pausedAt = now
+            return true
+        }
+        if changed { inbox.append(.pause(at: now)) }
+    }
+
+    func resume() throws(DaemonError) {
+        let now = parts.clock.now()
+        let changed = try state.withLock { state throws(DaemonError) -> Bool in
+            let before = state.lifecycle.phase
+            try state.lifecycle.resume()
+            guard before != .running, let pausedAt = state.pausedAt else { return false }
+            state.pausedTime = state.pausedTime + (now - pausedAt)
+            state.pausedAt = nil
+            return true
+        }
+        if changed { inbox.append(.resume(at: now)) }
+    }
+
+    /// Ends the recording; what was captured so far is kept. Safe to call in any phase, more than once.
+    func stop() {
+        let now = parts.clock.now()
+        let outcome = state.withLock { state -> SessionLifecycle.StopOutcome in
+            let outcome = state.lifecycle.stop()
+            if outcome != .ignored, state.stopTime == nil { state.stopTime = now }
+            return outcome
+        }
+        if outcome == .finish { windDown() }
+    }
+
+    /// Runs `handler` with the summary once the movie is closed (at once if it is).
+    func onFinish(_ handler: @escaping @Sendable (RecordingSummary) -> Void) { completion.onComplete(handler) }
+
+    /// Blocks until the movie is closed.
+    func waitUntilFinished() -> RecordingSummary { completion.wait() }
+
+    func progress() -> RecordingProgress {
+        let now = parts.clock.now()
+        return state.withLock { state in
+            let paused = state.pausedTime + (state.pausedAt.map { now - $0 } ?? .zero)
+            return RecordingProgress(
+                elapsed: max(0, (now - state.origin - paused).seconds),
+                frames: state.writtenFrames, dropped: state.counters?.dropped ?? 0, bytes: state.bytes)
+        }
+    }
+
+    private func windDown() { stopFlag.raise() }
+
+    private func fail(_ message: String) {
+        let now = parts.clock.now()
+        let first = state.withLock { state -> Bool in
+            guard state.lifecycle.fail(message) else { return false }
+            if state.stopTime == nil { state.stopTime = now }
+            return true
+        }
+        guard first else { return }
+        logger.error("\(message)", metadata: ["recording": "\(id)"])
+        windDown()
+    }
+
+    private func writeMovie(_ sink: any MovieSink, audioSources: [AudioSource], origin: MediaTime) {
+        var timeline = MovieTimeline(origin: origin)
+        var audioTimelines: [AudioSource: AudioTimeline] = [:]
+        for source in audioSources {
+            audioTimelines[source] = AudioTimeline(origin: origin, sampleRate: AudioCapture.sampleRate, channels: AudioCapture.channels)
+        }
+        let size = state.withLock { ($0.width, $0.height) }
+        var lastVideo: (sample: VideoSample, movieTime: MediaTime)?
+        var lastSave = parts.clock.now()
+        var writeFailed = false
+
+        while let input = inbox.pop() {
+            if writeFailed { continue }
+            do throws(CodecError) {
+                switch input {
+                case .pause(let time): timeline.pause(at: time)
+                case .resume(let time): timeline.resume(at: time)
+                case .formatChanged(let width, let height):
+                    if (width, height) != size {
+                        fail("content resized: the screen changed to \(width)x\(height) during the recording")
+                    }
+                case .sample(.video(let frame)):
+                    guard let time = timeline.movieTime(of: frame.time) else { continue }
+                    try sink.append(frame, at: time)
+                    lastVideo = (frame, time)
+                case .sample(.audio(let buffer)):
+                    guard let time = timeline.movieTime(of: buffer.time) else { continue }
+                    var placed = buffer
+                    placed.time = origin + time
+                    let samples = audioTimelines[buffer.source]?.place(placed) ?? []
+                    if !samples.isEmpty { try sink.append(audio: samples, source: buffer.source) }
+                }
+            } catch {
+                writeFailed = true
+                fail(error.description)
+                continue
+            }
+            let frames = sink.videoFrames, bytes = sink.bytesWritten
+            state.withLock {
+                $0.writtenFrames = frames
+                $0.bytes = bytes
+            }
+            let now = parts.clock.now()
+            if now - lastSave > MediaTime(nanoseconds: 1_000_000_000) {
+                lastSave = now
+                _ = store.save(info())
+            }
+        }
+
+        let stopTime = state.withLock { $0.stopTime } ?? parts.clock.now()
+        let duration = timeline.duration(stoppedAt: stopTime)
+        if writeFailed {
+            sink.abandon()
+        } else {
+            do throws(CodecError) {
+                // Close both tracks at the moment the recording was stopped: the still screen
+                // is shown until then, and audio that had not arrived yet is silence.
+                let interval = MediaTime(nanoseconds: 1_000_000_000 / Int64(options.fps))
+                if let lastVideo, duration - lastVideo.movieTime >= interval + interval {
+                    let end = duration - interval
+                    try sink.append(VideoSample(time: lastVideo.sample.time + (end - lastVideo.movieTime),
+                                                pixels: lastVideo.sample.pixels, isRepeat: true), at: end)
+                }
+                for source in audioSources {
+                    let padding = audioTimelines[source]?.pad(through: origin + duration) ?? []
+                    if !padding.isEmpty { try sink.append(audio: padding, source: source) }
+                }
+                try sink.finish()
+            } catch {
+                sink.abandon()
+                fail(error.description)
+            }
+        }
+
+        let frames = sink.videoFrames, bytes = store.fileSize(id: id)
+        let summary = state.withLock { state in
+            state.writtenFrames = frames
+            state.bytes = bytes
+            state.lifecycle.didFinish()
+            return RecordingSummary(id: id, duration: max(0, duration.seconds), frames: frames,
+                                    dropped: state.counters?.dropped ?? 0, error: state.lifecycle.failure)
+        }
+        _ = store.save(info(finalDuration: duration))
+        for (source, timeline) in audioTimelines where timeline.insertedFrames + timeline.droppedFrames > 0 {
+            // Silence inserted or audio dropped to keep sync: large numbers point at a capture problem.
+            logger.info("audio timing corrections", metadata: [
+                "recording": "\(id)", "source": "\(source.rawValue)",
+                "insertedMs": "\(timeline.insertedFrames * 1000 / Int64(timeline.sampleRate))",
+                "droppedMs": "\(timeline.droppedFrames * 1000 / Int64(timeline.sampleRate))",
+            ])
+        }
+        logger.info("recording finished", metadata: [
+            "recording": "\(id)", "frames": "\(summary.frames)", "dropped": "\(summary.dropped)",
+            "duration": "\(summary.duration)", "error": "\(summary.error ?? "none")",
+        ])
+        completion.complete(summary)
+    }
+
+    private func info(finalDuration: MediaTime? = nil) -> RecordingInfo {
+        let now = parts.clock.now()
+        return state.withLock { state in
+            let status: RecordingInfo.State = switch state.lifecycle.phase {
+            case .finished: .complete
+            case .failed: .interrupted
+            default: .recording
+            }
+            let paused = state.pausedTime + (state.pausedAt.map { now - $0 } ?? .zero)
+            let duration = finalDuration ?? (now - state.origin - paused)
+            return RecordingInfo(
+                id: id, created: state.created, state: status, duration: max(0, duration.seconds),
+                frames: state.writtenFrames, dropped: state.counters?.dropped ?? 0, width: state.width, height: state.height,
+                bytes: state.bytes, error: state.lifecycle.failure)
+        }
+    }
+}
+
+/// The writer's inbox as the sources' output: pictures are offered (a full inbox drops
+/// them), audio and size changes are always queued.
+struct WriterOutput: CaptureOutput {
+    let inbox: BoundedQueue<RecordingSession.WriterInput>
+    func offer(_ frame: VideoSample) -> Bool { inbox.offer(.sample(.video(frame))) }
+    func append(_ audio: AudioBuffer) { inbox.append(.sample(.audio(audio))) }
+    func formatChanged(width: Int, height: Int) { inbox.append(.formatChanged(width: width, height: height)) }
+}
+
+/// Hands an object that is used by exactly one thread at a time to the thread that will own it.
+struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

@@ -1,0 +1,120 @@
+import Dispatch
+import Foundation
+import ReplayCapture
+@testable import ReplayDaemon
+import ReplayMedia
+import ReplaySystem
+import Synchronization
+
+/// A clock the test moves by hand.
+final class ManualClock: SessionClock {
+    private let time = Mutex(MediaTime(seconds: 100))
+    func now() -> MediaTime { time.withLock { $0 } }
+    func set(_ seconds: Double) { time.withLock { $0 = MediaTime(seconds: seconds) } }
+}
+
+/// A screen the test drives: each command it is given becomes a picture, a size change or a failure.
+final class FakeScreen: ScreenCapturing, @unchecked Sendable {
+    // @unchecked: `pool` is set once before `run`, the rest is immutable or locked.
+    enum Command: Sendable {
+        case frame(at: Double)
+        case resize(width: Int, height: Int)
+        case fail(String)
+    }
+
+    let frameSize: (width: Int, height: Int)
+    var pool = PixelBufferPool()
+    let counters = CaptureCounters()
+    private let commands = BoundedQueue<Command>(capacity: .max)
+    private let running = Mutex(false)
+    let finished = Completion<Void>()
+
+    init(width: Int = 64, height: Int = 48) { frameSize = (width, height) }
+
+    func send(_ command: Command) { commands.append(command) }
+    var isRunning: Bool { running.withLock { $0 } }
+
+    func run(output: any CaptureOutput, stop: StopFlag) throws(CaptureError) {
+        running.withLock { $0 = true }
+        defer {
+            running.withLock { $0 = false }
+            finished.complete(())
+        }
+        let commands = self.commands
+        stop.whenRaised { commands.close() }
+        while let command = commands.pop() {
+            switch command {
+            case .frame(let seconds):
+                let frame = VideoSample(time: MediaTime(seconds: seconds), pixels: PixelBuffer(width: frameSize.width, height: frameSize.height))
+                // A fake may wait where a real source drops: the test decides what is captured.
+                while !output.offer(frame) && !stop.isRaised { sched_yield() }
+                counters.count(delivered: true, repeated: false)
+            case .resize(let width, let height):
+                output.formatChanged(width: width, height: height)
+                return
+            case .fail(let why):
+                throw CaptureError(.connectionLost, why)
+            }
+        }
+    }
+}
+
+/// Audio the test drives: 10 ms buffers of 48 kHz stereo at the times it names.
+final class FakeAudio: AudioCapturing, @unchecked Sendable {
+    // @unchecked: immutable but for the locked queue.
+    let source: AudioSource
+    private let commands = BoundedQueue<Double>(capacity: .max)
+
+    init(source: AudioSource) { self.source = source }
+
+    /// Buffers of 10 ms from `start` for `seconds`.
+    func play(from start: Double, seconds: Double) {
+        for index in 0..<Int((seconds * 100).rounded()) { commands.append(start + Double(index) / 100) }
+    }
+
+    func run(output: any CaptureOutput, stop: StopFlag) throws(CaptureError) {
+        let commands = self.commands
+        stop.whenRaised { commands.close() }
+        while let time = commands.pop() {
+            output.append(AudioBuffer(source: source, time: MediaTime(seconds: time), sampleRate: 48_000, channels: 2,
+                                      samples: [Float](repeating: 0.25, count: 960)))
+        }
+    }
+}
+
+/// Hands out the fakes the test made; can hold the start back, or refuse.
+final class FakeCaptureBackend: CaptureBackend, @unchecked Sendable {
+    // @unchecked: everything mutable is behind `lock`.
+    let name = "fake"
+    let screen: FakeScreen
+    let audio: [AudioSource: FakeAudio]
+    private let lock = Mutex((screenError: CaptureError?.none, gate: DispatchSemaphore?.none))
+    /// Signalled when a session asks for the screen.
+    let screenRequested = DispatchSemaphore(value: 0)
+
+    init(screen: FakeScreen = FakeScreen(), audio: [AudioSource] = []) {
+        self.screen = screen
+        self.audio = Dictionary(uniqueKeysWithValues: audio.map { ($0, FakeAudio(source: $0)) })
+    }
+
+    func refuseScreen(_ error: CaptureError) { lock.withLock { $0.screenError = error } }
+    /// Opening the screen waits until the test signals the returned gate.
+    func holdScreen() -> DispatchSemaphore {
+        let gate = DispatchSemaphore(value: 0)
+        lock.withLock { $0.gate = gate }
+        return gate
+    }
+
+    func makeScreenCapture(_ options: ScreenCaptureOptions) throws(CaptureError) -> any ScreenCapturing {
+        let (error, gate) = lock.withLock { ($0.screenError, $0.gate) }
+        screenRequested.signal()
+        gate?.wait()
+        if let error { throw error }
+        return screen
+    }
+
+    func makeAudioCapture(_ source: AudioSource) throws(CaptureError) -> any AudioCapturing {
+        guard let fake = audio[source] else { throw CaptureError(.audioUnavailable, "no audio server (fake)") }
+        return fake
+    }
+}

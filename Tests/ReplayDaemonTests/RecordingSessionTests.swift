@@ -1,0 +1,273 @@
+import Foundation
+import Logging
+import ReplayCapture
+import ReplayCodec
+@testable import ReplayDaemon
+import ReplayIPC
+import ReplayMedia
+import Testing
+
+/// The recording session's life, driven through fakes behind the capture seam: no display,
+/// no encoder, no threads of the test's own; each test runs in milliseconds.
+@Suite struct RecordingSessionTests {
+    struct Rig {
+        let backend: FakeCaptureBackend
+        let sink: FakeMovieSink
+        let clock = ManualClock()
+        let directory: URL
+        let session: RecordingSession
+
+        init(audio: [AudioSource] = [], sink: FakeMovieSink = FakeMovieSink(), options: RecordingOptions = RecordingOptions(appAudio: false)) throws {
+            backend = FakeCaptureBackend(audio: audio)
+            self.sink = sink
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("session-\(UUID().uuidString)")
+            let store = try RecordingStore(directory: directory)
+            session = RecordingSession(
+                id: store.newID(), options: options, store: store,
+                parts: SessionParts(capture: backend, movies: sink, clock: clock),
+                protectedWindows: ProtectedWindows(), logger: Logger(label: "test"))
+        }
+
+        var screen: FakeScreen { backend.screen }
+
+        /// Pictures at 30 fps from `start` for `seconds`.
+        func frames(from start: Double, seconds: Double) {
+            for index in 0..<Int((seconds * 30).rounded()) { screen.send(.frame(at: start + Double(index) / 30)) }
+        }
+
+        func cleanUp() { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    static let interval = 1.0 / 30
+
+    @Test func pauseThenResumeLeavesNoGapAndNoOverlap() throws {
+        let rig = try Rig(audio: [.app], options: RecordingOptions(appAudio: true))
+        defer { rig.cleanUp() }
+        rig.clock.set(100)
+        _ = try rig.session.start()
+        rig.frames(from: 100, seconds: 1)
+        rig.backend.audio[.app]!.play(from: 100, seconds: 1)
+        rig.clock.set(101)
+        try rig.session.pause()
+        #expect(rig.session.phase == .paused)
+        // Captured while paused: none of it may reach the movie.
+        rig.frames(from: 101, seconds: 2)
+        rig.backend.audio[.app]!.play(from: 101, seconds: 2)
+        rig.clock.set(103)
+        try rig.session.resume()
+        #expect(rig.session.phase == .running)
+        rig.frames(from: 103, seconds: 1)
+        rig.backend.audio[.app]!.play(from: 103, seconds: 1)
+        rig.clock.set(104)
+        // Let the fakes deliver everything before the stop.
+        rig.screen.send(.frame(at: 103.999))
+        while rig.sink.videoFrames < 61 { sched_yield() }
+        rig.session.stop()
+        let summary = rig.session.waitUntilFinished()
+
+        let times = rig.sink.written.videoTimes.map(\.seconds)
+        #expect(summary.error == nil)
+        #expect(times.count == 61)
+        let steps = zip(times.dropFirst(), times).map { $0 - $1 }
+        #expect(steps.allSatisfy { $0 > 0 }, "timestamps go forward: no overlap")
+        #expect(steps.allSatisfy { $0 <= Self.interval + 0.001 }, "no step longer than a frame: no gap where it was paused")
+        #expect(abs(times.last! - 1.999) < 0.002)
+        #expect(abs(summary.duration - 2) < 0.001, "two seconds were recorded, two were paused")
+        // 2 s of 48 kHz audio, as the video: the paused second is left out, not kept or padded.
+        let audio = Double(rig.sink.written.audioFrames[.app] ?? 0) / 48_000
+        #expect(abs(audio - 2) < 0.03, "audio \(audio) s")
+        #expect(rig.session.phase == .finished)
+    }
+
+    @Test func aStopWhilePausedEndsTheMovieWhereThePauseBegan() throws {
+        let rig = try Rig()
+        defer { rig.cleanUp() }
+        _ = try rig.session.start()
+        rig.frames(from: 100, seconds: 1)
+        rig.clock.set(101)
+        try rig.session.pause()
+        rig.clock.set(107)
+        rig.session.stop()
+        let summary = rig.session.waitUntilFinished()
+        #expect(abs(summary.duration - 1) < 0.001)
+        #expect(rig.sink.written.finished)
+    }
+
+    @Test func aResizeEndsTheRecordingAndKeepsWhatWasWritten() throws {
+        let rig = try Rig()
+        defer { rig.cleanUp() }
+        _ = try rig.session.start()
+        rig.frames(from: 100, seconds: 0.5)
+        rig.screen.send(.resize(width: 800, height: 600))
+        rig.clock.set(100.5)
+        let summary = rig.session.waitUntilFinished()
+        #expect(summary.error?.contains("content resized") == true)
+        #expect(summary.error?.contains("800x600") == true)
+        #expect(summary.frames == 15)
+        #expect(rig.sink.written.finished && !rig.sink.written.abandoned, "the movie is closed properly, so it plays")
+        #expect(rig.session.phase == .failed)
+    }
+
+    @Test func aFullDiskEndsTheRecordingWithAClearErrorAndStopsCapture() throws {
+        let rig = try Rig(sink: FakeMovieSink(failAfterFrames: 5))
+        defer { rig.cleanUp() }
+        _ = try rig.session.start()
+        rig.frames(from: 100, seconds: 1)
+        let summary = rig.session.waitUntilFinished()
+        #expect(summary.error?.contains("No space left on device") == true)
+        #expect(summary.frames == 5)
+        #expect(rig.sink.written.abandoned, "cut back to its last whole fragment")
+        _ = rig.screen.finished.wait()
+        #expect(!rig.screen.isRunning, "capture stops with the writer")
+    }
+
+    @Test func aLostDisplayEndsTheRecordingWithItsReason() throws {
+        let rig = try Rig()
+        defer { rig.cleanUp() }
+        _ = try rig.session.start()
+        rig.frames(from: 100, seconds: 0.2)
+        rig.screen.send(.fail("the X server closed the connection"))
+        let summary = rig.session.waitUntilFinished()
+        #expect(summary.error == "the X server closed the connection")
+        #expect(rig.sink.written.finished)
+    }
+
+    @Test func aStopDuringTheStartIsHonouredOnceStarted() throws {
+        let rig = try Rig()
+        defer { rig.cleanUp() }
+        let gate = rig.backend.holdScreen()
+        let started = Completion<Result<RecordingStarted, DaemonError>>()
+        let session = rig.session
+        Thread.detachNewThread {
+            started.complete(Result { () throws(DaemonError) in try session.start() })
+        }
+        rig.backend.screenRequested.wait()
+        #expect(session.phase == .starting)
+        session.stop()
+        session.stop()
+        gate.signal()
+        if case .failure(let error) = started.wait() { Issue.record("start failed: \(error)") }
+        let summary = session.waitUntilFinished()
+        #expect(summary.error == nil)
+        #expect(session.phase == .finished)
+        #expect(rig.sink.written.finished)
+    }
+
+    @Test func twoStopsAndAStopAfterTheEndChangeNothing() throws {
+        let rig = try Rig()
+        defer { rig.cleanUp() }
+        _ = try rig.session.start()
+        rig.frames(from: 100, seconds: 0.3)
+        rig.clock.set(100.3)
+        rig.session.stop()
+        rig.clock.set(105)
+        rig.session.stop()
+        let first = rig.session.waitUntilFinished()
+        rig.session.stop()
+        #expect(rig.session.waitUntilFinished() == first)
+        #expect(abs(first.duration - 0.3) < 0.001, "the first stop decides where the movie ends")
+        #expect(throws: DaemonError.self) { try rig.session.pause() }
+    }
+
+    @Test func aScreenThatCannotBeOpenedFailsTheStartAndKeepsNothing() throws {
+        let rig = try Rig()
+        defer { rig.cleanUp() }
+        rig.backend.refuseScreen(CaptureError(.noDisplay, "cannot open display :99"))
+        #expect(throws: DaemonError(code: .captureFailed, message: "cannot open display :99")) { try rig.session.start() }
+        #expect(rig.session.phase == .failed)
+        #expect(rig.sink.written.format == nil, "no movie was opened")
+        #expect(rig.session.waitUntilFinished().error == "cannot open display :99")
+    }
+
+    @Test func missingAudioIsAWarningNotAFailure() throws {
+        let rig = try Rig(options: RecordingOptions(microphone: true, appAudio: true))
+        defer { rig.cleanUp() }
+        let started = try rig.session.start()
+        #expect(started.warnings.count == 2)
+        #expect(rig.sink.written.format?.audioSources == [])
+        rig.session.stop()
+        #expect(rig.session.waitUntilFinished().error == nil)
+    }
+
+    /// What SIGTERM does to each recording (Daemon.shutdown): stop, then wait. In every phase
+    /// it ends with the movie closed properly and kept.
+    @Test(arguments: [SessionPhase.starting, .running, .paused, .finishing])
+    func shutdownInAnyPhaseKeepsTheMovie(phase: SessionPhase) throws {
+        let rig = try Rig()
+        defer { rig.cleanUp() }
+        let session = rig.session
+        switch phase {
+        case .starting:
+            let gate = rig.backend.holdScreen()
+            Thread.detachNewThread { _ = try? session.start() }
+            rig.backend.screenRequested.wait()
+            session.stop()
+            gate.signal()
+        case .running, .paused, .finishing:
+            _ = try session.start()
+            rig.frames(from: 100, seconds: 0.2)
+            if phase == .paused { try session.pause() }
+            if phase == .finishing { session.stop() }
+            session.stop()
+        default: break
+        }
+        let summary = session.waitUntilFinished()
+        #expect(summary.error == nil)
+        #expect(rig.sink.written.finished && !rig.sink.written.abandoned)
+        #expect(session.phase == .finished)
+    }
+}
+
+@Suite struct SessionLifecycleTests {
+    @Test func aSessionNeverGoesBack() throws {
+        var lifecycle = SessionLifecycle()
+        let started = lifecycle.didStart()
+        #expect(started == .running)
+        try lifecycle.pause()
+        try lifecycle.pause()
+        #expect(lifecycle.phase == .paused)
+        try lifecycle.resume()
+        let first = lifecycle.stop(), second = lifecycle.stop()
+        #expect(first == .finish && second == .ignored)
+        #expect(throws: DaemonError.self) { try lifecycle.resume() }
+        lifecycle.didFinish()
+        #expect(lifecycle.phase == .finished)
+        let late = lifecycle.fail("late")
+        #expect(!late, "a failure after the end changes nothing")
+        #expect(lifecycle.phase == .finished)
+    }
+
+    @Test func theFirstFailureIsTheReason() {
+        var lifecycle = SessionLifecycle()
+        _ = lifecycle.didStart()
+        let first = lifecycle.fail("disk full"), second = lifecycle.fail("writer closed")
+        #expect(first && !second)
+        lifecycle.didFinish()
+        #expect(lifecycle.phase == .failed && lifecycle.failure == "disk full")
+    }
+
+    @Test func aFailureWhileStartingWindsDownOnceStarted() {
+        var lifecycle = SessionLifecycle()
+        let failed = lifecycle.fail("display lost")
+        let phase = lifecycle.didStart()
+        #expect(failed && phase == .finishing)
+    }
+}
+
+@Suite struct MovieTimelineTests {
+    @Test func pausedSpansAreLeftOutAndLaterSamplesMoveBack() {
+        var timeline = MovieTimeline(origin: MediaTime(seconds: 10))
+        #expect(timeline.movieTime(of: MediaTime(seconds: 9.9)) == nil)
+        #expect(timeline.movieTime(of: MediaTime(seconds: 11)) == MediaTime(seconds: 1))
+        timeline.pause(at: MediaTime(seconds: 12))
+        timeline.resume(at: MediaTime(seconds: 15))
+        timeline.pause(at: MediaTime(seconds: 16))
+        #expect(timeline.movieTime(of: MediaTime(seconds: 13)) == nil)
+        #expect(timeline.movieTime(of: MediaTime(seconds: 15)) == MediaTime(seconds: 2))
+        #expect(timeline.movieTime(of: MediaTime(seconds: 17)) == nil, "still paused")
+        timeline.resume(at: MediaTime(seconds: 20))
+        #expect(timeline.movieTime(of: MediaTime(seconds: 21)) == MediaTime(seconds: 4))
+        #expect(timeline.duration(stoppedAt: MediaTime(seconds: 22)) == MediaTime(seconds: 5))
+        #expect(timeline.pausedTime == MediaTime(seconds: 7))
+    }
+}
