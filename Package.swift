@@ -29,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // C libraries from Debian's packages, at the edges.
@@ -64,7 +66,7 @@ let package = Package(
         // Syscall funnel, descriptors, processes, clocks.
         .target(name: "ReplaySystem", dependencies: ["CShims"], swiftSettings: strictSettings),
         // Wire protocol between replayd and its clients.
-        .target(name: "ReplayIPC", dependencies: ["ReplaySystem"], swiftSettings: strictSettings),
+        .target(name: "ReplayIPC", dependencies: ["ReplaySystem", "CShims"], swiftSettings: strictSettings),
         // A Hummingbird server on loopback, started from synchronous code, and URL tokens:
         // replayd's pages and the WebRTC extension's viewer page.
         .target(
@@ -77,11 +79,13 @@ let package = Package(
             dependencies: [
                 "ReplayMedia", "ReplayProcessing", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplaySystem", "ReplayLoopbackServer",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
             swiftSettings: strictSettings),
-        // The virtual desktop (Xvfb, PulseAudio null sink, demo scene) used by the
-        // CLI on a headless machine and by the integration tests.
+        // The virtual desktop (Xvfb, PulseAudio null sink, demo scene): replay-demo-scene --desktop
+        // runs `replay record` in one on a headless machine; the integration tests use it too.
         .target(
             name: "ReplayVirtualDesktop",
             dependencies: ["ReplaySystem", "CXCB", "CPulse"],
@@ -92,12 +96,14 @@ let package = Package(
                 "ReplayDaemon", "ReplayIPC", "ReplaySystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: strictSettings),
         .executableTarget(
             name: "replay",
             dependencies: [
-                "ReplayIPC", "ReplaySystem", "ReplayVirtualDesktop",
+                "ReplayIPC", "ReplaySystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings),
@@ -159,7 +165,7 @@ let package = Package(
             path: "Examples/SecretNotes", swiftSettings: strictSettings),
         .executableTarget(
             name: "replay-demo-scene",
-            dependencies: ["ReplayVirtualDesktop"],
+            dependencies: ["ReplayVirtualDesktop", "ReplaySystem"],
             swiftSettings: strictSettings),
 
         .testTarget(
@@ -185,7 +191,8 @@ let package = Package(
         .testTarget(
             name: "ReplayDaemonTests",
             dependencies: ["ReplayDaemon", "ReplayIPC", "ReplaySystem", "ReplayCapture", "ReplayCodec", "ReplayMedia",
-                           .product(name: "Logging", package: "swift-log")],
+                           .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strictSettings),
         // Shared fixture and media checks for the integration tests.
         .target(

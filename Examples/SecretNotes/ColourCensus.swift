@@ -29,6 +29,11 @@ struct ColourCensus: Codable {
         }
     }
 
+    /// The counts by colour name, as reported.
+    var counts: [String: Int] {
+        ["black": black, "white": white, "red": red, "green": green, "blue": blue, "other": other]
+    }
+
     private mutating func count(r: Double, g: Double, b: Double) {
         func high(_ x: Double) -> Bool { x > 190 }
         func low(_ x: Double) -> Bool { x < 60 }

@@ -71,8 +71,10 @@ struct SecretNotes: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let (x, y, width, height) = parsedGeometry!
-        let window = try NoteWindow(x: x, y: y, width: width, height: height, colour: parsedColour!, title: "Secret notes")
+        // validate() has checked both.
+        guard let frame = parsedGeometry, let rgb = parsedColour else { throw ValidationError("invalid --geometry or --colour") }
+        let (x, y, width, height) = frame
+        let window = try NoteWindow(x: x, y: y, width: width, height: height, colour: rgb, title: "Secret notes")
         let recorder = ScreenRecorder(socket: socket)
         let state = CaptureState(socket: socket)
         window.draw(secretVisible: !state.isCaptured, secret: secret)
@@ -124,8 +126,7 @@ struct SecretNotes: AsyncParsableCommand {
             throw RecordingError(.interrupted, "\(error)")
         }
         try await recorder.stopCapture()
-        let counts = try! JSONSerialization.jsonObject(with: JSONEncoder().encode(census))
-        report(["event": "shared", "frames": received, "colours": counts])
+        report(["event": "shared", "frames": received, "colours": census.counts])
     }
 
     /// Live: the person picks the service on replayd's picker; this app follows the state only.

@@ -1,4 +1,4 @@
-// libFuzzer entry for BroadcastCodec.decode: built by scripts/fuzz-broadcast-decoder together
+// libFuzzer entry for BroadcastCodec.decode: built by scripts/fuzz-decoder broadcast together
 // with Sources/ReplayIPC/Broadcast/BroadcastMessage.swift and BroadcastCodec.swift.
 // Decoding must never trap; whatever decodes must survive an encode/decode round trip.
 

@@ -2,6 +2,8 @@
 #include "CShims.h"
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 _Static_assert(CShims_MFD_CLOEXEC == MFD_CLOEXEC, "MFD_CLOEXEC");
 _Static_assert(CShims_MFD_ALLOW_SEALING == MFD_ALLOW_SEALING, "MFD_ALLOW_SEALING");
@@ -18,3 +20,6 @@ size_t CShims_CMSG_SPACE(size_t length) { return CMSG_SPACE(length); }
 size_t CShims_CMSG_LEN(size_t length) { return CMSG_LEN(length); }
 
 int CShims_memfd_create(const char *name, unsigned int flags) { return memfd_create(name, flags); }
+
+int CShims_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+int CShims_accept_cloexec(int listener) { return accept4(listener, NULL, NULL, SOCK_CLOEXEC); }

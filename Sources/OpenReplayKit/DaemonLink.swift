@@ -7,7 +7,8 @@ import ReplaySystem
 final class DaemonLink: Sendable {
     let channel: MessageChannel
 
-    /// Connects to `socket`, else `$OPENREPLAYKIT_SOCKET`, the person's own daemon, or the system daemon.
+    /// Connects to `socket`, else `$OPENREPLAYKIT_SOCKET`, the person's own daemon, or the system
+    /// daemon, and says hello (the protocol handshake).
     init(socket: String?) throws(RecordingError) {
         let environment = ProcessInfo.processInfo.environment
         let candidates = socket.map { [$0] } ?? ([environment["OPENREPLAYKIT_SOCKET"]].compactMap { $0 }
@@ -15,10 +16,14 @@ final class DaemonLink: Sendable {
         var lastError: SystemError?
         for path in candidates {
             do {
-                channel = try MessageChannel.connect(path: path)
+                channel = try MessageChannel.connect(path: path, client: "OpenReplayKit")
                 return
-            } catch {
+            } catch let error as SystemError {
                 lastError = error
+            } catch {
+                // A daemon is there but does not welcome this app (another protocol version,
+                // too many connections): say so rather than try another one.
+                throw RecordingError(.systemDormancy, "replayd at \(path) cannot be used: \(error)")
             }
         }
         throw RecordingError(.systemDormancy,

@@ -43,7 +43,7 @@ public final class ScreenRecorder: Sendable {
             return state.microphone
         }
         defer { state.withLock { $0.starting = false } }
-        let connection = try await start(.startRecording(RecordingOptions(microphone: microphone)), what: "recording") {
+        let connection = try await start(.startRecording(options: RecordingOptions(microphone: microphone)), what: "recording") {
             if case .recordingStarted = $0 { true } else { false }
         }
         state.withLock { $0.recording = connection }
@@ -91,7 +91,7 @@ public final class ScreenRecorder: Sendable {
         guard state.withLock({ $0.capture == nil }) else {
             throw RecordingError(.attemptToStartInRecordingState, "a capture is already running; stop it first")
         }
-        let connection = try await start(.startCapture(CaptureOptions(fps: fps)), what: "capture") {
+        let connection = try await start(.startCapture(options: CaptureOptions(fps: fps)), what: "capture") {
             if case .captureStarted = $0 { true } else { false }
         }
         let (stream, continuation) = AsyncThrowingStream.makeStream(

@@ -81,6 +81,7 @@ public final class ScreenCapture: ScreenCapturing {
         var dirty = true
         var previous: PixelBuffer?
         var protectionGeneration = options.protectedWindows?.generation ?? 0
+        var failedGrabs = 0
 
         while !stop.isRaised {
             let now = MonotonicClock.nanoseconds()
@@ -100,10 +101,15 @@ public final class ScreenCapture: ScreenCapturing {
                 display.clearDamage()
                 let time = MediaTime(nanoseconds: MonotonicClock.nanoseconds())
                 guard image.grab(root: display.root) else {
+                    // The screen changed size under us; RandR's event with the new size is on its
+                    // way, and is what reports it. Without one, the size is unknown: an error.
                     try display.checkConnection()
-                    output.formatChanged(width: display.width, height: display.height)
-                    return
+                    failedGrabs += 1
+                    if failedGrabs >= 3 { throw CaptureError(.contentResized, "content resized: the screen changed size during the capture") }
+                    dirty = true
+                    continue
                 }
+                failedGrabs = 0
                 maskWindows()
                 if options.showCursor {
                     cursor.draw(into: image.pixels, width: image.width, height: image.height, bytesPerRow: image.bytesPerRow)

@@ -22,10 +22,12 @@ final class FileSink {
         let opaque = Unmanaged.passUnretained(self).toOpaque()
         context = avio_alloc_context(buffer.assumingMemoryBound(to: UInt8.self), Int32(bufferSize), 1, opaque, nil,
             { opaque, bytes, count in
-                Unmanaged<FileSink>.fromOpaque(opaque!).takeUnretainedValue().write(bytes!, count: Int(count))
+                guard let opaque else { return CFFmpeg_AVERROR(EINVAL) }
+                return Unmanaged<FileSink>.fromOpaque(opaque).takeUnretainedValue().write(UnsafeRawBufferPointer(start: bytes, count: Int(count)))
             },
             { opaque, offset, whence in
-                Unmanaged<FileSink>.fromOpaque(opaque!).takeUnretainedValue().seek(offset, whence: whence)
+                guard let opaque else { return Int64(CFFmpeg_AVERROR(EINVAL)) }
+                return Unmanaged<FileSink>.fromOpaque(opaque).takeUnretainedValue().seek(offset, whence: whence)
             })
     }
 
@@ -50,12 +52,12 @@ final class FileSink {
 
     func sync() { try? fd.sync() }
 
-    private func write(_ bytes: UnsafeMutablePointer<UInt8>, count: Int) -> Int32 {
+    private func write(_ bytes: UnsafeRawBufferPointer) -> Int32 {
         if failure != nil { return CFFmpeg_AVERROR(EIO) }
         do {
-            try fd.writeAll(UnsafeRawBufferPointer(start: bytes, count: count))
-            bytesWritten = max(bytesWritten, (try? fd.seek(to: 0, whence: SEEK_CUR)) ?? bytesWritten + Int64(count))
-            return Int32(count)
+            try fd.writeAll(bytes)
+            bytesWritten = max(bytesWritten, (try? fd.seek(to: 0, whence: SEEK_CUR)) ?? bytesWritten + Int64(bytes.count))
+            return Int32(bytes.count)
         } catch {
             failure = error
             return CFFmpeg_AVERROR(error.errno)

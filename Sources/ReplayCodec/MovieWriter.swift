@@ -66,8 +66,8 @@ public final class MovieWriter {
         container.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
         try addStream(for: video.context, title: nil)
         for source in format.audioSources {
-            streamIndex[source] = try addStream(for: encoders[source]!.context,
-                                                title: source == .app ? "app audio" : "microphone")
+            guard let encoder = encoders[source] else { continue }
+            streamIndex[source] = try addStream(for: encoder.context, title: source == .app ? "app audio" : "microphone")
         }
         var options: OpaquePointer?
         av_dict_set(&options, "movflags", "frag_keyframe+empty_moov+default_base_moof", 0)
@@ -105,7 +105,8 @@ public final class MovieWriter {
         finished = true
         try video.finish { packet throws(CodecError) in try write(packet, from: video.context, stream: 0) }
         for (source, encoder) in audio {
-            try encoder.finish { packet throws(CodecError) in try write(packet, from: encoder.context, stream: streamIndex[source]!) }
+            guard let index = streamIndex[source] else { continue }
+            try encoder.finish { packet throws(CodecError) in try write(packet, from: encoder.context, stream: index) }
         }
         let status = av_write_trailer(container)
         guard status >= 0 else { throw failure("cannot finish the movie", status: status) }
@@ -136,7 +137,9 @@ public final class MovieWriter {
 
     private func write(_ packet: UnsafeMutablePointer<AVPacket>, from codec: UnsafeMutablePointer<AVCodecContext>,
                        stream: Int32) throws(CodecError) {
-        let target = container!.pointee.streams[Int(stream)]!
+        guard let container, let target = container.pointee.streams[Int(stream)] else {
+            throw CodecError(.muxerFailed, "the movie has no track \(stream)")
+        }
         av_packet_rescale_ts(packet, codec.pointee.time_base, target.pointee.time_base)
         packet.pointee.stream_index = stream
         let status = av_interleaved_write_frame(container, packet)

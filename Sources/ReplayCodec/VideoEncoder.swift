@@ -56,8 +56,8 @@ final class VideoEncoder {
         let bytes = pixels.bytes
         let owner = Unmanaged.passRetained(pixels.storage).toOpaque()
         guard let buffer = av_buffer_create(
-            bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count,
-            { owner, _ in Unmanaged<PixelStorage>.fromOpaque(owner!).release() }, owner, AV_BUFFER_FLAG_READONLY)
+            pixels.baseAddress.assumingMemoryBound(to: UInt8.self), bytes.count,
+            { owner, _ in if let owner { Unmanaged<PixelStorage>.fromOpaque(owner).release() } }, owner, AV_BUFFER_FLAG_READONLY)
         else {
             Unmanaged<PixelStorage>.fromOpaque(owner).release()
             throw CodecError(.encoderFailed, "out of memory")
@@ -66,7 +66,7 @@ final class VideoEncoder {
         withUnsafeMutableBytes(of: &frame.pointee.data) { data in
             withUnsafeMutableBytes(of: &frame.pointee.linesize) { linesize in
                 for plane in 0..<3 {
-                    data.storeBytes(of: bytes.baseAddress! + pixels.offset(ofPlane: plane), toByteOffset: plane * 8,
+                    data.storeBytes(of: pixels.baseAddress + pixels.offset(ofPlane: plane), toByteOffset: plane * 8,
                                     as: UnsafeMutableRawPointer.self)
                     linesize.storeBytes(of: Int32(pixels.stride(ofPlane: plane)), toByteOffset: plane * 4, as: Int32.self)
                 }

@@ -5,7 +5,7 @@ import ReplayIPC
 /// state, nobody but the extension ever sees their samples.
 extension ClientConnection {
     func listExtensions() throws {
-        try channel.send(DaemonEvent.extensions(daemon.catalog.list()))
+        try channel.send(DaemonEvent.extensions(list: daemon.catalog.list()))
     }
 
     func startBroadcast(_ request: BroadcastRequest) throws {
@@ -16,7 +16,7 @@ extension ClientConnection {
         }
         let status = try daemon.startBroadcast(request)
         daemon.logger.info("broadcast requested", metadata: ["broadcast": "\(status.id)", "peer": "\(peerDescription)"])
-        try channel.send(DaemonEvent.broadcastStarted(status))
+        try channel.send(DaemonEvent.broadcastStarted(status: status))
     }
 
     /// The person controls any broadcast; an app only the ones it started through the picker.
@@ -30,7 +30,7 @@ extension ClientConnection {
             }
         }
         action(session)
-        try channel.send(DaemonEvent.broadcasts([session.status]))
+        try channel.send(DaemonEvent.broadcasts(list: [session.status]))
     }
 
     /// The app's way to go live: the person picks the service and its setup on a page the
@@ -44,7 +44,7 @@ extension ClientConnection {
         let token = daemon.pickers.open(.init(host: channel, hostPeer: peer, preferredExtension: preferredExtension,
                                                  microphone: microphone, scope: scope))
         let offer = PickerOffer(executable: peer.executable ?? "unknown app", pageURL: "\(base)/picker/\(token)", scope: scope)
-        guard daemon.consent.notifyAgents(.pickerOffered(offer)) > 0 else {
+        guard daemon.consent.notifyAgents(.pickerOffered(offer: offer)) > 0 else {
             throw Refusal(code: .failedToShowPreview, message: "no consent agent is running to show the broadcast picker to the person")
         }
         try channel.send(DaemonEvent.pickerShown)
@@ -53,11 +53,17 @@ extension ClientConnection {
     /// Every broadcast's state. A broadcast's URL (a viewer page with its token, say) is the
     /// person's and its host app's only: other apps see that it runs, not where to watch it.
     func sendBroadcastStatus() throws {
-        let statuses = daemon.broadcastSessions.map { session in
+        let finished = daemon.finishedBroadcasts.map { status in
+            var status = status
+            // Its host is no longer known once it is over: only the person sees where it was watched.
+            if role != .person { status.broadcastURL = nil }
+            return status
+        }
+        let statuses = finished + daemon.broadcastSessions.map { session in
             var status = session.status
             if role != .person && !(peer.map { session.host?.isSameProcess(as: $0) == true } ?? false) { status.broadcastURL = nil }
             return status
         }
-        try channel.send(DaemonEvent.broadcasts(statuses))
+        try channel.send(DaemonEvent.broadcasts(list: statuses))
     }
 }

@@ -48,17 +48,17 @@ extension ClientConnection {
             "recording": "\(started.id)", "size": "\(started.width)x\(started.height)", "fps": "\(options.fps)",
             "peer": "\(peerDescription)",
         ])
-        try channel.send(DaemonEvent.recordingStarted(started))
+        try channel.send(DaemonEvent.recordingStarted(recording: started))
         recording = session
 
         // Progress once a second until the movie is closed, then the summary.
         let channel = self.channel, daemon = self.daemon, pid = peer?.pid
-        let progress = RepeatingTimer(interval: 1) { try? channel.send(DaemonEvent.progress(session.progress())) }
+        let progress = RepeatingTimer(interval: 1) { try? channel.send(DaemonEvent.progress(progress: session.progress())) }
         session.onFinish { summary in
             progress.cancel()
             daemon.unregister(session)
             if let pid { daemon.consent.markActive(pid: pid) }
-            try? channel.send(DaemonEvent.recordingFinished(summary))
+            try? channel.send(DaemonEvent.recordingFinished(summary: summary))
         }
     }
 
@@ -71,7 +71,7 @@ extension ClientConnection {
 
     func listRecordings() throws {
         try requirePerson("list recordings")
-        try channel.send(DaemonEvent.recordings(daemon.store.list()))
+        try channel.send(DaemonEvent.recordings(list: daemon.store.list()))
     }
 
     func export(id: String) throws {
@@ -83,6 +83,8 @@ extension ClientConnection {
         defer { try? handle.close() }
         try channel.send(DaemonEvent.exportBegin(size: daemon.store.fileSize(id: id)))
         while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
+            // At the pace the client reads: a few chunks queued at most.
+            guard channel.waitForRoom(below: 4 << 20) else { return }
             try channel.send(DaemonEvent.exportChunk, body: [UInt8](chunk))
         }
         try channel.send(DaemonEvent.exportEnd)
@@ -95,7 +97,7 @@ extension ClientConnection {
 
     func previewURL(id: String) throws {
         try requirePerson("open previews")
-        try channel.send(DaemonEvent.previewURL(try pageURL(for: id)))
+        try channel.send(DaemonEvent.previewURL(url: try pageURL(for: id)))
     }
 
     /// ReplayKit's discardRecording: an app may throw away a recording it made itself.
@@ -109,7 +111,7 @@ extension ClientConnection {
     func showPreview(id: String) throws {
         let peer = try requireOwnRecording(id)
         let offer = PreviewOffer(recordingID: id, executable: peer.executable ?? "unknown app", pageURL: try pageURL(for: id))
-        guard daemon.consent.notifyAgents(.previewOffered(offer)) > 0 else {
+        guard daemon.consent.notifyAgents(.previewOffered(offer: offer)) > 0 else {
             throw Refusal(code: .failedToShowPreview, message: "no consent agent is running to show the preview to the person")
         }
         try channel.send(DaemonEvent.previewShown)

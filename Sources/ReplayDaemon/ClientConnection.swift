@@ -5,14 +5,15 @@ import ReplayIPC
 import ReplaySystem
 import Synchronization
 
-/// Serves one client: reads requests until the client goes away. A malformed or
-/// out-of-order request is answered with an error and the connection is closed; the
-/// daemon carries on.
+/// Serves one client: its requests are handled one at a time, in order, on `queue`, its
+/// serial executor (no thread while it is idle). A malformed or out-of-order request is
+/// answered with an error and the connection is closed; the daemon carries on.
 ///
 /// Who the client is comes from the kernel: the person's own tools (the replay CLI run by
 /// the store's owner) may read the store and answer consent; every other client is an app,
 /// which must get consent to capture and only ever sees opaque recording ids.
-final class ClientConnection {
+final class ClientConnection: @unchecked Sendable {
+    // @unchecked: the mutable state below is touched only on `queue`.
     enum Role {
         case person
         case app
@@ -21,63 +22,105 @@ final class ClientConnection {
     /// A request refused; `closing` ends the connection after the error is sent.
     typealias Refusal = DaemonError
 
+    /// Requests waiting on `queue` past which a client is cut off: it floods.
+    static let maxQueuedRequests = 64
+
     let daemon: Daemon
-    let channel: MessageChannel
+    let channel: ClientOutbox
     /// Unique per connection: the owner of the windows it protects.
     let number: Int
     let peer: PeerIdentity?
     let role: Role
+    let queue: DispatchQueue
+    private let queuedRequests = Atomic<Int>(0)
     var recording: RecordingSession?
     var capture: AppCaptureSession?
     var agentID: Int?
     var watcherID: Int?
+    private var isOver = false
+    /// Nothing but a hello of this protocol's version passes until the client has said one.
+    private var handshake = ClientProtocol.Gate()
+    private var cleanedUp = false
 
-    init(daemon: Daemon, channel: MessageChannel, number: Int) {
+    init(daemon: Daemon, channel: ClientOutbox, number: Int, peer: PeerIdentity?, role: Role) {
         self.daemon = daemon
         self.channel = channel
         self.number = number
-        peer = try? channel.peer(executableOf: daemon.configuration.identifier.executable(of:))
-        let trusted = peer.map { peer in
-            peer.uid == daemon.configuration.ownerUID
-                && peer.executable.map { daemon.configuration.trustedExecutables.contains($0) } == true
-        } ?? false
-        role = trusted ? .person : .app
+        self.peer = peer
+        self.role = role
+        queue = DispatchQueue(label: "replayd.client.\(number)")
     }
 
     var peerDescription: String { peer?.description ?? "unknown peer" }
 
-    func serve() {
-        daemon.logger.debug("client connected", metadata: ["peer": "\(peerDescription)", "role": "\(role)"])
-        defer { cleanUp() }
-        while true {
-            let request: ClientRequest
-            do {
-                guard let received = try channel.receive(ClientRequest.self) else { return }
-                request = received.message
-            } catch let error as ProtocolError {
-                daemon.logger.warning("rejected a malformed request: \(error)", metadata: ["peer": "\(peerDescription)"])
-                try? channel.send(DaemonEvent.error(code: .malformedRequest, message: error.description))
-                return
-            } catch {
-                return
+    /// A framed request arrived (on the event loop): it is handled in turn on `queue`.
+    func received(_ json: [UInt8]) {
+        guard queuedRequests.add(1, ordering: .relaxed).newValue <= Self.maxQueuedRequests else {
+            queue.async { [self] in
+                refuse(Refusal(code: .busy, message: "too many requests at once (\(Self.maxQueuedRequests)); the connection was closed",
+                               closing: true))
             }
-            do {
-                try handle(request)
-            } catch let refusal as Refusal {
-                try? channel.send(DaemonEvent.error(code: refusal.code, message: refusal.message))
-                if refusal.closing {
-                    daemon.logger.warning("closed a connection after: \(refusal.message)", metadata: ["peer": "\(peerDescription)"])
-                    return
-                }
-            } catch {
-                daemon.logger.warning("request failed: \(error)")
-                try? channel.send(DaemonEvent.error(code: .internalError, message: "\(error)"))
-            }
+            return
+        }
+        queue.async { [self] in
+            queuedRequests.subtract(1, ordering: .relaxed)
+            serve(json)
+        }
+    }
+
+    /// Bytes that are not a frame (too long, truncated): said, and the connection closed.
+    func receivedMalformed(_ error: any Error) {
+        queue.async { [self] in
+            daemon.logger.warning("rejected a malformed request: \(error)", metadata: ["peer": "\(peerDescription)"])
+            refuse(Refusal(code: .malformedRequest, message: "\(error)", closing: true))
+        }
+    }
+
+    /// The client hung up (or was cut off): what it started ends.
+    func disconnected() {
+        queue.async { [self] in cleanUp() }
+    }
+
+    private func serve(_ json: [UInt8]) {
+        guard !isOver else { return }
+        let request: ClientRequest
+        do {
+            request = try JSONDecoder().decode(ClientRequest.self, from: Data(json))
+        } catch {
+            daemon.logger.warning("rejected a malformed request: \(error)", metadata: ["peer": "\(peerDescription)"])
+            refuse(Refusal(code: .malformedRequest, message: ProtocolError.malformed(explaining: error).description, closing: true))
+            return
+        }
+        switch handshake.admit(request, daemonPID: getpid()) {
+        case .handle: break
+        case .answer(let welcome):
+            daemon.logger.debug("client said hello", metadata: ["peer": "\(peerDescription)", "client": "\(handshake.client ?? "?")"])
+            try? channel.send(welcome)
+            return
+        case .refuse(let code, let message): refuse(Refusal(code: code, message: message, closing: true)); return
+        }
+        do {
+            try handle(request)
+        } catch let refusal as Refusal {
+            refuse(refusal)
+        } catch {
+            daemon.logger.warning("request failed: \(error)")
+            try? channel.send(DaemonEvent.error(code: .internalError, message: "\(error)"))
+        }
+    }
+
+    private func refuse(_ refusal: Refusal) {
+        try? channel.send(DaemonEvent.error(code: refusal.code, message: refusal.message))
+        if refusal.closing {
+            daemon.logger.warning("closed a connection after: \(refusal.message)", metadata: ["peer": "\(peerDescription)"])
+            isOver = true
+            channel.close()
         }
     }
 
     private func handle(_ request: ClientRequest) throws {
         switch request {
+        case .hello: break  // answered by `handshake` in serve()
         case .startRecording(let options): try startRecording(options)
         case .stopRecording: try stopRecording()
         case .listRecordings: try listRecordings()
@@ -143,7 +186,7 @@ final class ClientConnection {
     }
 
     private func sendStatus() throws {
-        try channel.send(DaemonEvent.status(DaemonStatus(
+        try channel.send(DaemonEvent.status(status: DaemonStatus(
             pid: getpid(), display: daemon.configuration.displayName ?? ProcessInfo.processInfo.environment["DISPLAY"],
             activeRecordings: role == .person ? daemon.activeRecordings : [], mode: daemon.configuration.mode,
             store: role == .person ? daemon.store.directory.path : nil,
@@ -151,6 +194,10 @@ final class ClientConnection {
     }
 
     private func cleanUp() {
+        // Once: a half-close and the close that follows both say the client is gone.
+        guard !cleanedUp else { return }
+        cleanedUp = true
+        isOver = true
         // A client that goes away mid-recording ends it; the movie is kept.
         if let recording {
             recording.stop()
@@ -166,5 +213,6 @@ final class ClientConnection {
         daemon.pickers.close(host: channel)
         daemon.endAppBroadcasts(hostChannel: channel)
         channel.close()
+        daemon.connectionClosed(self)
     }
 }

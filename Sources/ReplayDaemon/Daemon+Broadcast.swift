@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import ReplayCapture
 import ReplayIPC
+import ReplaySystem
 import Synchronization
 import ReplayLoopbackServer
 
@@ -11,7 +12,7 @@ extension Daemon {
     /// - Parameters:
     ///   - host: the app whose picker started it, which then gets its status on `hostChannel`.
     func startBroadcast(_ request: BroadcastRequest, host: PeerIdentity? = nil,
-                        hostChannel: MessageChannel? = nil) throws -> BroadcastStatus {
+                        hostChannel: ClientOutbox? = nil) throws -> BroadcastStatus {
         guard let info = catalog.find(request.extensionID) else {
             let installed = catalog.list().map(\.manifest.id)
             throw ClientConnection.Refusal(code: .notFound, message: "no extension '\(request.extensionID)' is installed"
@@ -42,34 +43,44 @@ extension Daemon {
             throw ClientConnection.Refusal(code: .notFound, message: "the app that asked to broadcast its own windows is gone")
         }
         captureMonitor.begin(.broadcast(session.id))
-        Thread.detachNewThread { [self] in
-            _ = session.waitUntilFinished()
-            captureMonitor.end(.broadcast(session.id))
-        }
-        if let hostChannel { session.observe { status in try? hostChannel.send(DaemonEvent.broadcastUpdated(status)) } }
+        session.onFinish { [self] status in retire(session, status: status) }
+        if let hostChannel { session.observe { status in try? hostChannel.send(DaemonEvent.broadcastUpdated(status: status)) } }
         let hidden = [store.directory.path, URL(fileURLWithPath: configuration.socketPath).deletingLastPathComponent().path]
-        do {
-            try session.start(hidden: hidden, applicationInfo: focusedApplication())
-        } catch {
-            throw ClientConnection.Refusal(code: .captureFailed, message: "cannot start the broadcast: \(error)")
-        }
+        try session.start(hidden: hidden, applicationInfo: focusedApplication())
         return session.status
     }
 
-    /// The broadcast `id` names, or the latest one.
+    /// A finished broadcast leaves the live table, and with it its extension process,
+    /// surfaces and sockets; its final status stays in a short history for `broadcast status`.
+    private func retire(_ session: BroadcastSession, status: BroadcastStatus) {
+        state.withLock { state in
+            guard state.broadcasts.removeValue(forKey: session.id) != nil else { return }
+            state.finishedBroadcasts.append(status)
+            if state.finishedBroadcasts.count > Self.broadcastHistory { state.finishedBroadcasts.removeFirst() }
+            state.lastActivity = MonotonicClock.nanoseconds()
+        }
+        captureMonitor.end(.broadcast(session.id))
+    }
+
+    static let broadcastHistory = 16
+
+    /// The running broadcast `id` names, or the latest one if it still runs.
     func broadcast(_ id: String?) -> BroadcastSession? {
         state.withLock { state in (id ?? state.latestBroadcast).flatMap { state.broadcasts[$0] } }
     }
 
-    /// Oldest first.
+    /// Running broadcasts, oldest first.
     var broadcastSessions: [BroadcastSession] {
         state.withLock { Array($0.broadcasts.values) }.sorted { $0.createdAt < $1.createdAt }
     }
 
+    /// Finished broadcasts' final status, oldest first (at most `broadcastHistory`).
+    var finishedBroadcasts: [BroadcastStatus] { state.withLock { $0.finishedBroadcasts } }
+
     /// Ends the running broadcasts of an app's own windows whose host connection (the app's
     /// BroadcastController) closed: the app quit or let go of it, there is nothing of it to
     /// show any more, and its pid could come to name another process.
-    func endAppBroadcasts(hostChannel: MessageChannel) {
+    func endAppBroadcasts(hostChannel: ClientOutbox) {
         for session in broadcastSessions where session.request.scope == .app && !session.status.isOver
             && session.hostChannel === hostChannel {
             logger.info("the app's own broadcast ends with its connection", metadata: ["broadcast": "\(session.id)"])

@@ -5,61 +5,54 @@ import ReplayIPC
 import ReplaySystem
 import Synchronization
 
-/// Background watches: focus (keeps consent alive), mirroring (a capture reason) and idleness.
+/// Background watches, each on a timer: focus (keeps consent alive), mirroring (a capture
+/// reason) and idleness. X11 has no event for "the focused window's process" or "outputs
+/// now clone each other", so those two are probed; the timers stop with the daemon.
 extension Daemon {
     /// An app in focus is in use: its consent does not lapse (ReplayKit asks again only
-    /// after 8 minutes in the background). Polled, a few times per lapse period.
-    func watchFocus() {
+    /// after 8 minutes in the background). Probed a few times per lapse period.
+    func watchFocus() -> RepeatingTimer {
         let period = min(5, max(0.2, Double(configuration.consent.idleLimit.nanoseconds) / 4e9))
-        Thread.detachNewThread { [self] in
-            while !state.withLock({ $0.stopping }) {
-                Thread.sleep(forTimeInterval: period)
-                let consented = consent.consentedProcesses
-                guard !consented.isEmpty, let focused = try? windows.focusedProcess(), consented.contains(focused) else { continue }
-                consent.markActive(pid: focused)
-            }
+        return RepeatingTimer(interval: period) { [self] in
+            let consented = consent.consentedProcesses
+            guard !consented.isEmpty, let focused = try? windows.focusedProcess(), consented.contains(focused) else { return }
+            consent.markActive(pid: focused)
         }
     }
 
-    /// Mirroring to a second screen counts as capture for apps that watch: polled from RandR
+    /// Mirroring to a second screen counts as capture for apps that watch: probed from RandR
     /// every two seconds while the display is there.
-    func watchMirroring() {
-        Thread.detachNewThread { [self] in
-            var probe: MirroringProbe?
-            var mirrored = false
-            while !state.withLock({ $0.stopping }) {
-                if probe == nil { probe = try? MirroringProbe(displayName: configuration.displayName) }
+    func watchMirroring() -> RepeatingTimer {
+        let probe = Mutex<(probe: MirroringProbe?, mirrored: Bool)>((nil, false))
+        return RepeatingTimer(interval: 2) { [self] in
+            let (changed, now) = probe.withLock { state -> (Bool, Bool) in
+                if state.probe == nil { state.probe = try? MirroringProbe(displayName: configuration.displayName) }
                 let now: Bool
-                do { now = try probe?.isMirroring() ?? false } catch {
-                    probe = nil
+                do { now = try state.probe?.isMirroring() ?? false } catch {
+                    state.probe = nil
                     now = false
                 }
-                if now != mirrored {
-                    mirrored = now
-                    if now { captureMonitor.begin(.mirroring) } else { captureMonitor.end(.mirroring) }
-                    logger.info(now ? "the screen is mirrored to another display" : "the screen is no longer mirrored")
-                }
-                Thread.sleep(forTimeInterval: 2)
+                defer { state.mirrored = now }
+                return (now != state.mirrored, now)
             }
+            guard changed else { return }
+            if now { captureMonitor.begin(.mirroring) } else { captureMonitor.end(.mirroring) }
+            logger.info(now ? "the screen is mirrored to another display" : "the screen is no longer mirrored")
         }
     }
 
-    func watchIdleness(limit: Duration) {
+    /// Ends a daemon started on demand once nobody has used it for `limit`.
+    func watchIdleness(limit: Duration) -> RepeatingTimer {
         let limitNanoseconds = limit.components.seconds * 1_000_000_000
-        Thread.detachNewThread { [self] in
-            while true {
-                Thread.sleep(forTimeInterval: 1)
-                let idle = state.withLock { state in
-                    state.connections == 0 && state.sessions.isEmpty && !state.stopping
-                        && state.broadcasts.values.allSatisfy { $0.status.isOver }
-                        && MonotonicClock.nanoseconds() - state.lastActivity > limitNanoseconds
-                }
-                if idle {
-                    logger.info("idle for \(limit), exiting")
-                    shutdown()
-                    return
-                }
+        return RepeatingTimer(interval: 1) { [self] in
+            let idle = state.withLock { state in
+                state.connections == 0 && state.sessions.isEmpty && !state.stopping
+                    && state.broadcasts.values.allSatisfy { $0.status.isOver }
+                    && MonotonicClock.nanoseconds() - state.lastActivity > limitNanoseconds
             }
+            guard idle else { return }
+            logger.info("idle for \(limit), exiting")
+            Thread.detachNewThread { [self] in shutdown() }
         }
     }
 }

@@ -1,6 +1,7 @@
 public import Foundation
 public import Logging
 public import ReplayIPC
+import NIOCore
 import ReplayCapture
 import ReplaySystem
 import Synchronization
@@ -8,7 +9,7 @@ import Synchronization
 import Glibc
 #endif
 
-/// replayd: owns capture, accepts clients on a Unix socket, one thread per connection.
+/// replayd: owns capture and the sessions, and serves clients on a Unix socket.
 public final class Daemon: Sendable, PickerBackend {
     public struct Configuration: Sendable {
         public var socketPath: String
@@ -31,6 +32,9 @@ public final class Daemon: Sendable, PickerBackend {
         public var extensionDirectories: [URL]
         /// What sessions capture with and write to; nil: the X11 display `displayName`, PulseAudio and FFmpeg.
         public var parts: SessionParts?
+        /// Bytes of events queued for a client that does not read before it is disconnected.
+        public var outboxLimit = ClientOutbox.defaultLimit
+        var connectionCaps = ConnectionLimits.Caps.standard
 
         public init(socketPath: String, store: URL, displayName: String?, idleExit: Duration? = nil,
                     mode: DaemonStatus.Mode = .user, ownerUID: UInt32 = getuid(), trustedExecutables: Set<String> = [],
@@ -66,12 +70,17 @@ public final class Daemon: Sendable, PickerBackend {
     let pickers = BroadcastPickers()
     private let pages: LoopbackPages
     private let pagesAddress = PagesAddress()
-    private let listener: Int32
+    private let clients: ClientListener
+    /// Signalled when the last client hangs up during a shutdown.
+    private let clientsGone = DispatchSemaphore(value: 0)
+    private let limits: ConnectionLimits
     let state = Mutex(State())
 
     struct State {
         var sessions: [String: RecordingSession] = [:]
+        /// Running broadcasts; a finished one moves to `finishedBroadcasts` as its final status.
         var broadcasts: [String: BroadcastSession] = [:]
+        var finishedBroadcasts: [BroadcastStatus] = []
         var latestBroadcast: String?
         /// Which process made each recording an app started: only it may discard or preview it.
         var appRecordings: [String: PeerIdentity] = [:]
@@ -102,14 +111,17 @@ public final class Daemon: Sendable, PickerBackend {
             if port != 0 { _ = try pagesAddress.url() }
         }
         let socketDirectory = URL(fileURLWithPath: configuration.socketPath).deletingLastPathComponent()
+        let listener: Int32
         if configuration.mode == .system {
             // Clients of every user connect; what each may do is decided per request.
             try FileManager.default.createDirectory(at: socketDirectory, withIntermediateDirectories: true)
-            listener = try UnixSocket.listen(path: configuration.socketPath, mode: 0o666)
+            listener = try UnixSocket.listen(path: configuration.socketPath, mode: 0o666, backlog: 128)
         } else {
             try ReplayPaths.makePrivateDirectory(socketDirectory)
-            listener = try UnixSocket.listen(path: configuration.socketPath)
+            listener = try UnixSocket.listen(path: configuration.socketPath, backlog: 128)
         }
+        clients = ClientListener(listener: listener, logger: logger)
+        limits = ConnectionLimits(caps: configuration.connectionCaps)
         pages.attach(self)
     }
 
@@ -120,36 +132,51 @@ public final class Daemon: Sendable, PickerBackend {
     public func run() {
         logger.info("replayd listening", metadata: [
             "socket": "\(configuration.socketPath)", "store": "\(store.directory.path)", "mode": "\(configuration.mode.rawValue)",
-            "pages": "\(pagesAddress.summary)",
+            "pages": "\(pagesAddress.summary)", "capture": "\(parts.capture.name)",
         ])
-        if let idle = configuration.idleExit { watchIdleness(limit: idle) }
-        watchFocus()
-        watchMirroring()
-        while true {
-            let fd: Int32
-            do {
-                fd = try UnixSocket.accept(listener)
-            } catch {
-                if state.withLock({ $0.stopping }) { break }
-                logger.warning("accept failed: \(error)")
-                continue
-            }
-            let channel = MessageChannel(fd: fd, limits: .requests)
-            let number = state.withLock {
-                $0.connections += 1
-                $0.nextConnection += 1
-                $0.lastActivity = MonotonicClock.nanoseconds()
-                return $0.nextConnection
-            }
-            Thread.detachNewThread { [self] in
-                ClientConnection(daemon: self, channel: channel, number: number).serve()
-                state.withLock {
-                    $0.connections -= 1
-                    $0.lastActivity = MonotonicClock.nanoseconds()
-                }
-            }
-        }
+        let watches = [watchFocus(), watchMirroring()] + (configuration.idleExit.map { [watchIdleness(limit: $0)] } ?? [])
+        clients.serve { [self] fd in admit(fd) }
+        watches.forEach { $0.cancel() }
+        clients.closeAll()
         logger.info("replayd stopped")
+    }
+
+    /// Who a new client is, from the kernel, and whether it may stay (the connection caps).
+    private func admit(_ fd: Int32) -> (@Sendable (any Channel) -> ClientConnection)? {
+        let peer = try? PeerIdentity(socket: fd, executableOf: configuration.identifier.executable(of:))
+        let isPerson = peer.map { peer in
+            peer.uid == configuration.ownerUID
+                && peer.executable.map { configuration.trustedExecutables.contains($0) } == true
+        } ?? false
+        let uid = peer?.uid ?? UInt32.max
+        if let refusal = limits.admit(uid: uid, isPerson: isPerson) {
+            logger.warning("refused a client: \(refusal)", metadata: ["peer": "\(peer?.description ?? "unknown peer")"])
+            ClientListener.refuse(fd, code: .busy, message: refusal)
+            return nil
+        }
+        let number = state.withLock {
+            $0.connections += 1
+            $0.nextConnection += 1
+            $0.lastActivity = MonotonicClock.nanoseconds()
+            return $0.nextConnection
+        }
+        return { [self] channel in
+            let connection = ClientConnection(daemon: self, channel: ClientOutbox(channel: channel, limit: configuration.outboxLimit),
+                                              number: number, peer: peer, role: isPerson ? .person : .app)
+            logger.debug("client connected", metadata: ["peer": "\(connection.peerDescription)", "role": "\(connection.role)"])
+            return connection
+        }
+    }
+
+    /// A connection's clean-up is done: its place is free again.
+    func connectionClosed(_ connection: ClientConnection) {
+        limits.release(uid: connection.peer?.uid ?? UInt32.max, isPerson: connection.role == .person)
+        let last = state.withLock { state in
+            state.connections -= 1
+            state.lastActivity = MonotonicClock.nanoseconds()
+            return state.connections == 0 && state.stopping
+        }
+        if last { clientsGone.signal() }
     }
 
     /// Stops accepting, ends every recording (keeping it) and returns when their files are closed.
@@ -165,11 +192,8 @@ public final class Daemon: Sendable, PickerBackend {
         for session in sessions { _ = session.waitUntilFinished() }
         unlink(configuration.socketPath)
         // Give each recording's client a moment to receive its summary and hang up.
-        let deadline = MonotonicClock.nanoseconds() + 2_000_000_000
-        while !sessions.isEmpty && state.withLock({ $0.connections > 0 }) && MonotonicClock.nanoseconds() < deadline {
-            Thread.sleep(forTimeInterval: 0.02)
-        }
-        Glibc.shutdown(listener, Int32(SHUT_RDWR))
+        if !sessions.isEmpty && state.withLock({ $0.connections > 0 }) { _ = clientsGone.wait(timeout: .now() + 2) }
+        clients.stop()
         pages.stop()
     }
 

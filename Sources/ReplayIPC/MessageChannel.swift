@@ -5,7 +5,7 @@ import Foundation
 import Synchronization
 public import ReplaySystem
 
-/// One end of a connection: sends and receives framed JSON messages.
+/// One end of a connection: sends and receives framed JSON messages (`FrameCodec`).
 ///
 /// Sending is safe from several threads (a lock keeps frames whole); receiving is done
 /// by one reader at a time.
@@ -26,8 +26,58 @@ public final class MessageChannel: Sendable {
         try PeerIdentity(socket: fd, executableOf: executableOf)
     }
 
-    public static func connect(path: String) throws(SystemError) -> MessageChannel {
-        MessageChannel(fd: try UnixSocket.connect(path: path), limits: .events)
+    /// Connects to replayd at `path` and says hello (`handshake`): the channel returned has
+    /// been welcomed. Throws `SystemError` when nothing listens at `path`, `HandshakeError`
+    /// when the daemon does not welcome this client (another protocol version, too many
+    /// connections, no answer). `client` names the program in the daemon's log.
+    public static func connect(path: String, client: String = ClientProtocol.defaultClientName) throws -> MessageChannel {
+        let channel = MessageChannel(fd: try UnixSocket.connect(path: path), limits: .events)
+        try channel.handshake(client: client)
+        return channel
+    }
+
+    /// Sends `hello` and waits (at most `timeout` seconds) for the daemon's `welcome`;
+    /// returns the daemon's pid. `connect(path:client:)` calls it; a channel made from a
+    /// descriptor calls it itself before any request.
+    @discardableResult
+    public func handshake(client: String, timeout: Double = 10) throws(HandshakeError) -> Int32 {
+        // A daemon that refuses at once (too many connections) may have closed already: its
+        // error is still there to read, so a failed send is not the end.
+        let sendError: (any Error)?
+        do {
+            try send(ClientRequest.hello(protocolVersion: ClientProtocol.version, client: client))
+            sendError = nil
+        } catch {
+            sendError = error
+        }
+        let answer: (message: DaemonEvent, body: [UInt8])?
+        do {
+            setReceiveTimeout(timeout)
+            defer { setReceiveTimeout(0) }
+            answer = try receive(DaemonEvent.self, limits: .handshake)
+        } catch ProtocolError.protocol1Peer {
+            throw .versionMismatch(ClientProtocol.mismatch(daemon: 1, client: ClientProtocol.version))
+        } catch let error as SystemError where error.errno == EAGAIN || error.errno == EWOULDBLOCK {
+            throw .failed("replayd did not answer hello within \(Int(timeout)) s")
+        } catch {
+            throw .failed("\(sendError ?? error)")
+        }
+        switch answer?.message {
+        case .welcome(let version, let pid)?:
+            guard version == ClientProtocol.version else {
+                throw .versionMismatch(ClientProtocol.mismatch(daemon: version, client: ClientProtocol.version))
+            }
+            return pid
+        case .error(.protocolVersionMismatch, let message)?: throw .versionMismatch(message)
+        case .error(let code, let message)?: throw .refused(code: code, message: message)
+        case let other?: throw .failed("replayd answered hello with \(other)")
+        case nil: throw .failed(sendError.map { "\($0)" } ?? "replayd closed the connection")
+        }
+    }
+
+    private func setReceiveTimeout(_ seconds: Double) {
+        var value = timeval(tv_sec: Int(seconds), tv_usec: Int((seconds - seconds.rounded(.down)) * 1_000_000))
+        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &value, socklen_t(MemoryLayout<timeval>.size))
     }
 
     public func send<M: Encodable>(_ message: M, body: [UInt8] = []) throws {
@@ -56,6 +106,10 @@ public final class MessageChannel: Sendable {
 
     /// The next message, or nil when the peer closed the connection between messages.
     public func receive<M: Decodable>(_ type: M.Type) throws -> (message: M, body: [UInt8])? {
+        try receive(type, limits: limits)
+    }
+
+    private func receive<M: Decodable>(_ type: M.Type, limits: FrameCodec.Limits) throws -> (message: M, body: [UInt8])? {
         guard let header = try readExactly(FrameCodec.headerSize, allowEOF: true) else { return nil }
         let lengths = try FrameCodec.decodeHeader(header, limits: limits)
         guard let json = try readExactly(lengths.json, allowEOF: false) else { throw ProtocolError.truncated }
@@ -101,4 +155,9 @@ public final class MessageChannel: Sendable {
         @unknown default: "undecodable"
         }
     }
+}
+
+extension ClientProtocol {
+    /// What a client says it is in its hello when it names nothing else: its program's name.
+    public static var defaultClientName: String { ProcessInfo.processInfo.processName }
 }

@@ -106,7 +106,7 @@ public struct PickerOffer: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey { case executable, pageURL, scope }
 
-    /// An offer from an older replayd has no scope: the screen.
+    /// An offer without a scope (it is optional on the wire) is of the screen.
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         executable = try container.decode(String.self, forKey: .executable)

@@ -1,8 +1,15 @@
-/// What a client asks of replayd.
+/// What a client asks of replayd. Every associated value is labelled: the label is the JSON
+/// field name (`{"startBroadcast":{"request":{…}}}`), docs/protocol.md lists every shape and
+/// `MessageGoldenTests` pins them.
 public enum ClientRequest: Codable, Sendable, Equatable {
+    /// The first message on every connection, and only the first: answered with `welcome`, or
+    /// with an error (`protocolVersionMismatch`) and the connection closed. `client` names the
+    /// program for replayd's log ("replay", "OpenReplayKit"); it grants nothing.
+    case hello(protocolVersion: Int, client: String)
+
     /// Starts a recording on this connection; the daemon answers with `recordingStarted`,
     /// then `progress` about once a second, then `recordingFinished`.
-    case startRecording(RecordingOptions)
+    case startRecording(options: RecordingOptions)
     /// Stops the recording this connection started, keeping it.
     case stopRecording
     case listRecordings
@@ -27,7 +34,7 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     /// The app never sees the page or its token.
     case showPreview(id: String)
     /// Streams this process's own windows: `captureStarted`, then `capturedFrame`s.
-    case startCapture(CaptureOptions)
+    case startCapture(options: CaptureOptions)
     case stopCapture
     /// Subscribes to `captureState` events: one now, then one per change.
     case watchCaptureState
@@ -38,7 +45,7 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     // Broadcasts (the person's own tools; apps go through the picker).
     case listExtensions
     /// Answered with `broadcastStarted` once the extension is up, or an error.
-    case startBroadcast(BroadcastRequest)
+    case startBroadcast(request: BroadcastRequest)
     /// nil: the most recent broadcast.
     case pauseBroadcast(id: String?)
     case resumeBroadcast(id: String?)
@@ -47,7 +54,7 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     /// An app asks the daemon to show the person the broadcast picker (narrowed to one
     /// extension if it names one). A broadcast the person starts there reports its status
     /// to this connection as `broadcastUpdated`; the app may pause, resume and stop it.
-    /// `scope` `.app` broadcasts only this process's windows; nil (older clients) is `.screen`.
+    /// `scope` `.app` broadcasts only this process's windows; nil (absent on the wire) is `.screen`.
     case showBroadcastPicker(preferredExtension: String?, microphone: Bool, scope: BroadcastScope? = nil)
 }
 
@@ -90,43 +97,45 @@ public struct VideoEncoding: Codable, Sendable, Equatable {
     public static let `default` = VideoEncoding()
 }
 
-/// What replayd tells a client.
+/// What replayd tells a client; labelled like `ClientRequest` (`{"status":{"status":{…}}}`).
 public enum DaemonEvent: Codable, Sendable, Equatable {
-    case recordingStarted(RecordingStarted)
-    case progress(RecordingProgress)
-    case recordingFinished(RecordingSummary)
-    case recordings([RecordingInfo])
+    /// The answer to `hello`: the versions match and requests may follow.
+    case welcome(protocolVersion: Int, daemonPID: Int32)
+    case recordingStarted(recording: RecordingStarted)
+    case progress(progress: RecordingProgress)
+    case recordingFinished(summary: RecordingSummary)
+    case recordings(list: [RecordingInfo])
     case exportBegin(size: Int64)
     case exportChunk
     case exportEnd
-    case status(DaemonStatus)
+    case status(status: DaemonStatus)
     case recordingDeleted(id: String)
-    case previewURL(String)
+    case previewURL(url: String)
     /// The daemon is asking the person; the answer can take a while.
     case waitingForConsent
     case consentAgentRegistered
     /// To consent agents: an app asks to capture; answer with `answerConsent` or open `pageURL`.
-    case consentRequested(ConsentPrompt)
+    case consentRequested(prompt: ConsentPrompt)
     /// To consent agents: the request was answered (here or elsewhere) or abandoned.
     case consentResolved(requestID: String, allowed: Bool)
     /// To consent agents: an app asked to show the person a recording's preview.
-    case previewOffered(PreviewOffer)
+    case previewOffered(offer: PreviewOffer)
     case previewShown
     case captureStarted(width: Int, height: Int, fps: Int)
     /// One I420 picture of the app's own windows in the body (Y, then U, then V, tightly packed).
-    case capturedFrame(CapturedFrameInfo)
+    case capturedFrame(frame: CapturedFrameInfo)
     case captureStopped(error: String?)
-    case captureState(CaptureStatus)
+    case captureState(status: CaptureStatus)
     case windowProtected(id: UInt32)
     case windowUnprotected(id: UInt32)
-    case extensions([ExtensionInfo])
-    case broadcastStarted(BroadcastStatus)
-    case broadcasts([BroadcastStatus])
+    case extensions(list: [ExtensionInfo])
+    case broadcastStarted(status: BroadcastStatus)
+    case broadcasts(list: [BroadcastStatus])
     case pickerShown
     /// To consent agents: an app asks the person to pick a broadcast service.
-    case pickerOffered(PickerOffer)
+    case pickerOffered(offer: PickerOffer)
     /// To the app that opened the picker: its broadcast's state, never its samples.
-    case broadcastUpdated(BroadcastStatus)
+    case broadcastUpdated(status: BroadcastStatus)
     /// The request failed; the daemon closes the connection after a protocol error.
     case error(code: ErrorCode, message: String)
 }
@@ -145,6 +154,9 @@ public enum ErrorCode: String, Codable, Sendable {
     case outOfOrder
     case insufficientStorage
     case failedToShowPreview
+    /// The client's `hello` named another protocol version (or the first message was not a
+    /// `hello` of this protocol); the message names both versions.
+    case protocolVersionMismatch
 }
 
 public struct RecordingStarted: Codable, Sendable, Equatable {

@@ -1,10 +1,10 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CShims
 public import ReplaySystem
 
-/// Listening and connecting Unix stream sockets. Plain blocking descriptors: every
-/// connection gets its own thread in the daemon, which keeps the flow easy to follow.
+/// Listening and connecting Unix stream sockets, close-on-exec from the start.
 public enum UnixSocket {
     /// Binds and listens on `path`, replacing a stale socket file left by a crashed daemon.
     /// The socket file is private to the daemon's user (mode 0600) unless `mode` says otherwise.
@@ -38,9 +38,7 @@ public enum UnixSocket {
     }
 
     public static func accept(_ listener: Int32) throws(SystemError) -> Int32 {
-        let fd = try syscall("accept") { Glibc.accept(listener, nil, nil) }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        return fd
+        try syscall("accept4") { CShims_accept_cloexec(listener) }
     }
 
     private static func withAddress<R>(

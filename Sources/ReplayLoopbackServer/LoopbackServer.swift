@@ -40,9 +40,13 @@ public enum LoopbackServer {
             task.cancel()
             throw Failure(description: "did not start listening on 127.0.0.1:\(port) within 10 s")
         }
-        switch bound.withLock({ $0 })! {
-        case .success(let port): return (port, task)
-        case .failure(let error): throw Failure(description: "cannot listen on 127.0.0.1:\(port): \(error)")
+        // Both signal only after setting `bound`, so nil cannot happen; it would be a failure.
+        switch bound.withLock({ $0 }) {
+        case .success(let port)?: return (port, task)
+        case .failure(let error)?: throw Failure(description: "cannot listen on 127.0.0.1:\(port): \(error)")
+        case nil:
+            task.cancel()
+            throw Failure(description: "did not start listening on 127.0.0.1:\(port)")
         }
     }
 

@@ -63,6 +63,11 @@ public struct PixelBuffer: Sendable {
     public var bytes: UnsafeMutableRawBufferPointer {
         UnsafeMutableRawBufferPointer(rebasing: storage.bytes[0..<Self.byteCount(width: width, height: height)])
     }
+
+    /// Where the picture's bytes (plane 0) start, for C code that takes plane pointers.
+    @inlinable public var baseAddress: UnsafeMutableRawPointer {
+        storage.bytes.baseAddress!  // never nil: init requires positive sizes, so storage holds at least 6 bytes
+    }
 }
 
 /// The largest even size that fits in `width` x `height`.

@@ -99,8 +99,8 @@ public struct InverseTelecine: Sendable {
         // Capture repeating a picture may hand over the same memory; it is not rewritten
         // once shared.
         if a.storage === b.storage { return true }
-        let first = UnsafeRawPointer(a.bytes.baseAddress!)
-        let second = UnsafeRawPointer(b.bytes.baseAddress!)
+        let first = UnsafeRawPointer(a.baseAddress)
+        let second = UnsafeRawPointer(b.baseAddress)
         let probes = min(a.height, 16)
         for probe in 0..<probes {
             let row = (2 * probe + 1) * a.height / (2 * probes)

@@ -10,7 +10,7 @@ public enum PixelConverter {
     ) {
         let width = destination.width, height = destination.height
         let yStride = destination.stride(ofPlane: 0), cStride = destination.stride(ofPlane: 1)
-        let base = destination.bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        let base = destination.baseAddress.assumingMemoryBound(to: UInt8.self)
         // libyuv's "ARGB" is B, G, R, A in memory: exactly X11's little-endian 32-bit pixels.
         _ = ARGBToI420(
             source.assumingMemoryBound(to: UInt8.self), Int32(bytesPerRow),

@@ -1,13 +1,15 @@
 #if canImport(Glibc)
 public import Glibc
 #endif
+import CShims
+import Dispatch
 import Synchronization
 
 /// A child process started with posix_spawn and reaped with waitpid. Children start in a
 /// session of their own, so Ctrl-C in the caller's terminal reaches only the caller, which
 /// then stops them in the right order.
 public final class ChildProcess: Sendable {
-    public let pid: pid_t
+    public let pid: Int32
     /// glibc's POSIX_SPAWN_SETSID, hidden from Swift behind _GNU_SOURCE.
     private static let spawnSetSID: Int32 = 0x80
     public let path: String
@@ -92,14 +94,41 @@ public final class ChildProcess: Sendable {
         }
     }
 
-    /// Waits up to `timeout` seconds; returns the status, or nil if it is still running.
+    /// Waits up to `timeout` seconds for the child's pidfd to say it exited; returns the
+    /// status, or nil if it is still running.
     public func wait(timeout: Double) -> Int32? {
+        if let status = poll() { return status }
+        let pidfd = CShims_pidfd_open(pid)
+        guard pidfd >= 0 else { return poll() }
+        defer { close(pidfd) }
         let deadline = MonotonicClock.nanoseconds() + Int64(timeout * 1e9)
-        while MonotonicClock.nanoseconds() < deadline {
-            if let status = poll() { return status }
-            MonotonicClock.sleep(until: MonotonicClock.nanoseconds() + 10_000_000)
+        var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+        while true {
+            let left = deadline - MonotonicClock.nanoseconds()
+            if left <= 0 { return poll() }
+            let ready = Glibc.poll(&entry, 1, Int32(min(left / 1_000_000 + 1, Int64(Int32.max))))
+            if ready > 0 { return wait() }
+            if ready < 0 && errno != EINTR { return poll() }
         }
-        return poll()
+    }
+
+    /// Calls `handler` with the status once the child has exited and been reaped. Waits on a
+    /// pidfd from a dispatch source: no thread is held while the child runs.
+    public func onExit(_ handler: @escaping @Sendable (Int32) -> Void) {
+        let pidfd = CShims_pidfd_open(pid)
+        guard pidfd >= 0 else {
+            // Already reaped (or a kernel without pidfds): reap on a thread of its own.
+            DispatchQueue.global().async { handler(self.wait()) }
+            return
+        }
+        let watch = ExitWatch(DispatchSource.makeReadSource(fileDescriptor: pidfd, queue: .global()))
+        watch.source.setEventHandler { [self] in
+            let status = wait()
+            watch.source.cancel()
+            handler(status)
+        }
+        watch.source.setCancelHandler { close(pidfd) }
+        watch.source.resume()
     }
 
     public func signal(_ number: Int32) {
@@ -114,6 +143,13 @@ public final class ChildProcess: Sendable {
             kill(pid, SIGKILL)
             wait()
         }
+    }
+
+    /// A pidfd's read source, kept by its own handlers until it fires and cancels itself.
+    private final class ExitWatch: @unchecked Sendable {
+        // @unchecked: a dispatch source may be cancelled from any thread.
+        let source: any DispatchSourceRead
+        init(_ source: any DispatchSourceRead) { self.source = source }
     }
 
     private func poll() -> Int32? {

@@ -23,8 +23,8 @@ public enum DescriptorPassing {
                         header.pointee.cmsg_level = SOL_SOCKET
                         header.pointee.cmsg_type = Int32(SCM_RIGHTS)
                         header.pointee.cmsg_len = CShims_CMSG_LEN(descriptors.count * MemoryLayout<Int32>.stride)
-                        descriptors.withUnsafeBytes {
-                            UnsafeMutableRawPointer(CShims_CMSG_DATA(header)!).copyMemory(from: $0.baseAddress!, byteCount: $0.count)
+                        if let payload = CShims_CMSG_DATA(header) {
+                            descriptors.withUnsafeBytes { UnsafeMutableRawBufferPointer(start: payload, count: $0.count).copyMemory(from: $0) }
                         }
                     }
                     return sendmsg(socket, message, Int32(MSG_NOSIGNAL))
@@ -35,7 +35,10 @@ public enum DescriptorPassing {
         while sent < bytes.count {
             let offset = sent
             sent += try syscall("send") {
-                bytes.withUnsafeBytes { Glibc.send(socket, $0.baseAddress! + offset, $0.count - offset, Int32(MSG_NOSIGNAL)) }
+                bytes.withUnsafeBytes {
+                    let rest = UnsafeRawBufferPointer(rebasing: $0[offset...])
+                    return Glibc.send(socket, rest.baseAddress, rest.count, Int32(MSG_NOSIGNAL))
+                }
             }
         }
     }
@@ -94,9 +97,10 @@ public enum DescriptorPassing {
         var descriptors: [Int32] = []
         var next = CShims_CMSG_FIRSTHDR(message)
         while let header = next {
-            if header.pointee.cmsg_level == SOL_SOCKET && header.pointee.cmsg_type == Int32(SCM_RIGHTS) {
+            if header.pointee.cmsg_level == SOL_SOCKET && header.pointee.cmsg_type == Int32(SCM_RIGHTS),
+               let payload = CShims_CMSG_DATA(header) {
                 let count = (Int(header.pointee.cmsg_len) - CShims_CMSG_LEN(0)) / MemoryLayout<Int32>.stride
-                let data = UnsafeRawPointer(CShims_CMSG_DATA(header)!)
+                let data = UnsafeRawPointer(payload)
                 for index in 0..<count {
                     descriptors.append(data.loadUnaligned(fromByteOffset: index * MemoryLayout<Int32>.stride, as: Int32.self))
                 }

@@ -17,9 +17,8 @@ public struct FileDescriptor: ~Copyable {
     public func writeAll(_ bytes: UnsafeRawBufferPointer) throws(SystemError) {
         var offset = 0
         while offset < bytes.count {
-            let base = bytes.baseAddress! + offset
-            let remaining = bytes.count - offset
-            offset += try syscall("write") { Glibc.write(rawValue, base, remaining) }
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[offset...])
+            offset += try syscall("write") { Glibc.write(rawValue, rest.baseAddress, rest.count) }
         }
     }
 

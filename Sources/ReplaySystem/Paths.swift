@@ -32,6 +32,31 @@ public enum ReplayPaths {
         return base.appendingPathComponent("openreplaykit/recordings")
     }
 
+    /// An executable installed beside the running one (all products build into one folder);
+    /// from a test bundle, which lives in a subfolder of the build folder, the nearest folder
+    /// above that holds it.
+    public static func siblingExecutable(_ name: String) -> URL {
+        var directory = runningExecutable().deletingLastPathComponent()
+        while directory.path != "/" && !FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent(name).path) {
+            directory = directory.deletingLastPathComponent()
+        }
+        return directory.appendingPathComponent(name)
+    }
+
+    /// The running executable, symbolic links resolved.
+    public static func runningExecutable() -> URL {
+        URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0])
+    }
+
+    /// Set by `replay-demo-scene --desktop` for the command it runs in a virtual desktop: that
+    /// desktop's private directory. The daemon on `$OPENREPLAYKIT_SOCKET` then serves that
+    /// desktop alone, and whoever starts it there stops it when done.
+    public static let virtualDesktopVariable = "OPENREPLAYKIT_VIRTUAL_DESKTOP"
+
+    /// The daemon socket a client should use (set for apps in a virtual desktop; the SDK reads it).
+    public static let socketVariable = "OPENREPLAYKIT_SOCKET"
+
     /// Creates `url` and its parents, and makes `url` itself private (mode 0700).
     public static func makePrivateDirectory(_ url: URL) throws {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)

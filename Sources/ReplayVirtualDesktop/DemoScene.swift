@@ -144,13 +144,15 @@ private enum BeepPlayer {
             let latency = Int64(pa_simple_get_latency(stream, &error)) * 1000
             let measured = MonotonicClock.nanoseconds() + latency - written * 1_000_000_000 / Int64(sampleRate)
             disagreements = anchor.map { abs(measured - $0) > 40_000_000 } == true ? disagreements + 1 : 0
+            let settled: Int64
             if let current = anchor, written >= Int64(sampleRate / 5), disagreements <= 10 {
-                anchor = current + (measured - current) / 50
+                settled = current + (measured - current) / 50
             } else {
-                anchor = measured
+                settled = measured
                 disagreements = 0
             }
-            let start = anchor! + written * 1_000_000_000 / Int64(sampleRate)
+            anchor = settled
+            let start = settled + written * 1_000_000_000 / Int64(sampleRate)
             for index in 0..<chunkFrames {
                 let t = start + Int64(index) * 1_000_000_000 / Int64(sampleRate) - epoch
                 let intoSecond = t >= 0 ? t % 1_000_000_000 : -1

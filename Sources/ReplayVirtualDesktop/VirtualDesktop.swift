@@ -124,17 +124,8 @@ public final class VirtualDesktop: @unchecked Sendable {
 
     deinit { stop() }
 
-    /// An executable installed beside the running one (all products build into one folder).
-    public static func siblingExecutable(_ name: String) -> URL {
-        let me = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            ?? CommandLine.arguments[0])
-        var directory = me.deletingLastPathComponent()
-        // Test bundles live in a subfolder of the build folder.
-        while directory.path != "/" && !FileManager.default.isExecutableFile(atPath: directory.appendingPathComponent(name).path) {
-            directory = directory.deletingLastPathComponent()
-        }
-        return directory.appendingPathComponent(name)
-    }
+    /// An executable installed beside the running one: `ReplayPaths.siblingExecutable(_:)`.
+    public static func siblingExecutable(_ name: String) -> URL { ReplayPaths.siblingExecutable(name) }
 
     /// Starts an X server on a free display: with -displayfd it picks one and writes its
     /// number once it accepts clients.

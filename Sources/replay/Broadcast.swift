@@ -77,7 +77,7 @@ extension Replay.Broadcast {
             }
             try reportingFailure {
                 let request = BroadcastRequest(extensionID: `extension`, setup: setup, microphone: mic, fps: fps)
-                let status = try DaemonClient.ask(.startBroadcast(request), socket: daemon.socket) {
+                let status = try DaemonClient.ask(.startBroadcast(request: request), socket: daemon.socket) {
                     if case .broadcastStarted(let status) = $0 { status } else { nil }
                 }
                 printStatus([status], json: json)
@@ -117,7 +117,7 @@ extension Replay.Broadcast {
                     if !answer.isEmpty { setup[field.key] = answer }
                 }
                 let microphone = ["y", "yes"].contains((ask("Microphone? [y/N] ") ?? "").lowercased())
-                try channel.send(ClientRequest.startBroadcast(BroadcastRequest(extensionID: manifest.id, setup: setup, microphone: microphone)))
+                try channel.send(ClientRequest.startBroadcast(request: BroadcastRequest(extensionID: manifest.id, setup: setup, microphone: microphone)))
                 guard case .broadcastStarted(let status) = try DaemonClient.next(channel).message else {
                     throw DaemonClient.Failure(description: "unexpected reply from replayd")
                 }

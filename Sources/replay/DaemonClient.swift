@@ -3,7 +3,6 @@ import Foundation
 import ReplayIPC
 import ReplaySystem
 import Synchronization
-import ReplayVirtualDesktop
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,12 +21,14 @@ enum DaemonClient {
         var merged = ProcessInfo.processInfo.environment
         for (key, value) in environment { merged[key] = value }
         let path = socket ?? ReplayPaths.defaultSocket(environment: merged).path
-        if let channel = try? MessageChannel.connect(path: path) { return channel }
+        // Nobody listening (a SystemError) starts a daemon; one that answers but does not
+        // welcome us (a HandshakeError: another protocol version, ...) is reported as it is.
+        do { return try MessageChannel.connect(path: path, client: "replay") } catch is SystemError {}
         try launchDaemon(socket: path, environment: merged, display: display)
         let deadline = Date().addingTimeInterval(10)
         var lastError: (any Error)?
         while Date() < deadline {
-            do { return try MessageChannel.connect(path: path) } catch { lastError = error }
+            do { return try MessageChannel.connect(path: path, client: "replay") } catch let error as SystemError { lastError = error }
             Thread.sleep(forTimeInterval: 0.05)
         }
         throw Failure(description: "replayd did not start listening on \(path): \(lastError.map { "\($0)" } ?? "timed out")")
@@ -44,7 +45,7 @@ enum DaemonClient {
             throw Failure(description: "cannot write \(logPath)")
         }
         log.seekToEndOfFile()
-        let executable = VirtualDesktop.siblingExecutable("replayd").path
+        let executable = ReplayPaths.siblingExecutable("replayd").path
         var arguments = ["--socket", socket, "--detach", "--idle-exit", "300"]
         if let display { arguments += ["--display", display] }
         do {

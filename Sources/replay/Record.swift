@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReplayIPC
-import ReplayVirtualDesktop
+import ReplaySystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -68,26 +68,23 @@ extension Replay {
                 duration: duration, fps: fps, microphone: mic, appAudio: appAudio, showCursor: cursor,
                 video: VideoEncoding(preset: preset, bitRate: bitrate.map { $0 * 1000 }, keyframeInterval: keyframeInterval))
 
-            // No desktop here: bring our own, with a daemon of its own, and stop both afterwards.
-            var desktop: VirtualDesktop?
-            var socket = daemon.socket
-            var environment: [String: String] = [:]
-            if (ProcessInfo.processInfo.environment["DISPLAY"] ?? "").isEmpty {
-                if !json { printError("No DISPLAY: starting a virtual 1920x1080 display, an audio server and the demo scene.") }
-                do {
-                    desktop = try VirtualDesktop.start()
-                } catch {
-                    printError("error: cannot start the virtual desktop: \(error)")
+            // Inside a virtual desktop of our own (see runInVirtualDesktop): its daemon is ours
+            // alone, on the desktop's socket; stop it afterwards, before the desktop stops.
+            let environment = ProcessInfo.processInfo.environment
+            let privateDesktop = !(environment[ReplayPaths.virtualDesktopVariable] ?? "").isEmpty
+            if (environment["DISPLAY"] ?? "").isEmpty {
+                if privateDesktop {
+                    printError("error: the virtual desktop gave no DISPLAY")
                     throw ExitCode.failure
                 }
-                environment = desktop!.environment
-                socket = socket ?? desktop!.directory.appendingPathComponent("replayd.sock").path
+                if !json { printError("No DISPLAY: starting a virtual 1920x1080 display, an audio server and the demo scene.") }
+                try runInVirtualDesktop()
             }
-            defer { desktop?.stop() }
+            let socket = daemon.socket ?? (privateDesktop ? environment[ReplayPaths.socketVariable] : nil)
 
             let channel: MessageChannel
             do {
-                channel = try DaemonClient.connect(socket: socket, environment: environment, display: environment["DISPLAY"])
+                channel = try DaemonClient.connect(socket: socket, display: privateDesktop ? environment["DISPLAY"] : nil)
             } catch {
                 printError("error: \(error)")
                 throw ExitCode.failure
@@ -102,8 +99,23 @@ extension Replay {
                     exported = false
                 }
             }
-            if desktop != nil, let socket { stopPrivateDaemon(channel, socket: socket) }
+            if privateDesktop, let socket { stopPrivateDaemon(channel, socket: socket) }
             if !result.succeeded || !exported { throw ExitCode.failure }
+        }
+
+        /// No desktop here: bring our own. This same command runs again under
+        /// `replay-demo-scene --desktop`, which starts Xvfb, PulseAudio and the demo scene,
+        /// runs it there with their DISPLAY, PULSE_SERVER and a daemon socket of the desktop's
+        /// own, passes on its output, Ctrl-C and exit status, and stops them all afterwards.
+        /// The desktop lives in that process, so replay itself links none of it.
+        private func runInVirtualDesktop() throws -> Never {
+            let launcher = ReplayPaths.siblingExecutable("replay-demo-scene").path
+            let arguments = [launcher, "--desktop", "--", ReplayPaths.runningExecutable().path] + CommandLine.arguments.dropFirst()
+            let argv = arguments.map { strdup($0) } + [nil]
+            execv(launcher, argv)
+            let reason = String(cString: strerror(errno))
+            printError("error: cannot start the virtual desktop: cannot run \(launcher): \(reason)")
+            throw ExitCode.failure
         }
 
         /// The daemon of a virtual desktop is ours alone: stop it with the desktop.

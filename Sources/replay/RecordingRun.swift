@@ -19,7 +19,7 @@ struct RecordingRun {
     func perform() throws -> Outcome {
         let started: RecordingStarted
         do {
-            try channel.send(ClientRequest.startRecording(options))
+            try channel.send(ClientRequest.startRecording(options: options))
             guard case .recordingStarted(let reply) = try DaemonClient.next(channel).message else {
                 throw DaemonClient.Failure(description: "unexpected reply from replayd")
             }

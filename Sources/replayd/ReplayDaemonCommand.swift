@@ -4,12 +4,14 @@ import Logging
 import ReplayDaemon
 import ReplayIPC
 import ReplaySystem
+import ServiceLifecycle
+import UnixSignals
 #if canImport(Glibc)
 import Glibc
 #endif
 
 @main
-struct ReplayDaemonCommand: ParsableCommand {
+struct ReplayDaemonCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replayd",
         abstract: "The OpenReplayKit daemon: owns screen and audio capture and the private recording store.",
@@ -78,11 +80,13 @@ struct ReplayDaemonCommand: ParsableCommand {
         if consentTimeout <= 0 || consentIdle <= 0 { throw ValidationError("--consent-timeout and --consent-idle must be positive") }
         if !(0...65535).contains(pagesPort) { throw ValidationError("--pages-port must be between 0 and 65535") }
         if system && getuid() != 0 { throw ValidationError("--system needs root: replayd drops to its own user from there") }
-        if let owner, Int(owner) == nil, getpwnam(owner) == nil { throw ValidationError("--owner: no user '\(owner)'") }
+        if let owner, Self.uid(ofOwner: owner) == nil {
+            throw ValidationError("--owner: no user '\(owner)' (give a user name, or a uid from 0 to \(UInt32.max - 1))")
+        }
         if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("unknown --log-level '\(logLevel)'") }
     }
 
-    func run() throws {
+    func run() async throws {
         if identifyExecutables {
             ExecutableIdentifier.serveRequests()
             return
@@ -128,21 +132,21 @@ struct ReplayDaemonCommand: ParsableCommand {
             throw ExitCode(1)
         }
 
-        var sources: [any DispatchSourceSignal] = []
-        for signalNumber in [SIGTERM, SIGINT] {
-            signal(signalNumber, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: signalNumber, queue: .global())
-            source.setEventHandler { daemon.shutdown() }
-            source.resume()
-            sources.append(source)
-        }
-        daemon.run()
-        withExtendedLifetime(sources) {}
+        // SIGTERM and SIGINT shut the daemon down gracefully: recordings are finished and kept.
+        let services = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [.init(service: DaemonService(daemon: daemon), successTerminationBehavior: .gracefullyShutdownGroup)],
+            gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await services.run()
     }
 
-    /// `--owner`, else whoever started replayd (through sudo, the user who ran sudo).
+    /// A user name or a uid; nil when it names nobody.
+    private static func uid(ofOwner owner: String) -> UInt32? {
+        if let uid = UInt32(owner) { return uid == UInt32.max ? nil : uid }
+        return getpwnam(owner)?.pointee.pw_uid
+    }
+
     private func ownerUID() -> UInt32 {
-        if let owner { return UInt32(owner) ?? getpwnam(owner)!.pointee.pw_uid }
+        if let owner, let uid = Self.uid(ofOwner: owner) { return uid }
         if getuid() == 0, let sudoUID = ProcessInfo.processInfo.environment["SUDO_UID"].flatMap(UInt32.init) { return sudoUID }
         return getuid()
     }

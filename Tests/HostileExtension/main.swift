@@ -13,6 +13,10 @@ final class HostileHandler: BroadcastSampleHandler {
 
     override func broadcastStarted(setupInfo: [String: String]) {
         behaviour = setupInfo["behaviour"] ?? ""
+        if behaviour == "finish-error" {
+            // Gives up at once, as an extension whose service refused it would.
+            finishBroadcast(error: "the service refused the stream")
+        }
         if behaviour == "garbage" {
             // Bytes that are no message at all, straight onto the daemon's socket.
             var junk: [UInt8] = [0xff, 0xff, 0xff, 0x7f, 0xde, 0xad, 0xbe, 0xef]

@@ -144,7 +144,7 @@ extension IntegrationTests {
             Thread.sleep(forTimeInterval: 1)
             let app = try fixture.startApp(["--no-protect", "--geometry", "0,0,200,200"] + appArguments)
             let offer = try #require(agent.waitForJSONLine { $0["pickerOffered"] != nil }, "\(agent.outputSoFar)\n\(app.outputSoFar)")
-            let url = try #require(((offer["pickerOffered"] as? [String: Any])?["_0"] as? [String: Any])?["pageURL"] as? String)
+            let url = try #require(((offer["pickerOffered"] as? [String: Any])?["offer"] as? [String: Any])?["pageURL"] as? String)
             let browser = try HeadlessBrowser()
             return (app, browser, try browser.open(url))
         }

@@ -150,11 +150,20 @@ extension IntegrationTests {
             let unknownReply = try exchange(unknown, bytes: FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: 0) + json)
             #expect(unknownReply.contains("malformedRequest"), "\(unknownReply)")
 
-            // Out-of-range options are refused too.
-            let request = try JSONEncoder().encode(ClientRequest.startRecording(RecordingOptions(duration: -5, fps: 10_000)))
+            // Out-of-range options are refused too (after the hello every connection starts with).
+            let request = try frame(ClientRequest.startRecording(options: RecordingOptions(duration: -5, fps: 10_000)))
             let invalid = try UnixSocket.connect(path: fixture.socket)
-            let invalidReply = try exchange(invalid, bytes: FrameCodec.encodeHeader(jsonLength: request.count, bodyLength: 0) + [UInt8](request))
-            #expect(invalidReply.contains("fps must be between"), "\(invalidReply)")
+            let invalidReply = try exchange(invalid, bytes: try frame(.hello(protocolVersion: ClientProtocol.version, client: "test")) + request)
+            #expect(invalidReply.contains("welcome") && invalidReply.contains("fps must be between"), "\(invalidReply)")
+
+            // A request before the hello, and a hello of another version, are refused.
+            let early = try UnixSocket.connect(path: fixture.socket)
+            let earlyReply = try exchange(early, bytes: try frame(.status))
+            #expect(earlyReply.contains("malformedRequest") && earlyReply.contains("the first message must be hello"), "\(earlyReply)")
+            let future = try UnixSocket.connect(path: fixture.socket)
+            let futureReply = try exchange(future, bytes: try frame(.hello(protocolVersion: 99, client: "test")))
+            #expect(futureReply.contains("protocolVersionMismatch") && futureReply.contains("protocol 99")
+                && futureReply.contains("protocol \(ClientProtocol.version)"), "\(futureReply)")
 
             #expect(fixture.daemon?.isRunning == true)
             #expect(try fixture.replay(["status"]).status == 0)
@@ -174,6 +183,11 @@ extension IntegrationTests {
             }
             #expect(fixture.daemon?.isRunning == true)
             #expect(try fixture.replay(["status"]).status == 0)
+        }
+
+        private func frame(_ request: ClientRequest) throws -> [UInt8] {
+            let json = try JSONEncoder().encode(request)
+            return FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: 0) + [UInt8](json)
         }
 
         /// Sends raw bytes and returns everything the daemon answers until it closes the connection.

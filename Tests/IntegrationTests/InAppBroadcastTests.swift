@@ -132,7 +132,7 @@ extension IntegrationTests {
 
             // An app cannot start a broadcast of its windows, or any, without the person's picker.
             let channel = try MessageChannel.connect(path: fixture.socket)
-            try channel.send(ClientRequest.startBroadcast(BroadcastRequest(extensionID: "webrtc", setup: ["viewer-port": "auto"], scope: .app)))
+            try channel.send(ClientRequest.startBroadcast(request: BroadcastRequest(extensionID: "webrtc", setup: ["viewer-port": "auto"], scope: .app)))
             guard case .error(let code, _)? = try channel.receive(DaemonEvent.self)?.message else {
                 Issue.record("an app-scoped broadcast started without the picker")
                 return

@@ -136,7 +136,7 @@ extension IntegrationTests {
             #expect(!app.stdout.contains("token=") && !app.stdout.contains(fixture.store.path), "the app saw the page or the store")
 
             let offer = try #require(agent.waitForJSONLine { ($0["previewOffered"] as? [String: Any]) != nil }, "\(agent.outputSoFar)")
-            let url = try #require(((offer["previewOffered"] as? [String: Any])?["_0"] as? [String: Any])?["pageURL"] as? String)
+            let url = try #require(((offer["previewOffered"] as? [String: Any])?["offer"] as? [String: Any])?["pageURL"] as? String)
             let browser = try HeadlessBrowser()
             defer { browser.stop() }
             let page = try browser.open(url)
@@ -231,7 +231,7 @@ extension IntegrationTests {
         }
 
         static func consentPrompt(_ line: [String: Any]) -> [String: Any]? {
-            (line["consentRequested"] as? [String: Any])?["_0"] as? [String: Any]
+            (line["consentRequested"] as? [String: Any])?["prompt"] as? [String: Any]
         }
 
         static func resolvedID(_ line: [String: Any]) -> String? {

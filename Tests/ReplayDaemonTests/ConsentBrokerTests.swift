@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOPosix
 import ReplayIPC
 import ReplaySystem
 import Synchronization
@@ -8,17 +10,18 @@ import Testing
 import Glibc
 #endif
 
-/// A connected pair of Unix sockets: the daemon's end and the client's.
-func socketPair() throws -> (daemonSide: MessageChannel, clientSide: MessageChannel) {
+/// The daemon's side of a connection (an outbox on a real event loop) and the client's.
+func socketPair(outboxLimit: Int = ClientOutbox.defaultLimit) throws -> (daemonSide: ClientOutbox, clientSide: MessageChannel) {
     var fds: [Int32] = [0, 0]
     try syscall("socketpair") { socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) }
-    return (MessageChannel(fd: fds[0], limits: .requests), MessageChannel(fd: fds[1], limits: .events))
+    let channel = try ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).withConnectedSocket(fds[0]).wait()
+    return (ClientOutbox(channel: channel, limit: outboxLimit), MessageChannel(fd: fds[1], limits: .events))
 }
 
 /// A consent agent on its own thread: answers every request with `allow` and counts them.
 final class ScriptedAgent: Sendable {
     let prompts = Mutex<[ConsentPrompt]>([])
-    let channel: MessageChannel
+    let channel: ClientOutbox
 
     init(broker: ConsentBroker, allow: Bool) throws {
         let (daemonSide, clientSide) = try socketPair()
@@ -42,8 +45,8 @@ final class ScriptedAgent: Sendable {
     let me: PeerIdentity
 
     init() throws {
-        let (a, _) = try socketPair()
-        me = try a.peer()
+        let (_, b) = try socketPair()
+        me = try b.peer()
     }
 
     func broker(_ policy: ConsentPolicy = .askEveryone, idle: Duration = .seconds(480)) -> ConsentBroker {

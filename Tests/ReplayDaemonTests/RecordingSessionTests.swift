@@ -61,7 +61,7 @@ import Testing
         rig.clock.set(104)
         // Let the fakes deliver everything before the stop.
         rig.screen.send(.frame(at: 103.999))
-        while rig.sink.videoFrames < 61 { sched_yield() }
+        eventually("61 pictures written") { rig.sink.videoFrames == 61 }
         rig.session.stop()
         let summary = rig.session.waitUntilFinished()
 

@@ -2,18 +2,18 @@ import Foundation
 import ReplayIPC
 import Testing
 
-/// The broadcast scope (the screen, or only the host app's windows) is new: what older
-/// clients and daemons send without it must still decode, as the screen.
+/// The broadcast scope (the screen, or only the host app's windows) is optional on the wire:
+/// a message without it must decode, as the screen.
 @Suite struct BroadcastScopeTests {
     @Test func aRequestWithoutAScopeIsTheScreen() throws {
         let old = #"{"extensionID":"webrtc","setup":{"viewer-port":"auto"},"microphone":true,"fps":30}"#
         let request = try JSONDecoder().decode(BroadcastRequest.self, from: Data(old.utf8))
         #expect(request == BroadcastRequest(extensionID: "webrtc", setup: ["viewer-port": "auto"], microphone: true, fps: 30))
         #expect(request.scope == .screen)
-        // And inside the message an older CLI sends.
-        let message = #"{"startBroadcast":{"_0":{"extensionID":"file","setup":{},"microphone":false,"fps":60}}}"#
+        // And inside a request.
+        let message = #"{"startBroadcast":{"request":{"extensionID":"file","setup":{},"microphone":false,"fps":60}}}"#
         #expect(try JSONDecoder().decode(ClientRequest.self, from: Data(message.utf8))
-            == .startBroadcast(BroadcastRequest(extensionID: "file", fps: 60)))
+            == .startBroadcast(request: BroadcastRequest(extensionID: "file", fps: 60)))
     }
 
     @Test func aPickerRequestWithoutAScopeDecodesWithNone() throws {

@@ -14,6 +14,14 @@ size_t CShims_CMSG_LEN(size_t length);
 /* memfd_create(2); declared by glibc only under _GNU_SOURCE. */
 int CShims_memfd_create(const char *name, unsigned int flags);
 
+/* pidfd_open(2), which glibc 2.36 declares only in <sys/pidfd.h>: a descriptor that becomes
+   readable when the process exits, so a child's end is waited for like any other event. */
+int CShims_pidfd_open(int pid);
+
+/* accept4(2) with SOCK_CLOEXEC: the accepted socket is never inherited by a child, not even
+   one spawned between accept and a later fcntl. */
+int CShims_accept_cloexec(int listener);
+
 /* Constants hidden behind _GNU_SOURCE; shim.c checks them against the real ones. */
 #define CShims_MFD_CLOEXEC 0x0001U
 #define CShims_MFD_ALLOW_SEALING 0x0002U

@@ -75,7 +75,7 @@ final class ViewerServer: Sendable {
         router.get(":token") { [self] _, context -> Response in
             guard authorized(context) else { return Self.notFound() }
             return Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store",
-                                                  .init("Referrer-Policy")!: "no-referrer"],
+                                                  .init("Referrer-Policy")!: "no-referrer"],  // never nil: a valid header name
                             body: .init(byteBuffer: ByteBuffer(string: ViewerPage.html(base: "/\(token)/"))))
         }
         router.post(":token/whep") { [self] request, context -> Response in

@@ -110,6 +110,10 @@ final class WHIPClient: Sendable {
             task.cancel()
             throw Failure.unreachable(endpoint: endpoint, reason: "no answer within \(Int(timeout)) s")
         }
-        return try result.withLock { $0! }.get()
+        // The handler sets the result before it signals.
+        guard let outcome = result.withLock({ $0 }) else {
+            throw Failure.malformed(endpoint: endpoint, reason: "gave no HTTP response")
+        }
+        return try outcome.get()
     }
 }

@@ -78,7 +78,7 @@ final class WebRTCSession: @unchecked Sendable {
         let pixels = sample.pixels
         let bytes = pixels.bytes
         let held = Unmanaged.passRetained(pixels.storage).toOpaque()
-        _ = cwebrtc_push_video(pointer, bytes.baseAddress!.assumingMemoryBound(to: UInt8.self), bytes.count, Int32(pixels.width),
+        _ = cwebrtc_push_video(pointer, pixels.baseAddress.assumingMemoryBound(to: UInt8.self), bytes.count, Int32(pixels.width),
                                Int32(pixels.height), sample.time.nanoseconds, { held in
                                    if let held { Unmanaged<PixelStorage>.fromOpaque(held).release() }
                                }, held)

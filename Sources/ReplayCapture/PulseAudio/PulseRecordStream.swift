@@ -121,11 +121,13 @@ final class PulseRecordStream {
             }
             let count = min(length - fragmentOffset, wanted - filled)
             samples.withUnsafeMutableBytes { raw in
+                // Not empty: `filled` < `wanted`, its size.
+                guard let base = raw.baseAddress else { return }
                 if let data {
-                    raw.baseAddress!.advanced(by: filled).copyMemory(from: data.advanced(by: fragmentOffset), byteCount: count)
+                    base.advanced(by: filled).copyMemory(from: data.advanced(by: fragmentOffset), byteCount: count)
                 } else {
                     // A hole in the stream: the server lost data; it is silence to us.
-                    raw.baseAddress!.advanced(by: filled).initializeMemory(as: UInt8.self, repeating: 0, count: count)
+                    base.advanced(by: filled).initializeMemory(as: UInt8.self, repeating: 0, count: count)
                 }
             }
             filled += count

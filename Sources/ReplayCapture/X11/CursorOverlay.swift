@@ -37,7 +37,7 @@ final class CursorOverlay {
             hotX = Int(image.xhot)
             hotY = Int(image.yhot)
             let count = pictureWidth * pictureHeight
-            let source = xcb_xfixes_get_cursor_image_cursor_image(reply)!
+            let source = xcb_xfixes_get_cursor_image_cursor_image(reply)!  // never nil: the pixels follow the reply
             picture = Array(UnsafeBufferPointer(start: source, count: count))
         }
         let left = position.x - hotX, top = position.y - hotY

@@ -49,7 +49,10 @@ public final class IngestConnection: @unchecked Sendable {
 
         let opaque = Unmanaged.passUnretained(interrupt).toOpaque()
         context.pointee.interrupt_callback = AVIOInterruptCB(
-            callback: { opaque in Unmanaged<InterruptState>.fromOpaque(opaque!).takeUnretainedValue().shouldStop ? 1 : 0 },
+            callback: { opaque in
+                guard let opaque else { return 0 }
+                return Unmanaged<InterruptState>.fromOpaque(opaque).takeUnretainedValue().shouldStop ? 1 : 0
+            },
             opaque: opaque)
         var options: OpaquePointer?
         defer { av_dict_free(&options) }
@@ -69,13 +72,13 @@ public final class IngestConnection: @unchecked Sendable {
 
     /// Sends one packet (FFmpeg may hold it briefly to interleave audio and video).
     public func write(_ packet: EncodedPacket) throws(CodecError) {
-        guard let container, let (codecBase, index) = timeBases[packet.track] else {
+        guard let container, let (codecBase, index) = timeBases[packet.track], let stream = container.pointee.streams[Int(index)] else {
             throw CodecError(.muxerFailed, "the connection to \(target.displayURL) is closed")
         }
         guard let copy = av_packet_clone(packet.packet) else { throw CodecError(.muxerFailed, "out of memory") }
         var owned: UnsafeMutablePointer<AVPacket>? = copy
         defer { av_packet_free(&owned) }
-        av_packet_rescale_ts(copy, codecBase, container.pointee.streams[Int(index)]!.pointee.time_base)
+        av_packet_rescale_ts(copy, codecBase, stream.pointee.time_base)
         copy.pointee.stream_index = index
         interrupt.arm(timeoutNanoseconds)
         defer { interrupt.disarm() }

@@ -7,7 +7,7 @@ import ReplayLoopbackServer
 /// the app only learns what the person started, through `broadcastUpdated`.
 final class BroadcastPickers: Sendable {
     struct Picker: Sendable {
-        let host: MessageChannel
+        let host: ClientOutbox
         let hostPeer: PeerIdentity
         let preferredExtension: String?
         let microphone: Bool
@@ -30,12 +30,12 @@ final class BroadcastPickers: Sendable {
     }
 
     /// True while `host` has a picker open (its connection has not closed).
-    func isOpen(host: MessageChannel) -> Bool {
+    func isOpen(host: ClientOutbox) -> Bool {
         pickers.withLock { $0.values.contains { $0.host === host } }
     }
 
     /// Forgets the pickers of a connection that closed.
-    func close(host: MessageChannel) {
+    func close(host: ClientOutbox) {
         pickers.withLock { $0 = $0.filter { $0.value.host !== host } }
     }
 }

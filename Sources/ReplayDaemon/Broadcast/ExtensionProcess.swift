@@ -1,6 +1,8 @@
+import Dispatch
 import Foundation
 import ReplayIPC
 import ReplaySystem
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,31 +11,34 @@ import Glibc
 /// home directories, no store, no daemon sockets, a private /tmp, its own process and IPC
 /// namespaces, no capabilities; the network stays (it uploads). Its memory is watched:
 /// `residentBytes` is what the limit is checked against.
-final class ExtensionProcess: Sendable {
+final class ExtensionProcess: ExtensionLink {
     /// ReplayKit's limit for broadcast upload extensions.
     static let memoryLimit = 50 * 1024 * 1024
 
     let process: ChildProcess
     /// Our end of the SOCK_SEQPACKET connection; the extension has the other as descriptor 3.
     let socket: Int32
-
-    struct LaunchError: Error, CustomStringConvertible {
-        let description: String
-    }
+    /// Reads the socket when it is readable; its cancel handler closes the socket.
+    private let listener = Mutex<SocketListener?>(nil)
+    private let closed = Mutex(false)
 
     /// - Parameters:
     ///   - hidden: directories the extension must not see (the store, the daemon's sockets).
     ///   - writable: directories the person chose for it (setup fields of kind `directory`).
-    init(manifest: ExtensionManifest, hidden: [String], writable: [String]) throws {
+    init(manifest: ExtensionManifest, hidden: [String], writable: [String]) throws(DaemonError) {
         guard FileManager.default.isExecutableFile(atPath: Self.bubblewrap) else {
-            throw LaunchError(description: "bubblewrap (\(Self.bubblewrap)) is not installed; extensions only run sandboxed")
+            throw DaemonError(code: .captureFailed, message: "bubblewrap (\(Self.bubblewrap)) is not installed; extensions only run sandboxed")
         }
         var fds: [Int32] = [0, 0]
-        try syscall("socketpair") { socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) }
+        do {
+            try syscall("socketpair") { socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) }
+        } catch {
+            throw DaemonError(code: .captureFailed, message: "cannot connect to extension '\(manifest.id)': \(error)")
+        }
         // A send that cannot go out within this time is a dropped sample, never a stalled capture.
         var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
         setsockopt(fds[0], SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        defer { close(fds[1]) }
+        defer { Glibc.close(fds[1]) }
         let arguments = Self.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable)
         do {
             process = try ChildProcess(
@@ -41,13 +46,62 @@ final class ExtensionProcess: Sendable {
                 environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "OPENREPLAYKIT_BROADCAST_FD": "3"],
                 stderr: .descriptor(2), inheriting: [(fds[1], 3)])
         } catch {
-            close(fds[0])
-            throw LaunchError(description: "cannot start extension '\(manifest.id)': \(error)")
+            Glibc.close(fds[0])
+            throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
         }
         socket = fds[0]
     }
 
-    deinit { close(socket) }
+    deinit {
+        if !closed.withLock({ $0 }) { Glibc.close(socket) }
+    }
+
+    func send(_ bytes: [UInt8], descriptors: [Int32]) -> Bool {
+        // Under the lock: a closed socket's number may already name another descriptor.
+        closed.withLock { closed in
+            !closed && (try? DescriptorPassing.send(socket: socket, bytes: bytes, descriptors: descriptors)) != nil
+        }
+    }
+
+    func listen(_ handler: @escaping @Sendable (ExtensionUtterance) -> Void) {
+        let source = SocketListener(DispatchSource.makeReadSource(fileDescriptor: socket, queue: DispatchQueue(label: "extension")))
+        let socket = self.socket
+        source.source.setEventHandler {
+            let utterance: ExtensionUtterance
+            do throws(SystemError) {
+                let received = try DescriptorPassing.receive(socket: socket, maxBytes: BroadcastCodec.maxFramedMessage, maxDescriptors: 0)
+                utterance = received.bytes.isEmpty ? .closed : .message(received.bytes)
+            } catch {
+                utterance = error.errno == ECONNRESET ? .closed : .unreadable("\(error)")
+            }
+            if case .message = utterance {} else { source.source.cancel() }
+            handler(utterance)
+        }
+        source.source.setCancelHandler { [self] in closeSocket() }
+        listener.withLock { $0 = source }
+        source.source.resume()
+    }
+
+    func footprint() -> Int { residentBytes() }
+
+    func onExit(_ handler: @escaping @Sendable (String) -> Void) {
+        process.onExit { [self] _ in handler(exitDescription ?? "exited") }
+    }
+
+    func close() {
+        if let listener = listener.withLock({ $0 }) { listener.source.cancel() } else { closeSocket() }
+    }
+
+    private func closeSocket() {
+        if !closed.withLock({ state in defer { state = true }; return state }) { Glibc.close(socket) }
+    }
+
+    /// A read source on the socket, kept until cancelled.
+    private final class SocketListener: @unchecked Sendable {
+        // @unchecked: a dispatch source may be cancelled from any thread.
+        let source: any DispatchSourceRead
+        init(_ source: any DispatchSourceRead) { self.source = source }
+    }
 
     static let bubblewrap = "/usr/bin/bwrap"
 

@@ -15,7 +15,7 @@ final class CaptureMonitor: Sendable {
     }
 
     private struct Watcher {
-        let channel: MessageChannel
+        let channel: ClientOutbox
         let pid: Int32
         var lastSent: CaptureStatus?
     }
@@ -41,7 +41,7 @@ final class CaptureMonitor: Sendable {
     }
 
     /// Starts sending `captureState` to `channel`: now, then on each change.
-    func watch(_ channel: MessageChannel, pid: Int32) -> Int {
+    func watch(_ channel: ClientOutbox, pid: Int32) -> Int {
         let id = state.withLock { state in
             state.nextID += 1
             state.watchers[state.nextID] = Watcher(channel: channel, pid: pid)
@@ -80,7 +80,7 @@ final class CaptureMonitor: Sendable {
                 guard status != watcher.lastSent else { continue }
                 state.watchers[id]?.lastSent = status
                 let channel = watcher.channel
-                outbox.async { try? channel.send(DaemonEvent.captureState(status)) }
+                outbox.async { try? channel.send(DaemonEvent.captureState(status: status)) }
             }
         }
     }

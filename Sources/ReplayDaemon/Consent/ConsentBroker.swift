@@ -62,7 +62,7 @@ public final class ConsentBroker: Sendable {
     private struct State {
         var grants: [ProcessKey: Grant] = [:]
         var pending: [String: Pending] = [:]
-        var agents: [Int: MessageChannel] = [:]
+        var agents: [Int: ClientOutbox] = [:]
         var nextAgent = 0
     }
 
@@ -108,13 +108,13 @@ public final class ConsentBroker: Sendable {
             screen: capabilities.contains(.screen), appAudio: capabilities.contains(.appAudio),
             microphone: capabilities.contains(.microphone), pageURL: pageURL(requestID, token))
         let pending = Pending(prompt: prompt, token: token)
-        let agents = state.withLock { state -> [MessageChannel] in
+        let agents = state.withLock { state -> [ClientOutbox] in
             state.pending[requestID] = pending
             return Array(state.agents.values)
         }
         defer { _ = state.withLock { $0.pending.removeValue(forKey: requestID) } }
         var reached = 0
-        for agent in agents where (try? agent.send(DaemonEvent.consentRequested(prompt))) != nil { reached += 1 }
+        for agent in agents where (try? agent.send(DaemonEvent.consentRequested(prompt: prompt))) != nil { reached += 1 }
         guard reached > 0 else {
             return .declined("nobody was asked: no consent agent is running (start 'replay consent-agent', or give replayd a --consent-policy)")
         }
@@ -168,7 +168,7 @@ public final class ConsentBroker: Sendable {
 
     var consentedProcesses: [Int32] { state.withLock { $0.grants.keys.map(\.pid) } }
 
-    func addAgent(_ channel: MessageChannel) -> Int {
+    func addAgent(_ channel: ClientOutbox) -> Int {
         state.withLock { state in
             state.nextAgent += 1
             state.agents[state.nextAgent] = channel

@@ -1,4 +1,5 @@
 public import Foundation
+import ReplayIPC
 
 /// Standing answers for unattended machines (kiosks, CI): a JSON file such as
 /// `{"default": "ask", "apps": {"/usr/bin/obs": "allow", "/opt/tracker/bin/tracker": "deny"}}`.
@@ -21,30 +22,26 @@ public struct ConsentPolicy: Sendable, Equatable, Decodable {
 
     public static let askEveryone = ConsentPolicy()
 
-    public struct LoadError: Error, CustomStringConvertible {
-        public let description: String
-    }
-
-    public static func load(from url: URL) throws(LoadError) -> ConsentPolicy {
+    public static func load(from url: URL) throws(DaemonError) -> ConsentPolicy {
         let data: Data
         do {
             data = try Data(contentsOf: url)
         } catch {
-            throw LoadError(description: "cannot read the consent policy \(url.path): \(error.localizedDescription)")
+            throw DaemonError(code: .malformedRequest, message: "cannot read the consent policy \(url.path): \(error.localizedDescription)")
         }
         do {
             var policy = try JSONDecoder().decode(ConsentPolicy.self, from: data)
             if let relative = policy.apps.keys.first(where: { !$0.hasPrefix("/") }) {
-                throw LoadError(description: "consent policy \(url.path): '\(relative)' is not an absolute executable path")
+                throw DaemonError(code: .malformedRequest, message: "consent policy \(url.path): '\(relative)' is not an absolute executable path")
             }
             // The kernel names executables by their real path; so must the policy.
             policy.apps = Dictionary(policy.apps.map { (URL(fileURLWithPath: $0.key).resolvingSymlinksInPath().path, $0.value) },
                                      uniquingKeysWith: { first, _ in first })
             return policy
-        } catch let error as LoadError {
+        } catch let error as DaemonError {
             throw error
         } catch {
-            throw LoadError(description: "consent policy \(url.path) is not valid: \(error)")
+            throw DaemonError(code: .malformedRequest, message: "consent policy \(url.path) is not valid: \(error)")
         }
     }
 

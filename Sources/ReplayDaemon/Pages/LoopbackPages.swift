@@ -44,16 +44,12 @@ final class LoopbackPages: Sendable {
             task.withLock { $0 = runner }
             return "http://127.0.0.1:\(bound)"
         } catch {
-            throw PageError(description: "cannot serve the loopback pages: \(error)")
+            throw DaemonError(code: .failedToShowPreview, message: "cannot serve the loopback pages: \(error)")
         }
     }
 
     func stop() {
         task.withLock { $0?.cancel() }
-    }
-
-    struct PageError: Error, CustomStringConvertible {
-        let description: String
     }
 }
 
@@ -61,7 +57,7 @@ final class LoopbackPages: Sendable {
 protocol PickerBackend: AnyObject, Sendable {
     var catalog: ExtensionCatalog { get }
     var pickers: BroadcastPickers { get }
-    func startBroadcast(_ request: BroadcastRequest, host: PeerIdentity?, hostChannel: MessageChannel?) throws -> BroadcastStatus
+    func startBroadcast(_ request: BroadcastRequest, host: PeerIdentity?, hostChannel: ClientOutbox?) throws -> BroadcastStatus
     func broadcast(_ id: String?) -> BroadcastSession?
 }
 

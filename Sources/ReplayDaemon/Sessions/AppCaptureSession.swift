@@ -123,12 +123,15 @@ private struct AppCaptureOutput: CaptureOutput {
     }
 }
 
-/// The app's connection as the capture's client: a blocking send, so a slow reader holds
-/// this sender back and capture drops frames at the queue instead.
+/// The app's connection as the capture's client: a picture is queued only while less than
+/// two pictures wait for the app to read them, so a slow reader loses pictures, never
+/// the connection, and the daemon's memory stays bounded.
 struct ChannelCaptureClient: CaptureClient {
-    let channel: MessageChannel
+    let channel: ClientOutbox
     func deliver(_ info: CapturedFrameInfo, pixels: UnsafeRawBufferPointer) -> CaptureDelivery {
-        (try? channel.send(DaemonEvent.capturedFrame(info), body: pixels)) != nil ? .sent : .gone
+        guard !channel.isClosed else { return .gone }
+        guard channel.hasRoom(below: pixels.count * 2) else { return .busy }
+        return (try? channel.send(DaemonEvent.capturedFrame(frame: info), body: pixels)) != nil ? .sent : .gone
     }
     func captureStopped(error: String?) { try? channel.send(DaemonEvent.captureStopped(error: error)) }
 }

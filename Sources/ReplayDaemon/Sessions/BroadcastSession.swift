@@ -5,9 +5,6 @@ import ReplayIPC
 import ReplayMedia
 import ReplaySystem
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// One live broadcast: capture → shared surfaces → the sandboxed upload extension.
 ///
@@ -17,7 +14,25 @@ import Glibc
 /// and memory never grows. The extension is watched all along: a crash, a hang (no answer
 /// to the heartbeat), memory over 50 MB or a malformed message ends this broadcast with a
 /// clear error, and nothing else.
+///
+/// Every wait is on an event: the extension's socket and its pidfd (dispatch sources), a
+/// timer for the heartbeat and memory, a semaphore for "ready". When it is over, the
+/// extension is reaped, its connection closed and the surfaces unmapped before `onFinish`.
 final class BroadcastSession: Sendable {
+    /// How long the extension is given for each step; tests shorten them.
+    struct Timing: Sendable {
+        var ready: Double = 10
+        var heartbeatInterval: Double = 1
+        var heartbeatTimeout: Double = 5
+        /// A normal finish: time to send what it queued and close its stream properly.
+        var finishGrace: Double = 5
+        var failureGrace: Double = 0.2
+        /// After its connection closed, how long to wait for its exit status before ending.
+        var closeGrace: Double = 0.5
+        var watchInterval: Double = 0.05
+        static let standard = Timing()
+    }
+
     let id: String
     /// When it was asked for: lists show broadcasts oldest first, so the latest is last.
     let createdAt = MonotonicClock.nanoseconds()
@@ -25,24 +40,29 @@ final class BroadcastSession: Sendable {
     /// The app that started it through the picker, if one did: it may pause, resume and stop it.
     let host: PeerIdentity?
     /// That app's connection, which hears the broadcast's updates.
-    let hostChannel: MessageChannel?
+    let hostChannel: ClientOutbox?
     private let manifest: ExtensionManifest
     private let parts: SessionParts
+    private let extensions: any ExtensionHost
+    private let timing: Timing
     private let protectedWindows: ProtectedWindows
     private let logger: Logger
     private let state: Mutex<State>
     private let queue = BoundedQueue<SampleBuffer>(capacity: 2)
     private let stopFlag = StopFlag()
-    private let finished = DispatchSemaphore(value: 0)
+    private let readiness = DispatchSemaphore(value: 0)
+    /// The capture and sending threads; surfaces are unmapped only once both are done.
+    private let pipeline = DispatchGroup()
+    private let completion = Completion<BroadcastStatus>()
     /// Told of every change of state, service info, URL or error (the host app's connection).
     private let observers = Mutex<[@Sendable (BroadcastStatus) -> Void]>([])
 
     static let videoSurfaces = 4
-    static let heartbeatTimeout: Int64 = 5_000_000_000
 
     private struct State {
+        var lifecycle = SessionLifecycle()
         var status: BroadcastStatus
-        var process: ExtensionProcess?
+        var link: (any ExtensionLink)?
         var surfaces: [SharedSurface] = []
         /// Surfaces the extension holds, with how many of its messages name each.
         var lent: [Int: (storage: PixelStorage, count: Int)] = [:]
@@ -50,23 +70,34 @@ final class BroadcastSession: Sendable {
         /// Audio waiting in the ring for the extension to copy it, oldest first.
         var audioInFlight: [(offset: Int, bytes: Int)] = []
         var audioWrite = 0
+        var isReady = false
         var lastPong = MonotonicClock.nanoseconds()
-        var ready = false
-        var ending = false
+        var lastPing = Int64(0)
+        var pingSequence: UInt32 = 0
+        var watchdog: RepeatingTimer?
+        var exited = false
         var peakMemory = 0
         /// Frames the extension's socket would not take in time.
         var unsentFrames = 0
         var counters: CaptureCounters?
+        /// Paused spans, by capture time: a sample captured while paused is never sent, even
+        /// when it is handed on after the resume.
+        var pauses = MovieTimeline(origin: .zero)
+
+        var isEnding: Bool { lifecycle.stopRequested || lifecycle.failure != nil || lifecycle.phase == .finishing || lifecycle.phase.isOver }
     }
 
-    init(id: String, request: BroadcastRequest, host: PeerIdentity?, hostChannel: MessageChannel? = nil, manifest: ExtensionManifest,
-         parts: SessionParts, protectedWindows: ProtectedWindows, logger: Logger) {
+    init(id: String, request: BroadcastRequest, host: PeerIdentity?, hostChannel: ClientOutbox? = nil, manifest: ExtensionManifest,
+         parts: SessionParts, timing: Timing = .standard,
+         protectedWindows: ProtectedWindows, logger: Logger) {
         self.id = id
         self.request = request
         self.host = host
         self.hostChannel = hostChannel
         self.manifest = manifest
         self.parts = parts
+        extensions = parts.extensions
+        self.timing = timing
         self.protectedWindows = protectedWindows
         self.logger = logger
         state = Mutex(State(status: BroadcastStatus(id: id, extensionID: request.extensionID, scope: request.scope, state: .starting)))
@@ -80,86 +111,126 @@ final class BroadcastSession: Sendable {
             return status
         }
     }
-    var peakMemory: Int { state.withLock { $0.peakMemory } }
+    var phase: SessionPhase { state.withLock { $0.lifecycle.phase } }
+    /// Shared surfaces still mapped for this broadcast (none once it is over).
+    var heldSurfaces: Int { state.withLock { $0.surfaces.count } }
 
     /// Opens the display, starts the extension and waits for it to be ready; throws with
     /// nothing left running when any of that fails.
-    func start(hidden: [String], applicationInfo: [String: String]) throws {
+    func start(hidden: [String], applicationInfo: [String: String]) throws(DaemonError) {
         let filter: WindowFilter
         switch request.scope {
         case .screen: filter = .everything
         case .app:
             // Only the host app's own windows, as in-app capture: never the screen by default.
-            guard let host else { throw ExtensionProcess.LaunchError(description: "only an app can broadcast its own windows") }
+            guard let host else { throw failStart("only an app can broadcast its own windows") }
             filter = .onlyProcess(host.pid)
         }
-        let capture = try parts.capture.makeScreenCapture(ScreenCaptureOptions(
-            fps: min(request.fps, 30), showCursor: request.scope == .screen, filter: filter, protectedWindows: protectedWindows))
-        state.withLock { $0.counters = capture.counters }
-        let size = capture.frameSize
-        let surfaceSize = max(PixelBuffer.byteCount(width: size.width, height: size.height), 1 << 20)
+        let capture: any ScreenCapturing
         var surfaces: [SharedSurface] = []
-        for index in 0...Self.videoSurfaces {
-            surfaces.append(try SharedSurface.create(name: "openreplaykit-broadcast-\(index)", size: surfaceSize))
+        do {
+            capture = try parts.capture.makeScreenCapture(ScreenCaptureOptions(
+                fps: min(request.fps, 30), showCursor: request.scope == .screen, filter: filter, protectedWindows: protectedWindows))
+            let size = capture.frameSize
+            let surfaceSize = max(PixelBuffer.byteCount(width: size.width, height: size.height), 1 << 20)
+            for index in 0...Self.videoSurfaces {
+                surfaces.append(try SharedSurface.create(name: "openreplaykit-broadcast-\(index)", size: surfaceSize))
+            }
+        } catch {
+            throw failStart("\(error)")
         }
         let writable = manifest.setupFields.filter { $0.kind == .directory }.compactMap { request.setup[$0.key] }
-        let process = try ExtensionProcess(manifest: manifest, hidden: hidden, writable: writable)
+        let link: any ExtensionLink
+        do {
+            link = try extensions.launch(manifest, hidden: hidden, writable: writable)
+        } catch {
+            throw failStart(error.message)
+        }
+        let hello = BroadcastCodec.encode(.hello(.init(surfaceCount: UInt16(surfaces.count), surfaceSize: UInt64(surfaces[0].size))))
+        let sent: Bool
         do {
             let descriptors = try surfaces.map { try $0.readOnlyDescriptor() }
             defer { descriptors.forEach { close($0) } }
-            try DescriptorPassing.send(socket: process.socket, bytes: BroadcastCodec.encode(.hello(.init(
-                surfaceCount: UInt16(surfaces.count), surfaceSize: UInt64(surfaceSize)))), descriptors: descriptors)
+            sent = link.send(hello, descriptors: descriptors)
         } catch {
-            process.kill()
-            throw error
+            sent = false
         }
+        guard sent else {
+            link.kill()
+            link.close()
+            throw failStart("cannot hand the shared surfaces to extension '\(manifest.id)'")
+        }
+        state.withLock { $0.counters = capture.counters }
         // The pool must hold the only references to the storages: it lends one only while
         // nobody else refers to it. A local array kept alive until start() returns made every
         // frame captured meanwhile "in use" and dropped, so this is a function of its own.
-        lendVideoSurfaces(surfaces, process: process, to: capture)
-        Thread.detachNewThread { [self] in receiveFromExtension(process) }
-        Thread.detachNewThread { [self] in watch(process) }
+        lendVideoSurfaces(surfaces, link: link, to: capture)
+        let limits = BroadcastCodec.Surfaces(count: UInt16(surfaces.count), size: UInt64(surfaces[0].size))
+        link.listen { [self] utterance in heard(utterance, limits: limits, from: link) }
+        link.onExit { [self] how in extensionExited(how) }
+        let watchdog = RepeatingTimer(interval: timing.watchInterval) { [self] in watch(link) }
+        state.withLock { $0.watchdog = watchdog }
 
         // The extension must say it is ready before anything else happens.
-        let deadline = MonotonicClock.nanoseconds() + 10_000_000_000
-        while !state.withLock({ $0.ready || $0.ending }) && MonotonicClock.nanoseconds() < deadline {
-            Thread.sleep(forTimeInterval: 0.01)
-        }
-        guard state.withLock({ $0.ready && !$0.ending }) else {
-            let why = state.withLock { $0.status.lastError } ?? "did not get ready within 10 seconds"
+        _ = readiness.wait(timeout: .now() + timing.ready)
+        let (ready, ending) = state.withLock { ($0.isReady, $0.isEnding) }
+        guard ready && !ending else {
+            let why = state.withLock { $0.status.lastError }
+                ?? (ending ? "was stopped before it was ready" : "did not get ready within \(timing.ready.formatted()) seconds")
             end(failure: why)
             _ = waitUntilFinished()
-            throw ExtensionProcess.LaunchError(description: "extension '\(manifest.id)' \(why)")
+            throw DaemonError(code: .captureFailed, message: "cannot start the broadcast: extension '\(manifest.id)' \(why)")
         }
         send(.started(setupInfo: request.setup))
         send(.annotated(applicationInfo: applicationInfo))
         // Not over an end that came meanwhile (a malformed message right after `ready`):
         // a failed broadcast stays failed, and its stop flag keeps capture from starting.
-        state.withLock { state in if !state.ending { state.status.state = .live } }
+        state.withLock { state in
+            if state.lifecycle.didStart() == .running { state.status.state = .live }
+        }
         notifyObservers()
 
         let captureBox = UncheckedBox(capture)
+        let queue = self.queue, stopFlag = self.stopFlag
+        pipeline.enter()
         Thread.detachNewThread { [self] in
+            defer { pipeline.leave() }
             do throws(CaptureError) {
-                try captureBox.value.run(output: queue, stop: stopFlag)
+                try captureBox.value.run(output: BroadcastOutput(queue: queue, session: self), stop: stopFlag)
             } catch {
                 end(failure: error.description)
             }
             queue.close()
         }
         startAudio()
-        Thread.detachNewThread { [self] in sendSamples() }
-        logger.info("broadcast started", metadata: ["broadcast": "\(id)", "extension": "\(manifest.id)", "size": "\(size.width)x\(size.height)",
+        pipeline.enter()
+        Thread.detachNewThread { [self] in
+            defer { pipeline.leave() }
+            sendSamples()
+        }
+        logger.info("broadcast started", metadata: ["broadcast": "\(id)", "extension": "\(manifest.id)",
+                                                    "size": "\(capture.frameSize.width)x\(capture.frameSize.height)",
                                                     "scope": "\(request.scope.rawValue)"])
     }
 
+    private func failStart(_ why: String) -> DaemonError {
+        let status = state.withLock { state in
+            state.lifecycle.didFailToStart(why)
+            state.status.state = .failed
+            state.status.lastError = why
+            return state.status
+        }
+        completion.complete(status)
+        return DaemonError(code: .captureFailed, message: "cannot start the broadcast: \(why)")
+    }
+
     /// Video surfaces as the capture's fixed pool, each known by its index.
-    private func lendVideoSurfaces(_ surfaces: [SharedSurface], process: ExtensionProcess, to capture: any ScreenCapturing) {
+    private func lendVideoSurfaces(_ surfaces: [SharedSurface], link: any ExtensionLink, to capture: any ScreenCapturing) {
         let videoStorages = surfaces.prefix(Self.videoSurfaces).map { surface in
-            PixelStorage(borrowing: surface.mutableBytes!) {}
+            PixelStorage(borrowing: surface.mutableBytes!) {}  // created writable above
         }
         state.withLock { state in
-            state.process = process
+            state.link = link
             state.surfaces = surfaces
             for (index, storage) in videoStorages.enumerated() { state.surfaceOfStorage[ObjectIdentifier(storage)] = index }
         }
@@ -183,16 +254,23 @@ final class BroadcastSession: Sendable {
     /// Ends the broadcast normally: the extension gets `finished` and a moment to wrap up.
     func stop() { end(failure: nil) }
 
+    /// Runs `handler` with the final status once the extension is gone and everything is released.
+    func onFinish(_ handler: @escaping @Sendable (BroadcastStatus) -> Void) { completion.onComplete(handler) }
+
     /// Blocks until the extension is gone and the status is final.
-    func waitUntilFinished() -> BroadcastStatus {
-        finished.wait()
-        finished.signal()
-        return status
-    }
+    func waitUntilFinished() -> BroadcastStatus { completion.wait() }
 
     private func setPaused(_ paused: Bool) {
+        let now = parts.clock.now()
         let changed = state.withLock { state -> Bool in
-            guard state.status.state == (paused ? .live : .paused) else { return false }
+            let before = state.lifecycle.phase
+            do {
+                if paused { try state.lifecycle.pause() } else { try state.lifecycle.resume() }
+            } catch {
+                return false
+            }
+            guard state.lifecycle.phase != before else { return false }
+            if paused { state.pauses.pause(at: now) } else { state.pauses.resume(at: now) }
             state.status.state = paused ? .paused : .live
             return true
         }
@@ -205,12 +283,13 @@ final class BroadcastSession: Sendable {
     private func startAudio() {
         var sources: [AudioSource] = [.app]
         if request.microphone { sources.append(.microphone) }
+        let output = BroadcastOutput(queue: queue, session: self)
         for source in sources {
             do {
                 let capture = try parts.capture.makeAudioCapture(source)
                 let box = UncheckedBox(capture)
                 Thread.detachNewThread { [self] in
-                    do throws(CaptureError) { try box.value.run(output: queue, stop: stopFlag) } catch {
+                    do throws(CaptureError) { try box.value.run(output: output, stop: stopFlag) } catch {
                         logger.warning("broadcast audio ended: \(error.description)", metadata: ["broadcast": "\(id)"])
                     }
                 }
@@ -224,7 +303,11 @@ final class BroadcastSession: Sendable {
     /// Hands samples to the extension as messages naming surfaces.
     private func sendSamples() {
         while let sample = queue.pop() {
-            if state.withLock({ $0.status.state != .live }) { continue }
+            let time = switch sample {
+            case .video(let frame): frame.time
+            case .audio(let buffer): buffer.time
+            }
+            if state.withLock({ $0.lifecycle.phase != .running || $0.pauses.movieTime(of: time) == nil }) { continue }
             switch sample {
             case .video(let frame): sendVideo(frame)
             case .audio(let buffer): sendAudio(buffer)
@@ -285,9 +368,9 @@ final class BroadcastSession: Sendable {
 
     @discardableResult
     private func send(_ message: BroadcastMessage) -> Bool {
-        guard let socket = state.withLock({ $0.process?.socket }) else { return false }
+        guard let link = state.withLock({ $0.link }) else { return false }
         let bytes = BroadcastCodec.encode(message)
-        guard (try? DescriptorPassing.send(socket: socket, bytes: bytes, descriptors: [])) != nil else { return false }
+        guard link.send(bytes, descriptors: []) else { return false }
         state.withLock { $0.status.messageBytesSent += bytes.count }
         return true
     }
@@ -304,109 +387,151 @@ final class BroadcastSession: Sendable {
     }
 
     /// Everything the extension says; anything malformed ends the broadcast.
-    private func receiveFromExtension(_ process: ExtensionProcess) {
-        let limits = state.withLock { BroadcastCodec.Surfaces(count: UInt16($0.surfaces.count), size: UInt64($0.surfaces.first?.size ?? 0)) }
-        while true {
-            let bytes: [UInt8]
-            do {
-                let received = try DescriptorPassing.receive(socket: process.socket, maxBytes: BroadcastCodec.maxFramedMessage, maxDescriptors: 0)
-                bytes = received.bytes
-            } catch let error where error.errno != ECONNRESET {
-                end(failure: "the extension sent something that is not a message (\(error)); the connection was closed")
-                return
-            } catch {
-                bytes = []
+    private func heard(_ utterance: ExtensionUtterance, limits: BroadcastCodec.Surfaces, from link: any ExtensionLink) {
+        let bytes: [UInt8]
+        switch utterance {
+        case .message(let message): bytes = message
+        case .unreadable(let why):
+            end(failure: "the extension sent something that is not a message (\(why)); the connection was closed")
+            link.kill()
+            return
+        case .closed:
+            // Its exit status, when it comes at once, says more ("crashed (SIGSEGV)"); a process
+            // that only dropped the connection is ended after a moment.
+            DispatchQueue.global().asyncAfter(deadline: .now() + timing.closeGrace) { [self] in
+                end(failure: "the extension closed its connection before the broadcast ended")
+                link.kill()
             }
-            guard !bytes.isEmpty else {
-                // The extension closed its end: it exited or crashed.
-                _ = process.process.wait(timeout: 2)
-                end(failure: "the extension \(process.exitDescription ?? "closed its connection") before the broadcast ended")
-                return
-            }
-            let message: BroadcastMessage
-            do {
-                message = try BroadcastCodec.decode(framed: bytes, surfaces: limits)
-            } catch {
-                end(failure: "the extension sent a malformed message (\(error)); the connection was closed")
-                return
-            }
-            switch message {
-            case .ready: state.withLock { $0.ready = true }
-            case .pong: state.withLock { $0.lastPong = MonotonicClock.nanoseconds() }
-            case .release(let surface): release(surface: Int(surface))
-            case .finish(let error): end(failure: "the extension ended the broadcast: \(error)")
-            case .serviceInfo(let info):
-                state.withLock { $0.status.serviceInfo = info }
-                notifyObservers()
-            case .broadcastURL(let url):
-                state.withLock { $0.status.broadcastURL = url }
-                notifyObservers()
-            default:
-                end(failure: "the extension sent \(message), which only replayd may send; the connection was closed")
-                return
-            }
+            return
+        }
+        let message: BroadcastMessage
+        do {
+            message = try BroadcastCodec.decode(framed: bytes, surfaces: limits)
+        } catch {
+            end(failure: "the extension sent a malformed message (\(error)); the connection was closed")
+            link.kill()
+            return
+        }
+        switch message {
+        case .ready:
+            state.withLock { $0.isReady = true }
+            readiness.signal()
+        case .pong: state.withLock { $0.lastPong = MonotonicClock.nanoseconds() }
+        case .release(let surface): release(surface: Int(surface))
+        case .finish(let error): end(failure: "the extension ended the broadcast: \(error)")
+        case .serviceInfo(let info):
+            state.withLock { $0.status.serviceInfo = info }
+            notifyObservers()
+        case .broadcastURL(let url):
+            state.withLock { $0.status.broadcastURL = url }
+            notifyObservers()
+        default:
+            end(failure: "the extension sent \(message), which only replayd may send; the connection was closed")
+            link.kill()
         }
     }
 
-    /// Heartbeat and memory, checked every 50 ms until the extension is gone.
-    private func watch(_ process: ExtensionProcess) {
-        var sequence: UInt32 = 0
-        var lastPing = Int64(0)
-        while process.process.isRunning {
-            let now = MonotonicClock.nanoseconds()
-            let resident = process.residentBytes()
-            let (lastPong, ready) = state.withLock { state in
-                state.peakMemory = max(state.peakMemory, resident)
-                return (state.lastPong, state.ready)
+    /// Heartbeat and memory, on every tick of the watchdog timer until the extension is gone.
+    private func watch(_ link: any ExtensionLink) {
+        let now = MonotonicClock.nanoseconds()
+        let footprint = link.footprint()
+        let (lastPong, ready, lastPing) = state.withLock { state in
+            state.peakMemory = max(state.peakMemory, footprint)
+            return (state.lastPong, state.isReady, state.lastPing)
+        }
+        let timeout = Int64(timing.heartbeatTimeout * 1e9)
+        // The reason is recorded before the kill, so it is not taken for a crash.
+        if footprint > ExtensionProcess.memoryLimit {
+            end(failure: "the extension used more than \(ExtensionProcess.memoryLimit >> 20) MB of memory (\(footprint >> 20) MB) and was stopped")
+            link.kill()
+        } else if ready && now - lastPong > timeout {
+            end(failure: "the extension stopped responding (no heartbeat for \(timing.heartbeatTimeout.formatted()) s) and was stopped")
+            link.kill()
+        } else if ready && now - lastPing >= Int64(timing.heartbeatInterval * 1e9) {
+            let sequence = state.withLock { state in
+                state.lastPing = now
+                state.pingSequence &+= 1
+                return state.pingSequence
             }
-            // The reason is recorded before the kill, so it is not taken for a crash.
-            if resident > ExtensionProcess.memoryLimit {
-                end(failure: "the extension used more than \(ExtensionProcess.memoryLimit >> 20) MB of memory (\(resident >> 20) MB) and was stopped")
-                process.kill()
-            } else if ready && now - lastPong > Self.heartbeatTimeout {
-                end(failure: "the extension stopped responding (no heartbeat for \(Self.heartbeatTimeout / 1_000_000_000) s) and was stopped")
-                process.kill()
-            } else if ready && now - lastPing >= 1_000_000_000 {
-                sequence &+= 1
-                lastPing = now
-                send(.ping(sequence))
-            }
-            Thread.sleep(forTimeInterval: 0.05)
+            send(.ping(sequence))
         }
-        // Gone without being asked to (a crash, most often): that is this broadcast's failure.
-        if !state.withLock({ $0.ending }) {
-            end(failure: "the extension \(process.exitDescription ?? "exited") before the broadcast ended")
-        }
-        let status = state.withLock { state in
-            state.process = nil
-            state.lent = [:]
-            return state.status
-        }
-        notifyObservers()
-        logger.info("broadcast ended", metadata: [
-            "broadcast": "\(id)", "framesSent": "\(status.framesSent)", "dropped": "\(status.framesDropped)",
-            "error": "\(status.lastError ?? "none")", "peakExtensionMB": "\(peakMemory >> 20)",
-        ])
-        finished.signal()
     }
 
     /// Ends the broadcast once: with `failure`, it failed; without, it finished. The
-    /// extension gets `finished` and five seconds to exit (an upload extension sends what it
+    /// extension gets `finished` and `finishGrace` to exit (an upload extension sends what it
     /// has queued and closes its stream properly) before it is killed.
     private func end(failure: String?) {
-        let process = state.withLock { state -> ExtensionProcess? in
-            guard !state.ending else { return nil }
-            state.ending = true
+        let (first, link, exited) = state.withLock { state -> (Bool, (any ExtensionLink)?, Bool) in
+            let wasEnding = state.isEnding
+            if let failure { _ = state.lifecycle.fail(failure) } else { _ = state.lifecycle.stop() }
+            guard !wasEnding, !state.lifecycle.phase.isOver else { return (false, nil, false) }
             state.status.state = failure == nil ? .finished : .failed
             state.status.lastError = failure
-            return state.process
+            return (true, state.link, state.exited)
         }
+        guard first else { return }
         stopFlag.raise()
-        guard let process else { return }
+        readiness.signal()
         if let failure { logger.error("broadcast failed: \(failure)", metadata: ["broadcast": "\(id)"]) }
-        Thread.detachNewThread {
-            if failure == nil { _ = (try? DescriptorPassing.send(socket: process.socket, bytes: BroadcastCodec.encode(.finished), descriptors: [])) }
-            if process.process.wait(timeout: failure == nil ? 5 : 0.2) == nil { process.kill() }
+        notifyObservers()
+        guard let link, !exited else { return }
+        if failure == nil { _ = link.send(BroadcastCodec.encode(.finished), descriptors: []) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + (failure == nil ? timing.finishGrace : timing.failureGrace)) {
+            link.kill()
         }
+    }
+
+    /// The extension has exited and been reaped: whatever the reason, the broadcast is over.
+    private func extensionExited(_ how: String) {
+        let ending = state.withLock { state in
+            state.exited = true
+            return state.isEnding
+        }
+        // Gone without being asked to (a crash, most often): that is this broadcast's failure.
+        if !ending { end(failure: "the extension \(how) before the broadcast ended") }
+        stopFlag.raise()
+        readiness.signal()
+        // Surfaces are unmapped once nothing can write into them any more.
+        pipeline.notify(queue: .global()) { [self] in release() }
+    }
+
+    /// Closes the connection, unmaps the surfaces, stops the watchdog: nothing of it is left.
+    private func release() {
+        let (link, watchdog, status) = state.withLock { state in
+            state.lifecycle.didFinish()
+            defer {
+                state.link = nil
+                state.watchdog = nil
+                state.surfaces = []
+                state.lent = [:]
+                state.surfaceOfStorage = [:]
+                state.audioInFlight = []
+            }
+            return (state.link, state.watchdog, state.status)
+        }
+        watchdog?.cancel()
+        link?.close()
+        let final = self.status
+        notifyObservers()
+        observers.withLock { $0 = [] }
+        logger.info("broadcast ended", metadata: [
+            "broadcast": "\(id)", "framesSent": "\(final.framesSent)", "dropped": "\(final.framesDropped)",
+            "error": "\(status.lastError ?? "none")", "peakExtensionMB": "\(final.extensionPeakMemory >> 20)",
+        ])
+        completion.complete(final)
+    }
+
+    fileprivate func captureEnded(_ why: String) { end(failure: why) }
+}
+
+/// The sending queue as capture's output: a broadcast keeps its size, so a new screen size
+/// ends it with that reason.
+private struct BroadcastOutput: CaptureOutput {
+    let queue: BoundedQueue<SampleBuffer>
+    let session: BroadcastSession
+    func offer(_ frame: VideoSample) -> Bool { queue.offer(.video(frame)) }
+    func append(_ audio: AudioBuffer) { queue.append(.audio(audio)) }
+    func formatChanged(width: Int, height: Int) {
+        session.captureEnded("content resized: the screen changed to \(width)x\(height) during the broadcast")
     }
 }

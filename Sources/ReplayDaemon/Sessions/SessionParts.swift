@@ -4,16 +4,18 @@ public import ReplayMedia
 import ReplaySystem
 
 /// What sessions are built from, chosen once when the daemon starts: sessions are handed
-/// these and never make their own capture, encoder or clock.
+/// these and never make their own capture, encoder, extension process or clock.
 public struct SessionParts: Sendable {
     public var capture: any CaptureBackend
     public var movies: any MovieSinkFactory
+    public var extensions: any ExtensionHost
     public var clock: any SessionClock
 
     public init(capture: any CaptureBackend, movies: any MovieSinkFactory = MovieFileFactory(),
-                clock: any SessionClock = MonotonicSessionClock()) {
+                extensions: any ExtensionHost = SandboxedExtensionHost(), clock: any SessionClock = MonotonicSessionClock()) {
         self.capture = capture
         self.movies = movies
+        self.extensions = extensions
         self.clock = clock
     }
 }

@@ -15,7 +15,7 @@ public struct BroadcastRequest: Codable, Sendable, Equatable {
     public var microphone: Bool
     /// Video to the extension, at most 30 fps as in ReplayKit.
     public var fps: Int
-    /// The whole screen, or only the host app's windows; `.screen` when absent (older clients).
+    /// The whole screen, or only the host app's windows; `.screen` when absent (the field is optional on the wire).
     public var scope: BroadcastScope
 
     public init(extensionID: String, setup: [String: String] = [:], microphone: Bool = false, fps: Int = 30,

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// What an upload extension declares about itself: a JSON file beside (or naming) its
 /// executable, found in the system and user extension directories.

@@ -174,7 +174,9 @@ public struct AudioMixer: Sendable {
         }
     }
 
-    private func slot(_ source: AudioSource) -> Int { AudioSource.allCases.firstIndex(of: source)! }
+    private func slot(_ source: AudioSource) -> Int {
+        AudioSource.allCases.firstIndex(of: source)!  // never nil: allCases lists every case
+    }
 }
 
 extension AudioMixer {

@@ -65,8 +65,9 @@ public struct PeriodSplitter: Sendable {
     public mutating func append(_ buffer: AudioBuffer) -> [AudioBuffer] {
         guard buffer.frameCount > 0 else { return [] }
         precondition(buffer.sampleRate == sampleRate, "resample to \(sampleRate) Hz before splitting")
-        precondition(channels == nil || channels == buffer.channels, "channel count changed mid-stream")
-        channels = buffer.channels
+        precondition(self.channels == nil || self.channels == buffer.channels, "channel count changed mid-stream")
+        let channels = buffer.channels
+        self.channels = channels
         source = buffer.source
         let origin = origin ?? buffer.time
         self.origin = origin
@@ -74,33 +75,36 @@ public struct PeriodSplitter: Sendable {
         let limit = tolerance.value(timescale: Int64(sampleRate))
         var skip: Int64 = 0
         var periods: [AudioBuffer] = []
+        let start: Int64
         if let next = nextIndex, abs(stamped - next) <= limit {
             // Contiguous: the sample count, not the stamp, says where these frames go.
+            start = next
         } else if let next = nextIndex, stamped < next {
             skip = next - stamped
+            start = next
         } else {
             skip = max(0, -stamped)
-            move(to: max(stamped, 0), into: &periods)
+            start = max(stamped, 0)
+            move(to: start, origin: origin, channels: channels, into: &periods)
         }
         let skipped = min(Int(skip), buffer.frameCount)
         droppedFrames += Int64(skipped)
-        write(buffer.samples[(skipped * buffer.channels)...], into: &periods)
+        write(buffer.samples[(skipped * channels)...], at: start, origin: origin, channels: channels, into: &periods)
         return periods
     }
 
     /// The incomplete period, completed with silence; call at the end of the stream.
     public mutating func flush() -> AudioBuffer? {
-        guard !pending.isEmpty, let channels, let next = nextIndex else { return nil }
+        guard !pending.isEmpty, let channels, let next = nextIndex, let origin else { return nil }
         let missing = periodFrames - pending.count / channels
         insertedFrames += Int64(missing)
         pending += [Float](repeating: 0, count: missing * channels)
         nextIndex = next + Int64(missing)
-        return takePeriod()
+        return takePeriod(endingAt: next + Int64(missing), origin: origin, channels: channels)
     }
 
     /// Moves the write position forward to `target` (a first buffer, or one after a gap).
-    private mutating func move(to target: Int64, into periods: inout [AudioBuffer]) {
-        let channels = channels!
+    private mutating func move(to target: Int64, origin: MediaTime, channels: Int, into periods: inout [AudioBuffer]) {
         if let next = nextIndex, !pending.isEmpty {
             let periodEnd = next - Int64(pending.count / channels) + Int64(periodFrames)
             let fill = Int(min(target, periodEnd) - next)
@@ -108,7 +112,7 @@ public struct PeriodSplitter: Sendable {
             pending += [Float](repeating: 0, count: fill * channels)
             nextIndex = next + Int64(fill)
             if target < periodEnd { return }
-            periods.append(takePeriod())
+            periods.append(takePeriod(endingAt: next + Int64(fill), origin: origin, channels: channels))
         }
         let period = Int64(periodFrames)
         let lead = Int(((target % period) + period) % period)
@@ -117,26 +121,31 @@ public struct PeriodSplitter: Sendable {
         nextIndex = target
     }
 
-    private mutating func write(_ samples: ArraySlice<Float>, into periods: inout [AudioBuffer]) {
-        let channels = channels!
+    /// Writes `samples` from grid index `start` (the write position, `nextIndex`) on.
+    private mutating func write(_ samples: ArraySlice<Float>, at start: Int64, origin: MediaTime, channels: Int,
+                                into periods: inout [AudioBuffer]) {
+        var next = start
         var rest = samples
         while !rest.isEmpty {
             let room = (periodFrames - pending.count / channels) * channels
             let taken = rest.prefix(room)
             pending += taken
             rest = rest.dropFirst(taken.count)
-            nextIndex! += Int64(taken.count / channels)
-            if pending.count == periodFrames * channels { periods.append(takePeriod()) }
+            next += Int64(taken.count / channels)
+            nextIndex = next
+            if pending.count == periodFrames * channels {
+                periods.append(takePeriod(endingAt: next, origin: origin, channels: channels))
+            }
         }
     }
 
-    /// Emits the full `pending` period, which ends at `nextIndex`.
-    private mutating func takePeriod() -> AudioBuffer {
-        let start = nextIndex! - Int64(periodFrames)
-        let period = AudioBuffer(source: source, time: origin! + MediaTime.samples(start, rate: sampleRate),
-                                 sampleRate: sampleRate, channels: channels!, samples: pending)
+    /// Emits the full `pending` period, which ends at grid index `end` (the write position).
+    private mutating func takePeriod(endingAt end: Int64, origin: MediaTime, channels: Int) -> AudioBuffer {
+        let start = end - Int64(periodFrames)
+        let period = AudioBuffer(source: source, time: origin + MediaTime.samples(start, rate: sampleRate),
+                                 sampleRate: sampleRate, channels: channels, samples: pending)
         pending = []
-        pending.reserveCapacity(periodFrames * channels!)
+        pending.reserveCapacity(periodFrames * channels)
         return period
     }
 }

@@ -53,7 +53,7 @@ public struct Resampler: Sendable {
             segment = Segment(start: buffer.time, source: buffer.source, inputRate: buffer.sampleRate,
                               channels: buffer.channels, kernel: built)
         }
-        segment!.append(buffer.samples)
+        segment?.append(buffer.samples)
         if let converted = emit(final: false) { output.append(converted) }
         return output
     }
@@ -62,17 +62,15 @@ public struct Resampler: Sendable {
     /// silence; ends the segment, so the next buffer starts a new one at its own stamp.
     public mutating func flush() -> AudioBuffer? {
         guard segment != nil else { return nil }
-        segment!.padForFlush()
+        segment?.padForFlush()
         let tail = emit(final: true)
         segment = nil
         return tail
     }
 
     private mutating func emit(final: Bool) -> AudioBuffer? {
-        let first = segment!.outputFrames
-        let raw = segment!.convert(final: final)
-        guard !raw.isEmpty else { return nil }
-        let current = segment!
+        guard let first = segment?.outputFrames, let raw = segment?.convert(final: final), !raw.isEmpty,
+              let current = segment else { return nil }
         return AudioBuffer(source: current.source, time: current.start + MediaTime.samples(first, rate: outputRate),
                            sampleRate: outputRate, channels: outputChannels,
                            samples: Self.map(raw, from: current.channels, to: outputChannels))

@@ -13,8 +13,8 @@ public final class PictureTransform: Sendable {
         guard picture.width != width || picture.height != height, let output = pool.take(width: width, height: height) else {
             return picture
         }
-        let source = UnsafeRawPointer(picture.bytes.baseAddress!).assumingMemoryBound(to: UInt8.self)
-        let target = output.bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        let source = UnsafeRawPointer(picture.baseAddress).assumingMemoryBound(to: UInt8.self)
+        let target = output.baseAddress.assumingMemoryBound(to: UInt8.self)
         _ = I420Scale(
             source, Int32(picture.stride(ofPlane: 0)), source + picture.offset(ofPlane: 1), Int32(picture.stride(ofPlane: 1)),
             source + picture.offset(ofPlane: 2), Int32(picture.stride(ofPlane: 2)), Int32(picture.width), Int32(picture.height),
@@ -35,8 +35,8 @@ public final class PictureTransform: Sendable {
         let turned = orientation == .right || orientation == .left
         let (width, height) = turned ? (picture.height, picture.width) : (picture.width, picture.height)
         guard let output = pool.take(width: width, height: height) else { return picture }
-        let source = UnsafeRawPointer(picture.bytes.baseAddress!).assumingMemoryBound(to: UInt8.self)
-        let target = output.bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        let source = UnsafeRawPointer(picture.baseAddress).assumingMemoryBound(to: UInt8.self)
+        let target = output.baseAddress.assumingMemoryBound(to: UInt8.self)
         _ = I420Rotate(
             source, Int32(picture.stride(ofPlane: 0)), source + picture.offset(ofPlane: 1), Int32(picture.stride(ofPlane: 1)),
             source + picture.offset(ofPlane: 2), Int32(picture.stride(ofPlane: 2)),

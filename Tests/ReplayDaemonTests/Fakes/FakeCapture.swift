@@ -5,6 +5,7 @@ import ReplayCapture
 import ReplayMedia
 import ReplaySystem
 import Synchronization
+import Testing
 
 /// A clock the test moves by hand.
 final class ManualClock: SessionClock {
@@ -45,8 +46,14 @@ final class FakeScreen: ScreenCapturing, @unchecked Sendable {
         while let command = commands.pop() {
             switch command {
             case .frame(let seconds):
-                let frame = VideoSample(time: MediaTime(seconds: seconds), pixels: PixelBuffer(width: frameSize.width, height: frameSize.height))
-                // A fake may wait where a real source drops: the test decides what is captured.
+                // A fake waits for a free picture where a real source drops: the test decides what is captured.
+                var taken = pool.take(width: frameSize.width, height: frameSize.height)
+                while taken == nil && !stop.isRaised {
+                    sched_yield()
+                    taken = pool.take(width: frameSize.width, height: frameSize.height)
+                }
+                guard let pixels = taken else { return }
+                let frame = VideoSample(time: MediaTime(seconds: seconds), pixels: pixels)
                 while !output.offer(frame) && !stop.isRaised { sched_yield() }
                 counters.count(delivered: true, repeated: false)
             case .resize(let width, let height):
@@ -116,5 +123,18 @@ final class FakeCaptureBackend: CaptureBackend, @unchecked Sendable {
     func makeAudioCapture(_ source: AudioSource) throws(CaptureError) -> any AudioCapturing {
         guard let fake = audio[source] else { throw CaptureError(.audioUnavailable, "no audio server (fake)") }
         return fake
+    }
+}
+
+/// Waits for `condition`, failing the test (instead of hanging it) after `seconds`.
+func eventually(_ what: String, within seconds: Double = 10, sourceLocation: SourceLocation = #_sourceLocation,
+                _ condition: () -> Bool) {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        if Date() > deadline {
+            Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
+            return
+        }
+        sched_yield()
     }
 }

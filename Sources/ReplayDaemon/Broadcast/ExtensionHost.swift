@@ -1,0 +1,44 @@
+public import ReplayIPC
+
+/// Starts upload extensions for broadcasts. The real host runs each in a bubblewrap sandbox
+/// (`SandboxedExtensionHost`); sessions see only this, so their logic is tested with a fake.
+public protocol ExtensionHost: Sendable {
+    /// - Parameters:
+    ///   - hidden: directories the extension must not see (the store, the daemon's sockets).
+    ///   - writable: directories the person chose for it (setup fields of kind `directory`).
+    func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String]) throws(DaemonError) -> any ExtensionLink
+}
+
+/// What the extension said: one message's bytes, or the end of its connection.
+public enum ExtensionUtterance: Sendable {
+    case message([UInt8])
+    /// It closed its end (it exited, crashed, or dropped the connection).
+    case closed
+    /// What arrived is not a message (a read error, descriptors it may not send).
+    case unreadable(String)
+}
+
+/// One running extension as its broadcast sees it: messages both ways, its memory, its end.
+public protocol ExtensionLink: AnyObject, Sendable {
+    /// Sends one framed message (with descriptors: the hello and its surfaces). False when it
+    /// could not go out in time: the sample is dropped, capture never waits.
+    func send(_ bytes: [UInt8], descriptors: [Int32]) -> Bool
+    /// Delivers what the extension says, in order, until `.closed`, `.unreadable` or `close()`.
+    func listen(_ handler: @escaping @Sendable (ExtensionUtterance) -> Void)
+    /// Memory it cannot give back, in bytes, summed over its processes.
+    func footprint() -> Int
+    /// Ends it at once.
+    func kill()
+    /// Calls `handler` once it has exited and been reaped, with how it ended ("crashed (SIGSEGV)").
+    func onExit(_ handler: @escaping @Sendable (String) -> Void)
+    /// Stops listening and closes the connection.
+    func close()
+}
+
+/// Upload extensions in bubblewrap, as `ExtensionProcess`.
+public struct SandboxedExtensionHost: ExtensionHost {
+    public init() {}
+    public func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String]) throws(DaemonError) -> any ExtensionLink {
+        try ExtensionProcess(manifest: manifest, hidden: hidden, writable: writable)
+    }
+}

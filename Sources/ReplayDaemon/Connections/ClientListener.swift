@@ -1,0 +1,86 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import ReplayIPC
+import ReplaySystem
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Accepts clients on replayd's socket and hands each to the event loop. One thread
+/// accepts; one event-loop thread reads and writes every connection; a connection's
+/// requests run on its own serial queue, so an idle client costs no thread at all.
+final class ClientListener: Sendable {
+    private let listener: Int32
+    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private let stopping = Atomic<Bool>(false)
+    private let logger: Logger
+
+    init(listener: Int32, logger: Logger) {
+        self.listener = listener
+        self.logger = logger
+    }
+
+    /// Accepts until `stop()`. `admit` decides, from the socket, who the client is and whether
+    /// it may stay: it returns what makes its connection, or nil after telling it why and
+    /// closing the socket.
+    func serve(admit: @escaping @Sendable (_ fd: Int32) -> (@Sendable (any Channel) -> ClientConnection)?) {
+        var lastComplaint = Int64.min
+        while !stopping.load(ordering: .acquiring) {
+            let fd: Int32
+            do {
+                fd = try UnixSocket.accept(listener)
+            } catch {
+                let error = error.errno
+                if stopping.load(ordering: .acquiring) { break }
+                if error == EINTR || error == ECONNABORTED { continue }
+                // Out of descriptors: a flood. Say so once a second at most, and give closing
+                // connections a moment instead of spinning on the same error.
+                let now = MonotonicClock.nanoseconds()
+                if now - lastComplaint > 1_000_000_000 {
+                    lastComplaint = now
+                    logger.warning("cannot accept a client: \(String(cString: strerror(error)))")
+                }
+                if error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM {
+                    MonotonicClock.sleep(until: MonotonicClock.nanoseconds() + 50_000_000)
+                    continue
+                }
+                if error == EBADF || error == EINVAL { break }
+                continue
+            }
+            guard let connect = admit(fd) else { continue }
+            // A client that shuts down its sending side still gets its answers before we close.
+            let bootstrap = ClientBootstrap(group: group).channelOption(.allowRemoteHalfClosure, value: true).channelInitializer { channel in
+                let connection = connect(channel)
+                return channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RequestFrameDecoder()))
+                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(connection: connection))
+                }
+            }
+            bootstrap.withConnectedSocket(fd).whenFailure { [logger] (error: any Error) in
+                logger.debug("a client could not be served: \(error)")
+            }
+        }
+    }
+
+    /// Stops accepting; open connections close with the event loop.
+    func stop() {
+        stopping.store(true, ordering: .releasing)
+        Glibc.shutdown(listener, Int32(SHUT_RDWR))
+    }
+
+    /// Tells a client it may not stay, without waiting for it, and closes its socket.
+    static func refuse(_ fd: Int32, code: ErrorCode, message: String) {
+        if let json = try? JSONEncoder().encode(DaemonEvent.error(code: code, message: message)) {
+            let frame = FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: 0) + json
+            _ = frame.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+        }
+        Glibc.close(fd)
+    }
+
+    func closeAll() {
+        try? group.syncShutdownGracefully()
+    }
+}

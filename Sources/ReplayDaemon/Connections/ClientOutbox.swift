@@ -1,0 +1,89 @@
+import Foundation
+public import NIOCore
+import ReplayIPC
+import Synchronization
+
+/// What replayd sends one client, queued without ever blocking the sender.
+///
+/// Events are written by the connection's event loop as the client reads them. The queue
+/// is bounded in bytes: a client that stops reading is disconnected once its events fill
+/// it, so it can neither stall capture nor grow the daemon's memory. Bulk data (export
+/// chunks, in-app capture pictures) asks for room first instead.
+public final class ClientOutbox: Sendable {
+    /// Queued bytes past which a client that does not read is cut off.
+    public static let defaultLimit = 8 << 20
+
+    private let channel: any Channel
+    private let limit: Int
+    private let pending = Atomic<Int>(0)
+    private let roomMade = Mutex<[DispatchSemaphore]>([])
+    private let closed = Atomic<Bool>(false)
+    /// The most recent write: a close waits for it, so a last error still reaches the client.
+    private let lastWrite = Mutex<EventLoopFuture<Void>?>(nil)
+
+    init(channel: any Channel, limit: Int = ClientOutbox.defaultLimit) {
+        self.channel = channel
+        self.limit = limit
+    }
+
+    /// Bytes written but not yet taken by the client's socket.
+    public var pendingBytes: Int { pending.load(ordering: .relaxed) }
+    public var isClosed: Bool { closed.load(ordering: .acquiring) || !channel.isActive }
+
+    public func send<M: Encodable>(_ message: M, body: [UInt8] = []) throws {
+        try body.withUnsafeBytes { try send(message, body: $0) }
+    }
+
+    /// Queues one framed message; throws, and closes the connection, when the client has let
+    /// its queue fill up.
+    public func send<M: Encodable>(_ message: M, body: UnsafeRawBufferPointer) throws {
+        let json = try JSONEncoder().encode(message)
+        let size = FrameCodec.headerSize + json.count + body.count
+        guard !isClosed else { throw DaemonError(code: .internalError, message: "the client's connection is closed") }
+        let queued = pending.add(size, ordering: .relaxed).newValue
+        if queued > limit {
+            pending.subtract(size, ordering: .relaxed)
+            close()
+            throw DaemonError(code: .busy, message: "the client did not read its events (\(limit >> 10) KiB queued); it was disconnected")
+        }
+        var buffer = channel.allocator.buffer(capacity: size)
+        buffer.writeBytes(FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: body.count))
+        buffer.writeBytes(json)
+        buffer.writeBytes(body)
+        let written = lastWrite.withLock { last in
+            let written = channel.writeAndFlush(buffer)
+            last = written
+            return written
+        }
+        written.whenComplete { [self] _ in
+            pending.subtract(size, ordering: .relaxed)
+            for waiter in roomMade.withLock({ waiters in defer { waiters = [] }; return waiters }) { waiter.signal() }
+        }
+    }
+
+    /// True when at most `bytes` are still queued: bulk senders check before sending.
+    public func hasRoom(below bytes: Int) -> Bool { pendingBytes < bytes }
+
+    /// Blocks until at most `bytes` are queued, or the connection closed (false).
+    public func waitForRoom(below bytes: Int) -> Bool {
+        while !isClosed {
+            let waiter = DispatchSemaphore(value: 0)
+            roomMade.withLock { $0.append(waiter) }
+            if pendingBytes < bytes { return true }
+            // Woken by the next completed write; a close completes every write.
+            _ = waiter.wait(timeout: .now() + 1)
+        }
+        return false
+    }
+
+    /// Closes the connection once what is queued is written (a protocol error's last word).
+    public func close() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        let channel = self.channel
+        if let last = lastWrite.withLock({ $0 }) {
+            last.whenComplete { _ in channel.close(promise: nil) }
+        } else {
+            channel.close(promise: nil)
+        }
+    }
+}

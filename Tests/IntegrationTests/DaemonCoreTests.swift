@@ -1,0 +1,149 @@
+import Foundation
+import ReplayIPC
+import ReplaySystem
+import ReplayTesting
+import ReplayVirtualDesktop
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension IntegrationTests {
+    /// The daemon's own housekeeping, seen from outside: what a finished session leaves behind,
+    /// and what clients that misbehave cost everyone else.
+    @Suite struct DaemonCore {
+        /// What the daemon holds right now, read from /proc.
+        struct Holdings: Equatable, CustomStringConvertible {
+            var descriptors: Int
+            /// What each descriptor is (socket:[…], pipe, memfd, a file), to name a leak.
+            var targets: [String]
+            var surfaceMappings: Int
+            var children: Int
+            var threads: Int
+
+            init(pid: Int32) {
+                let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+                descriptors = fds.count
+                targets = fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)") }
+                    .sorted()
+                let maps = (try? String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)) ?? ""
+                surfaceMappings = maps.split(separator: "\n").filter { $0.contains("openreplaykit-broadcast") }.count
+                let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+                children = tasks.reduce(0) { total, task in
+                    let listed = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? ""
+                    return total + listed.split(separator: " ").count
+                }
+                threads = tasks.count
+            }
+
+            var description: String {
+                "\(descriptors) descriptors, \(surfaceMappings) surface mappings, \(children) children, \(threads) threads"
+            }
+        }
+
+        @Test func fiftyBroadcastsThatFailLeaveNothingBehind() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240))
+            defer { fixture.stop() }
+            try fixture.startDaemon(Broadcast.installExtensions(in: fixture))
+            let pid = try #require(fixture.daemon?.pid)
+
+            func cycle() throws {
+                _ = try fixture.replay(["broadcast", "start", "--extension", "hostile", "--setup", "behaviour=finish-error"])
+                let final = try Broadcast.waitUntilOver(fixture)
+                #expect(final?["lastError"] as? String == "the extension ended the broadcast: the service refused the stream",
+                        "\(final ?? [:])")
+            }
+            /// Waits for the last one to be released, and the last CLI connection to be closed (the
+            /// status is final a moment before that).
+            func settled(descriptors: Int? = nil) -> Holdings {
+                poll(timeout: 10, every: 0.1) { () -> Holdings? in
+                    let now = Holdings(pid: pid)
+                    return now.surfaceMappings == 0 && now.children == 0 && (descriptors.map { now.descriptors <= $0 } ?? true)
+                        ? now : nil
+                } ?? Holdings(pid: pid)
+            }
+            // One first, so what the daemon sets up once (the extension catalog, the window-ownership
+            // connection) is counted before; the mirroring probe connects to X on its first tick, 2 s in.
+            try cycle()
+            Thread.sleep(forTimeInterval: 2.5)
+            let before = settled()
+            for _ in 0..<50 { try cycle() }
+            let after = settled(descriptors: before.descriptors)
+            #expect(after.descriptors == before.descriptors,
+                    "before: \(before); after: \(after); new: \(after.targets.filter { !before.targets.contains($0) }); gone: \(before.targets.filter { !after.targets.contains($0) })")
+            #expect(after.surfaceMappings == 0 && after.children == 0, "\(after)")
+
+            // The history keeps the final status of the latest ones, and only those.
+            let history = try Broadcast.status(fixture)
+            #expect(history.count == 16, "\(history.count) statuses")
+            #expect(history.allSatisfy { $0["state"] as? String == "failed" })
+            let stop = try fixture.replay(["broadcast", "stop"])
+            #expect(stop.status != 0 && stop.stderr.contains("no broadcast is running"), "\(stop)")
+        }
+
+        @Test func aWatcherThatNeverReadsStallsNobody() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            // Asks for every capture-state change, then never reads one.
+            let deaf = try MessageChannel.connect(path: fixture.socket)
+            try deaf.send(ClientRequest.watchCaptureState)
+            let listener = try MessageChannel.connect(path: fixture.socket)
+            try listener.send(ClientRequest.watchCaptureState)
+            for _ in 0..<20 {
+                let recording = try fixture.replay(["record", "--duration", "0.2", "--json"])
+                #expect(recording.status == 0, "\(recording)")
+            }
+            // The listener heard every change, in order: now, then on and off twenty times.
+            var states: [Bool] = []
+            while states.count < 41, let (event, _) = try listener.receive(DaemonEvent.self) {
+                if case .captureState(let status) = event { states.append(status.isCaptured) }
+            }
+            #expect(states == [false] + Array(repeating: [true, false], count: 20).flatMap { $0 })
+            _ = deaf
+        }
+
+        @Test func aThousandIdleConnectionsDoNotKeepThePersonOut() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let pid = try #require(fixture.daemon?.pid)
+            var limit = rlimit()
+            getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            limit.rlim_cur = max(limit.rlim_cur, min(limit.rlim_max, 4096))
+            setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+
+            var idle: [Int32] = []
+            defer { idle.forEach { close($0) } }
+            for _ in 0..<1100 { idle.append(try UnixSocket.connect(path: fixture.socket)) }
+
+            // Past the cap for one user, a client is told why and let go.
+            let refused = MessageChannel(fd: dup(idle.last!), limits: .events)
+            let answer = try refused.receive(DaemonEvent.self)
+            guard case .error(let code, let message)? = answer?.message else {
+                Issue.record("no refusal: \(String(describing: answer))")
+                return
+            }
+            #expect(code == .busy && message.contains("256 connections"), "\(message)")
+
+            // The person's own tool is still served.
+            let status = try fixture.replay(["status", "--json"], timeout: 10)
+            #expect(status.status == 0, "\(status)")
+            #expect(status.stdout.contains("\(pid)"), "\(status)")
+            // Idle clients hold no thread of the daemon's.
+            let holdings = Holdings(pid: pid)
+            #expect(holdings.threads < 40, "\(holdings)")
+        }
+
+        @Test(arguments: [["--owner", "nosuchuser"], ["--owner", "-5"], ["--owner", "4294967295"], ["--idle-exit", "0"],
+                          ["--log-level", "loud"], ["--pages-port", "70000"]])
+        func badArgumentsEndWithAMessageNotACrash(arguments: [String]) throws {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replayd-args-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let result = try Command.run(ReplayFixture.replayd, arguments + ["--socket", directory.appendingPathComponent("s.sock").path,
+                                                                             "--store", directory.path])
+            #expect(result.status == 64, "a usage error, not a trap: \(result)")
+            #expect(result.stderr.contains("Error: "), "\(result)")
+        }
+    }
+}

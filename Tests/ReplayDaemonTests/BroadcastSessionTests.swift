@@ -1,0 +1,175 @@
+import Foundation
+import Logging
+import ReplayCapture
+@testable import ReplayDaemon
+import ReplayIPC
+import ReplayMedia
+import Testing
+
+/// A broadcast's life with a fake extension and a fake screen: every way it can end, and
+/// that each way leaves nothing behind (process ended, connection closed, surfaces freed).
+@Suite struct BroadcastSessionTests {
+    /// Short enough that a hang or a slow finish is seen in milliseconds.
+    static let timing = BroadcastSession.Timing(
+        ready: 0.3, heartbeatInterval: 0.02, heartbeatTimeout: 0.15, finishGrace: 0.3, failureGrace: 0.01, closeGrace: 0.05,
+        watchInterval: 0.01)
+
+    struct Rig {
+        let backend = FakeCaptureBackend()
+        let fake: FakeExtension
+        let clock = ManualClock()
+        let session: BroadcastSession
+
+        init(_ behaviour: FakeExtension.Behaviour = .init()) {
+            fake = FakeExtension(behaviour)
+            let manifest = ExtensionManifest(id: "fake", displayName: "Fake", executable: "/nonexistent/fake",
+                                             extensionPoint: "broadcast-services-upload", setupFields: [])
+            session = BroadcastSession(
+                id: "bc-test", request: BroadcastRequest(extensionID: "fake"), host: nil, manifest: manifest,
+                parts: SessionParts(capture: backend, movies: FakeMovieSink(), extensions: fake, clock: clock),
+                timing: BroadcastSessionTests.timing, protectedWindows: ProtectedWindows(), logger: Logger(label: "test"))
+        }
+
+        func start() throws(DaemonError) { try session.start(hidden: [], applicationInfo: ["name": "test"]) }
+
+        /// Everything the session held for this broadcast is gone.
+        func expectNothingLeft(_ sourceLocation: SourceLocation = #_sourceLocation) {
+            let after = fake.snapshot
+            #expect(after.exited != nil, "the extension process is gone", sourceLocation: sourceLocation)
+            #expect(after.closed, "its connection is closed", sourceLocation: sourceLocation)
+            #expect(session.heldSurfaces == 0, "its surfaces are unmapped", sourceLocation: sourceLocation)
+            #expect(session.phase.isOver, sourceLocation: sourceLocation)
+        }
+    }
+
+    @Test func aStopFinishesTheExtensionAndReleasesEverything() throws {
+        let rig = Rig()
+        try rig.start()
+        #expect(rig.session.status.state == .live)
+        for index in 0..<10 { rig.backend.screen.send(.frame(at: 100 + Double(index) / 30)) }
+        eventually("10 pictures sent") { rig.fake.received.filter { if case .video = $0 { true } else { false } }.count == 10 }
+        rig.session.stop()
+        let status = rig.session.waitUntilFinished()
+        #expect(status.state == .finished && status.lastError == nil)
+        #expect(status.framesSent == 10)
+        #expect(rig.fake.received.contains(.finished))
+        #expect(!rig.fake.snapshot.killed, "a finishing extension is given time to exit by itself")
+        rig.expectNothingLeft()
+    }
+
+    @Test func finishingWithAnErrorEndsTheBroadcastAndTheProcess() throws {
+        let rig = Rig()
+        try rig.start()
+        rig.fake.say(.finish(error: "the stream key was refused"))
+        let status = rig.session.waitUntilFinished()
+        #expect(status.state == .failed)
+        #expect(status.lastError == "the extension ended the broadcast: the stream key was refused")
+        #expect(rig.fake.snapshot.killed, "an extension that gave up is not left running")
+        rig.expectNothingLeft()
+    }
+
+    @Test func aCrashEndsTheBroadcastWithHowItCrashed() throws {
+        let rig = Rig()
+        try rig.start()
+        rig.fake.crash()
+        let status = rig.session.waitUntilFinished()
+        #expect(status.state == .failed)
+        #expect(status.lastError == "the extension crashed (SIGSEGV) before the broadcast ended")
+        rig.expectNothingLeft()
+    }
+
+    @Test func aHungExtensionIsStoppedByTheHeartbeat() throws {
+        let rig = Rig()
+        try rig.start()
+        rig.fake.change { $0.answersPings = false }
+        let status = rig.session.waitUntilFinished()
+        #expect(status.lastError?.contains("stopped responding") == true)
+        #expect(rig.fake.snapshot.killed)
+        rig.expectNothingLeft()
+    }
+
+    @Test func anExtensionOverItsMemoryLimitIsStopped() throws {
+        let rig = Rig()
+        try rig.start()
+        rig.fake.setFootprint(60 << 20)
+        let status = rig.session.waitUntilFinished()
+        #expect(status.lastError?.contains("more than 50 MB of memory (60 MB)") == true)
+        #expect(status.extensionPeakMemory == 60 << 20)
+        rig.expectNothingLeft()
+    }
+
+    @Test func aMalformedMessageEndsOnlyThisBroadcast() throws {
+        let rig = Rig()
+        try rig.start()
+        rig.fake.sayBytes([4, 0, 0, 0, 99, 1, 2, 3])
+        let status = rig.session.waitUntilFinished()
+        #expect(status.lastError?.contains("malformed message") == true)
+        #expect(rig.fake.snapshot.killed)
+        rig.expectNothingLeft()
+    }
+
+    @Test func anExtensionThatNeverGetsReadyFailsTheStart() throws {
+        let rig = Rig(.init(getsReady: false))
+        #expect(throws: DaemonError.self) { try rig.start() }
+        let status = rig.session.waitUntilFinished()
+        #expect(status.lastError?.contains("did not get ready") == true)
+        rig.expectNothingLeft()
+    }
+
+    @Test func aStopDuringTheStartEndsItCleanly() throws {
+        let rig = Rig(.init(getsReady: false))
+        let session = rig.session
+        let started = Completion<DaemonError?>()
+        Thread.detachNewThread {
+            do throws(DaemonError) { try rig.start(); started.complete(nil) } catch { started.complete(error) }
+        }
+        eventually("the extension launched") { rig.fake.snapshot.listenerInstalled }
+        session.stop()
+        session.stop()
+        #expect(started.wait()?.message.contains("was stopped before it was ready") == true)
+        #expect(session.waitUntilFinished().state == .finished)
+        rig.expectNothingLeft()
+    }
+
+    @Test func pausedBroadcastsSendNoSamplesAndResumeWhereTheyWere() throws {
+        let rig = Rig()
+        try rig.start()
+        rig.clock.set(100.5)
+        rig.session.pause()
+        rig.session.pause()
+        #expect(rig.session.status.state == .paused)
+        for index in 0..<5 { rig.backend.screen.send(.frame(at: 100.5 + Double(index) / 30)) }
+        rig.clock.set(100.9)
+        rig.session.resume()
+        rig.backend.screen.send(.frame(at: 101))
+        eventually("a picture sent after the resume") { rig.fake.received.contains { if case .video = $0 { true } else { false } } }
+        rig.session.stop()
+        _ = rig.session.waitUntilFinished()
+        let messages = rig.fake.received
+        #expect(messages.filter { $0 == .paused }.count == 1, "a second pause says nothing")
+        #expect(messages.contains(.resumed))
+        let videoTimes = messages.compactMap { message -> Int64? in if case .video(let frame) = message { frame.time } else { nil } }
+        #expect(videoTimes.allSatisfy { $0 >= MediaTime(seconds: 101).nanoseconds }, "nothing captured while paused was sent")
+    }
+
+    @Test func aResizedScreenEndsTheBroadcastWithThatReason() throws {
+        let rig = Rig()
+        try rig.start()
+        rig.backend.screen.send(.resize(width: 1280, height: 720))
+        let status = rig.session.waitUntilFinished()
+        #expect(status.lastError?.contains("content resized") == true)
+        rig.expectNothingLeft()
+    }
+
+    @Test func aScreenThatCannotBeOpenedLaunchesNoExtension() throws {
+        let rig = Rig()
+        rig.backend.refuseScreen(CaptureError(.noDisplay, "cannot open display :42"))
+        #expect(throws: DaemonError.self) { try rig.start() }
+        #expect(rig.fake.snapshot.launches == 0)
+        #expect(rig.session.waitUntilFinished().lastError == "cannot open display :42")
+    }
+}
+
+extension FakeExtension.State {
+    var listenerInstalled: Bool { listener != nil }
+}

@@ -1,0 +1,239 @@
+import Foundation
+import ReplayIPC
+import Testing
+
+/// The exact JSON of one instance of every request and event, as docs/protocol.md shows it:
+/// renaming a case or a field, or dropping a label, breaks a test here. The goldens are
+/// written with sorted keys and unescaped slashes; what is sent has the same keys and values.
+@Suite struct MessageGoldenTests {
+    /// Adding a case to ClientRequest makes this switch fail to compile until it has a golden.
+    static func golden(_ request: ClientRequest) -> String {
+        switch request {
+        case .hello: #"{"hello":{"client":"replay","protocolVersion":2}}"#
+        case .startRecording:
+            #"{"startRecording":{"options":{"appAudio":true,"duration":5,"fps":30,"microphone":true,"showCursor":false,"#
+                + #""video":{"bitRate":4000000,"crf":23,"keyframeInterval":60,"preset":"veryfast"}}}}"#
+        case .stopRecording: #"{"stopRecording":{}}"#
+        case .listRecordings: #"{"listRecordings":{}}"#
+        case .exportRecording: #"{"exportRecording":{"id":"rec-1"}}"#
+        case .status: #"{"status":{}}"#
+        case .deleteRecording: #"{"deleteRecording":{"id":"rec-1"}}"#
+        case .previewURL: #"{"previewURL":{"id":"rec-1"}}"#
+        case .registerConsentAgent: #"{"registerConsentAgent":{}}"#
+        case .answerConsent: #"{"answerConsent":{"allow":true,"requestID":"consent-1"}}"#
+        case .discardRecording: #"{"discardRecording":{"id":"rec-1"}}"#
+        case .showPreview: #"{"showPreview":{"id":"rec-1"}}"#
+        case .startCapture: #"{"startCapture":{"options":{"fps":30,"showCursor":true}}}"#
+        case .stopCapture: #"{"stopCapture":{}}"#
+        case .watchCaptureState: #"{"watchCaptureState":{}}"#
+        case .protectWindow: #"{"protectWindow":{"id":4194305}}"#
+        case .unprotectWindow: #"{"unprotectWindow":{"id":4194305}}"#
+        case .listExtensions: #"{"listExtensions":{}}"#
+        case .startBroadcast:
+            #"{"startBroadcast":{"request":{"extensionID":"rtmp","fps":30,"microphone":false,"scope":"screen","#
+                + #""setup":{"url":"rtmp://example.com/live/key"}}}}"#
+        case .pauseBroadcast: #"{"pauseBroadcast":{"id":"bc-1"}}"#
+        case .resumeBroadcast: #"{"resumeBroadcast":{}}"#
+        case .stopBroadcast: #"{"stopBroadcast":{"id":"bc-1"}}"#
+        case .broadcastStatus: #"{"broadcastStatus":{}}"#
+        case .showBroadcastPicker: #"{"showBroadcastPicker":{"microphone":true,"preferredExtension":"webrtc","scope":"app"}}"#
+        }
+    }
+
+    static let requests: [ClientRequest] = [
+        .hello(protocolVersion: 2, client: "replay"),
+        .startRecording(options: RecordingOptions(
+            duration: 5, fps: 30, microphone: true, appAudio: true, showCursor: false,
+            video: VideoEncoding(preset: "veryfast", bitRate: 4_000_000, crf: 23, keyframeInterval: 60))),
+        .stopRecording,
+        .listRecordings,
+        .exportRecording(id: "rec-1"),
+        .status,
+        .deleteRecording(id: "rec-1"),
+        .previewURL(id: "rec-1"),
+        .registerConsentAgent,
+        .answerConsent(requestID: "consent-1", allow: true),
+        .discardRecording(id: "rec-1"),
+        .showPreview(id: "rec-1"),
+        .startCapture(options: CaptureOptions(fps: 30, showCursor: true)),
+        .stopCapture,
+        .watchCaptureState,
+        .protectWindow(id: 4_194_305),
+        .unprotectWindow(id: 4_194_305),
+        .listExtensions,
+        .startBroadcast(request: BroadcastRequest(extensionID: "rtmp", setup: ["url": "rtmp://example.com/live/key"], fps: 30)),
+        .pauseBroadcast(id: "bc-1"),
+        .resumeBroadcast(id: nil),
+        .stopBroadcast(id: "bc-1"),
+        .broadcastStatus,
+        .showBroadcastPicker(preferredExtension: "webrtc", microphone: true, scope: .app),
+    ]
+
+    /// Adding a case to DaemonEvent makes this switch fail to compile until it has a golden.
+    static func golden(_ event: DaemonEvent) -> String {
+        switch event {
+        case .welcome: #"{"welcome":{"daemonPID":4242,"protocolVersion":2}}"#
+        case .recordingStarted: #"{"recordingStarted":{"recording":{"height":1080,"id":"rec-1","warnings":["no audio server"],"width":1920}}}"#
+        case .progress: #"{"progress":{"progress":{"bytes":123456,"dropped":0,"elapsed":1.5,"frames":45}}}"#
+        case .recordingFinished: #"{"recordingFinished":{"summary":{"dropped":1,"duration":5,"frames":150,"id":"rec-1"}}}"#
+        case .recordings:
+            #"{"recordings":{"list":[{"bytes":2000000,"created":1700000000.5,"dropped":1,"duration":5,"error":"No space left on device","#
+                + #""frames":150,"height":1080,"id":"rec-1","state":"interrupted","width":1920}]}}"#
+        case .exportBegin: #"{"exportBegin":{"size":2000000}}"#
+        case .exportChunk: #"{"exportChunk":{}}"#
+        case .exportEnd: #"{"exportEnd":{}}"#
+        case .status:
+            #"{"status":{"status":{"activeRecordings":["rec-1"],"display":":0","mode":"user","pagesURL":"http://127.0.0.1:8765","#
+                + #""pid":4242,"store":"/home/ada/.local/share/openreplaykit/recordings"}}}"#
+        case .recordingDeleted: #"{"recordingDeleted":{"id":"rec-1"}}"#
+        case .previewURL: #"{"previewURL":{"url":"http://127.0.0.1:8765/preview/rec-1?token=t0k3n"}}"#
+        case .waitingForConsent: #"{"waitingForConsent":{}}"#
+        case .consentAgentRegistered: #"{"consentAgentRegistered":{}}"#
+        case .consentRequested:
+            #"{"consentRequested":{"prompt":{"appAudio":true,"executable":"/usr/bin/app","microphone":false,"#
+                + #""pageURL":"http://127.0.0.1:8765/consent/consent-1?token=t0k3n","pid":77,"requestID":"consent-1","screen":true,"uid":1000}}}"#
+        case .consentResolved: #"{"consentResolved":{"allowed":true,"requestID":"consent-1"}}"#
+        case .previewOffered:
+            #"{"previewOffered":{"offer":{"executable":"/usr/bin/app","pageURL":"http://127.0.0.1:8765/preview/rec-1?token=t0k3n","#
+                + #""recordingID":"rec-1"}}}"#
+        case .previewShown: #"{"previewShown":{}}"#
+        case .captureStarted: #"{"captureStarted":{"fps":30,"height":480,"width":640}}"#
+        case .capturedFrame: #"{"capturedFrame":{"frame":{"height":480,"time":12.5,"width":640}}}"#
+        case .captureStopped: #"{"captureStopped":{"error":"the display went away"}}"#
+        case .captureState: #"{"captureState":{"status":{"reasons":["screenRecording","broadcast"]}}}"#
+        case .windowProtected: #"{"windowProtected":{"id":4194305}}"#
+        case .windowUnprotected: #"{"windowUnprotected":{"id":4194305}}"#
+        case .extensions:
+            #"{"extensions":{"list":[{"manifest":{"displayName":"File","executable":"replay-file-extension","#
+                + #""extensionPoint":"broadcast-services-upload","id":"file","#
+                + #""setupFields":[{"key":"directory","kind":"directory","label":"Directory","required":true}]},"#
+                + #""manifestPath":"/usr/share/openreplaykit/extensions/file.json"}]}}"#
+        case .broadcastStarted:
+            #"{"broadcastStarted":{"status":{"audioPeriodsSent":500,"broadcastURL":"https://example.com/live/1","extensionID":"rtmp","#
+                + #""extensionPeakMemory":20000000,"framesDropped":2,"framesSent":300,"id":"bc-1","messageBytesSent":30000,"#
+                + #""scope":"screen","serviceInfo":{"ingest":"rtmp://example.com/live"},"state":"live"}}}"#
+        case .broadcasts:
+            #"{"broadcasts":{"list":[{"audioPeriodsSent":0,"extensionID":"file","extensionPeakMemory":0,"framesDropped":0,"#
+                + #""framesSent":0,"id":"bc-1","lastError":"the extension crashed","messageBytesSent":0,"scope":"screen","#
+                + #""serviceInfo":{},"state":"failed"}]}}"#
+        case .pickerShown: #"{"pickerShown":{}}"#
+        case .pickerOffered:
+            #"{"pickerOffered":{"offer":{"executable":"/usr/bin/app","pageURL":"http://127.0.0.1:8765/picker/p-1?token=t0k3n","scope":"app"}}}"#
+        case .broadcastUpdated:
+            #"{"broadcastUpdated":{"status":{"audioPeriodsSent":0,"extensionID":"webrtc","extensionPeakMemory":0,"framesDropped":0,"#
+                + #""framesSent":0,"id":"bc-2","messageBytesSent":0,"scope":"app","serviceInfo":{},"state":"paused"}}}"#
+        case .error:
+            #"{"error":{"code":"protocolVersionMismatch","message":"replayd speaks protocol 2 and this client speaks protocol 1; "#
+                + #"update the client or the daemon so they match"}}"#
+        }
+    }
+
+    static let events: [DaemonEvent] = [
+        .welcome(protocolVersion: 2, daemonPID: 4242),
+        .recordingStarted(recording: RecordingStarted(id: "rec-1", width: 1920, height: 1080, warnings: ["no audio server"])),
+        .progress(progress: RecordingProgress(elapsed: 1.5, frames: 45, dropped: 0, bytes: 123_456)),
+        .recordingFinished(summary: RecordingSummary(id: "rec-1", duration: 5, frames: 150, dropped: 1, error: nil)),
+        .recordings(list: [RecordingInfo(
+            id: "rec-1", created: 1_700_000_000.5, state: .interrupted, duration: 5, frames: 150, dropped: 1, width: 1920, height: 1080,
+            bytes: 2_000_000, error: "No space left on device")]),
+        .exportBegin(size: 2_000_000),
+        .exportChunk,
+        .exportEnd,
+        .status(status: DaemonStatus(
+            pid: 4242, display: ":0", activeRecordings: ["rec-1"], mode: .user, store: "/home/ada/.local/share/openreplaykit/recordings",
+            pagesURL: "http://127.0.0.1:8765")),
+        .recordingDeleted(id: "rec-1"),
+        .previewURL(url: "http://127.0.0.1:8765/preview/rec-1?token=t0k3n"),
+        .waitingForConsent,
+        .consentAgentRegistered,
+        .consentRequested(prompt: ConsentPrompt(
+            requestID: "consent-1", executable: "/usr/bin/app", pid: 77, uid: 1000, screen: true, appAudio: true, microphone: false,
+            pageURL: "http://127.0.0.1:8765/consent/consent-1?token=t0k3n")),
+        .consentResolved(requestID: "consent-1", allowed: true),
+        .previewOffered(offer: PreviewOffer(
+            recordingID: "rec-1", executable: "/usr/bin/app", pageURL: "http://127.0.0.1:8765/preview/rec-1?token=t0k3n")),
+        .previewShown,
+        .captureStarted(width: 640, height: 480, fps: 30),
+        .capturedFrame(frame: CapturedFrameInfo(time: 12.5, width: 640, height: 480)),
+        .captureStopped(error: "the display went away"),
+        .captureState(status: CaptureStatus(reasons: [.broadcast, .screenRecording])),
+        .windowProtected(id: 4_194_305),
+        .windowUnprotected(id: 4_194_305),
+        .extensions(list: [ExtensionInfo(
+            manifest: ExtensionManifest(
+                id: "file", displayName: "File", executable: "replay-file-extension",
+                setupFields: [.init(key: "directory", label: "Directory", kind: .directory, required: true)]),
+            manifestPath: "/usr/share/openreplaykit/extensions/file.json")]),
+        .broadcastStarted(status: BroadcastStatus(
+            id: "bc-1", extensionID: "rtmp", scope: .screen, state: .live, framesSent: 300, framesDropped: 2, audioPeriodsSent: 500,
+            messageBytesSent: 30_000, extensionPeakMemory: 20_000_000, serviceInfo: ["ingest": "rtmp://example.com/live"],
+            broadcastURL: "https://example.com/live/1")),
+        .broadcasts(list: [BroadcastStatus(id: "bc-1", extensionID: "file", state: .failed, lastError: "the extension crashed")]),
+        .pickerShown,
+        .pickerOffered(offer: PickerOffer(executable: "/usr/bin/app", pageURL: "http://127.0.0.1:8765/picker/p-1?token=t0k3n", scope: .app)),
+        .broadcastUpdated(status: BroadcastStatus(id: "bc-2", extensionID: "webrtc", scope: .app, state: .paused)),
+        .error(code: .protocolVersionMismatch, message: ClientProtocol.mismatch(daemon: 2, client: 1)),
+    ]
+
+    static func encode(_ value: some Encodable) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+
+    static func name(_ value: some Any) -> String { String(String(describing: value).prefix { $0 != "(" }) }
+
+    @Test func everyRequestHasItsPinnedJSON() throws {
+        // One sample of every case (24): a new case needs a sample here as well as a golden.
+        #expect(Set(Self.requests.map(\.name)).count == 24 && Self.requests.count == 24)
+        for request in Self.requests {
+            #expect(try Self.encode(request) == Self.golden(request), "\(request.name)")
+            // What another client sends, as written in docs/protocol.md, is understood.
+            #expect(try JSONDecoder().decode(ClientRequest.self, from: Data(Self.golden(request).utf8)) == request)
+        }
+    }
+
+    @Test func everyEventHasItsPinnedJSON() throws {
+        #expect(Set(Self.events.map { Self.name($0) }).count == 30 && Self.events.count == 30)
+        for event in Self.events {
+            #expect(try Self.encode(event) == Self.golden(event), "\(Self.name(event))")
+            #expect(try JSONDecoder().decode(DaemonEvent.self, from: Data(Self.golden(event).utf8)) == event)
+        }
+    }
+
+    @Test func noMessageHasPositionalFields() throws {
+        for request in Self.requests { #expect(try !Self.encode(request).contains("\"_0\""), "\(request.name)") }
+        for event in Self.events { #expect(try !Self.encode(event).contains("\"_0\""), "\(Self.name(event))") }
+    }
+
+    /// The protocol description names every request and event, so it cannot silently fall behind.
+    @Test func theProtocolDocumentNamesEveryMessage() throws {
+        let document = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/protocol.md")
+        let text = try String(contentsOf: document, encoding: .utf8)
+        for name in Self.requests.map(\.name) + Self.events.map({ Self.name($0) }) {
+            #expect(text.contains("`\(name)`"), "docs/protocol.md does not mention `\(name)`")
+        }
+        for code in ["malformedRequest", "busy", "notFound", "captureFailed", "internalError", "userDeclined", "notPermitted",
+                     "outOfOrder", "insufficientStorage", "failedToShowPreview", "protocolVersionMismatch"] {
+            #expect(ErrorCode(rawValue: code) != nil)
+            #expect(text.contains("`\(code)`"), "docs/protocol.md does not mention the error code `\(code)`")
+        }
+    }
+
+    /// Optional fields may be left out (or be null); a request carries exactly one key.
+    @Test func optionalFieldsMayBeLeftOutAndAMessageHasOneKey() throws {
+        let decoder = JSONDecoder()
+        #expect(try decoder.decode(ClientRequest.self, from: Data(#"{"stopBroadcast":{"id":null}}"#.utf8)) == .stopBroadcast(id: nil))
+        #expect(try decoder.decode(ClientRequest.self, from: Data(#"{"showBroadcastPicker":{"microphone":false}}"#.utf8))
+            == .showBroadcastPicker(preferredExtension: nil, microphone: false, scope: nil))
+        #expect(try decoder.decode(ClientRequest.self, from: Data(#"{"startRecording":{"options":{"fps":30,"microphone":false,"appAudio":true,"showCursor":true,"video":{"preset":"ultrafast","crf":23}}}}"#.utf8))
+            == .startRecording(options: RecordingOptions()))
+        #expect(throws: DecodingError.self) {
+            try decoder.decode(ClientRequest.self, from: Data(#"{"status":{},"stopRecording":{}}"#.utf8))
+        }
+        #expect(throws: DecodingError.self) {
+            try decoder.decode(ClientRequest.self, from: Data(#"{"startBroadcast":{"_0":{"extensionID":"file","setup":{},"microphone":false,"fps":30}}}"#.utf8))
+        }
+    }
+}
