@@ -23,3 +23,4 @@ int CShims_memfd_create(const char *name, unsigned int flags) { return memfd_cre
 
 int CShims_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 int CShims_accept_cloexec(int listener) { return accept4(listener, NULL, NULL, SOCK_CLOEXEC); }
+int CShims_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }

@@ -108,6 +108,10 @@ extension IntegrationTests {
             #expect(final["state"] as? String == "failed", "\(final)")
             #expect((final["lastError"] as? String ?? "").contains(expected), "\(final)")
             #expect(fixture.daemon?.isRunning == true)
+            // Ended means ended: nothing of the sandbox is left, not even a hung extension.
+            let hostile = VirtualDesktop.siblingExecutable("replay-hostile-extension").path
+            let left = poll(timeout: 5, every: 0.1) { processes(running: hostile).isEmpty ? [] : nil } ?? processes(running: hostile)
+            #expect(left.isEmpty, "still running: \(left)")
             let recorded = recording.finish(timeout: 30)
             #expect(recorded.status == 0, "\(recorded)")
             let summary = try JSONSerialization.jsonObject(with: Data(recorded.stdout.utf8)) as? [String: Any]

@@ -22,6 +22,9 @@ int CShims_pidfd_open(int pid);
    one spawned between accept and a later fcntl. */
 int CShims_accept_cloexec(int listener);
 
+/* pipe2(2) with O_CLOEXEC: neither end reaches a child spawned meanwhile. */
+int CShims_pipe_cloexec(int fds[2]);
+
 /* Constants hidden behind _GNU_SOURCE; shim.c checks them against the real ones. */
 #define CShims_MFD_CLOEXEC 0x0001U
 #define CShims_MFD_ALLOW_SEALING 0x0002U

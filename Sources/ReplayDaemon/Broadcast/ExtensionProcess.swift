@@ -16,6 +16,9 @@ final class ExtensionProcess: ExtensionLink {
     static let memoryLimit = 50 * 1024 * 1024
 
     let process: ChildProcess
+    /// The sandbox's pid 1, as our pid namespace numbers it.
+    private let sandboxInit: Int32?
+    private let statusPipe: Int32
     /// Our end of the SOCK_SEQPACKET connection; the extension has the other as descriptor 3.
     let socket: Int32
     /// Reads the socket when it is readable; its cancel handler closes the socket.
@@ -39,21 +42,56 @@ final class ExtensionProcess: ExtensionLink {
         var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
         setsockopt(fds[0], SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         defer { Glibc.close(fds[1]) }
-        let arguments = Self.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable)
+        // bwrap says on this pipe which pid the sandbox's init got in our namespace.
+        let status: (read: Int32, write: Int32)
         do {
-            process = try ChildProcess(
-                path: Self.bubblewrap, arguments: arguments + ["--", manifest.executable],
-                environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "OPENREPLAYKIT_BROADCAST_FD": "3"],
-                stderr: .descriptor(2), inheriting: [(fds[1], 3)])
+            status = try Pipe.make()
         } catch {
             Glibc.close(fds[0])
             throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
         }
+        let arguments = Self.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable)
+        do {
+            process = try ChildProcess(
+                path: Self.bubblewrap, arguments: ["--json-status-fd", "4"] + arguments + ["--", manifest.executable],
+                environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "OPENREPLAYKIT_BROADCAST_FD": "3"],
+                stderr: .descriptor(2), inheriting: [(fds[1], 3), (status.write, 4)])
+        } catch {
+            Glibc.close(fds[0])
+            Glibc.close(status.write)
+            Glibc.close(status.read)
+            throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
+        }
+        Glibc.close(status.write)
+        sandboxInit = Self.readChildPID(status.read)
+        // Kept open while bwrap runs: it writes its exit status there last, and a closed pipe
+        // would end it with SIGPIPE instead of the extension's own status.
+        statusPipe = status.read
         socket = fds[0]
+    }
+
+    /// The first line bwrap writes on its status descriptor: `{ "child-pid": N }`. nil if it
+    /// failed before (the pipe then closes) or said nothing within 10 s.
+    private static func readChildPID(_ fd: Int32) -> Int32? {
+        var line: [UInt8] = []
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let deadline = MonotonicClock.nanoseconds() + 10_000_000_000
+        while !line.contains(UInt8(ascii: "\n")) {
+            let left = (deadline - MonotonicClock.nanoseconds()) / 1_000_000
+            guard left > 0, poll(&entry, 1, Int32(left)) > 0 else { return nil }
+            var chunk = [UInt8](repeating: 0, count: 256)
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count > 0 else { return nil }
+            line += chunk[..<count]
+        }
+        let text = String(decoding: line.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return nil }
+        return (object["child-pid"] as? NSNumber).map { Int32(truncating: $0) }
     }
 
     deinit {
         if !closed.withLock({ $0 }) { Glibc.close(socket) }
+        Glibc.close(statusPipe)
     }
 
     func send(_ bytes: [UInt8], descriptors: [Int32]) -> Bool {
@@ -138,7 +176,12 @@ final class ExtensionProcess: ExtensionLink {
         return total
     }
 
+    /// Ends the whole sandbox: SIGKILL to its init (pid 1 of its pid namespace) takes every
+    /// process inside with it, whatever the extension forked; then bwrap itself. The init's pid
+    /// is used only while bwrap, its parent, still runs: bwrap exits as soon as its init does,
+    /// so the pid is not one reused by another process by then.
     func kill() {
+        if let sandboxInit, process.isRunning { Glibc.kill(sandboxInit, SIGKILL) }
         process.signal(SIGKILL)
     }
 
