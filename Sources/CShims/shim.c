@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "CShims.h"
 #include <fcntl.h>
+#include <spawn.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -24,3 +25,4 @@ int CShims_memfd_create(const char *name, unsigned int flags) { return memfd_cre
 int CShims_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 int CShims_accept_cloexec(int listener) { return accept4(listener, NULL, NULL, SOCK_CLOEXEC); }
 int CShims_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+int CShims_spawn_closefrom(posix_spawn_file_actions_t *actions, int lowest) { return posix_spawn_file_actions_addclosefrom_np(actions, lowest); }

@@ -53,7 +53,6 @@ public final class Daemon: Sendable, PickerBackend {
             self.extensionDirectories = extensionDirectories
         }
 
-        var sessionParts: SessionParts { parts ?? SessionParts(capture: X11CaptureBackend(displayName: displayName)) }
     }
 
     let configuration: Configuration
@@ -94,7 +93,8 @@ public final class Daemon: Sendable, PickerBackend {
     public init(configuration: Configuration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
-        parts = configuration.sessionParts
+        parts = configuration.parts ?? SessionParts(capture: X11CaptureBackend(displayName: configuration.displayName),
+                                                    extensions: SandboxedExtensionHost(logger: logger))
         store = try RecordingStore(directory: configuration.store)
         let pagesAddress = self.pagesAddress
         consent = ConsentBroker(settings: configuration.consent) { request, token in

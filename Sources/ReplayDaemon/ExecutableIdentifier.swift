@@ -40,7 +40,8 @@ public final class ExecutableIdentifier: Sendable {
             var length: UInt16 = 0
             guard Self.readFully(helper.fd, &length, 2), length > 0 else { return nil }
             var bytes = [UInt8](repeating: 0, count: Int(length))
-            guard bytes.withUnsafeMutableBytes({ Self.readFully(helper.fd, $0.baseAddress!, Int(length)) }) else { return nil }
+            guard bytes.withUnsafeMutableBytes({ raw in raw.baseAddress.map { Self.readFully(helper.fd, $0, raw.count) } ?? false })
+            else { return nil }
             return String(decoding: bytes, as: UTF8.self)
         }
     }

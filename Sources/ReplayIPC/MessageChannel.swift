@@ -98,7 +98,7 @@ public final class MessageChannel: Sendable {
     private func sendAll(_ bytes: UnsafeRawBufferPointer) throws {
         var offset = 0
         while offset < bytes.count {
-            let base = bytes.baseAddress! + offset
+            let base = bytes.baseAddress! + offset  // never nil: the loop runs only for a non-empty buffer
             let remaining = bytes.count - offset
             offset += try syscall("send") { Glibc.send(fd, base, remaining, Int32(MSG_NOSIGNAL)) }
         }
@@ -135,7 +135,7 @@ public final class MessageChannel: Sendable {
         var filled = 0
         while filled < count {
             let n = try buffer.withUnsafeMutableBytes { raw in
-                try syscall("recv") { recv(fd, raw.baseAddress! + filled, count - filled, 0) }
+                try syscall("recv") { recv(fd, raw.baseAddress! + filled, count - filled, 0) }  // never nil: count > 0 here
             }
             if n == 0 {
                 if filled == 0 && allowEOF { return nil }

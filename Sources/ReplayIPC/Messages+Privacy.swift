@@ -27,8 +27,8 @@ public struct ConsentPrompt: Codable, Sendable, Equatable {
     public var capturedThings: String {
         let things = [screen ? "the screen" : nil, appAudio ? "app audio" : nil, microphone ? "the microphone" : nil]
             .compactMap { $0 }
-        return things.count <= 1 ? (things.first ?? "nothing")
-            : things.dropLast().joined(separator: ", ") + " and " + things.last!
+        guard let last = things.last, things.count > 1 else { return things.first ?? "nothing" }
+        return things.dropLast().joined(separator: ", ") + " and " + last
     }
 }
 
@@ -78,7 +78,7 @@ public enum CaptureReason: String, Codable, Sendable, CaseIterable, Comparable {
     case inAppCapture
 
     public static func < (a: CaptureReason, b: CaptureReason) -> Bool {
-        allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!
+        allCases.firstIndex(of: a)! < allCases.firstIndex(of: b)!  // never nil: allCases lists every case
     }
 }
 

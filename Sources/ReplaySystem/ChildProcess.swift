@@ -35,8 +35,10 @@ public final class ChildProcess: Sendable {
             case .descriptor(let fd): posix_spawn_file_actions_adddup2(&actions, fd, target)
             }
         }
-        // dup2 clears close-on-exec on the copy, so exactly these reach the child.
+        // dup2 clears close-on-exec on the copy, so exactly these reach the child; anything
+        // above them that is not close-on-exec (a library's descriptor) is closed all the same.
         for (source, target) in inheriting { posix_spawn_file_actions_adddup2(&actions, source, target) }
+        _ = CShims_spawn_closefrom(&actions, (inheriting.map(\.1).max() ?? 2) + 1)
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }

@@ -5,6 +5,17 @@ import ReplayMedia
 import Glibc
 #endif
 
+/// The descriptors this process had before it opened any of its own: what it inherited.
+let inheritedDescriptors: [String] = {
+    let listing = "/proc/self/fd"
+    let entries = (try? FileManager.default.contentsOfDirectory(atPath: listing)) ?? []
+    return entries.compactMap { entry -> String? in
+        // The listing's own descriptor names its directory; it is ours, not inherited.
+        guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(listing)/\(entry)") else { return nil }
+        return target.hasPrefix("/proc/") ? nil : "\(entry)=\(target)"
+    }.sorted { Int($0.prefix { $0 != "=" }) ?? 0 < Int($1.prefix { $0 != "=" }) ?? 0 }
+}()
+
 /// Misbehaves on purpose, as `--setup behaviour=…` says, so the tests can check that the
 /// host contains it: the broadcast ends with a clear error and everything else goes on.
 final class HostileHandler: BroadcastSampleHandler {
@@ -13,6 +24,18 @@ final class HostileHandler: BroadcastSampleHandler {
 
     override func broadcastStarted(setupInfo: [String: String]) {
         behaviour = setupInfo["behaviour"] ?? ""
+        if behaviour == "descriptors" {
+            // What an attacker would look for first: anything of replayd's it could use.
+            updateServiceInfo(["inherited": inheritedDescriptors.joined(separator: " ")])
+        }
+        if behaviour == "stderr-flood" {
+            // Tries to rewrite the daemon's log from its start, then to fill the disk with it.
+            _ = lseek(2, 0, SEEK_SET)
+            _ = ftruncate(2, 0)
+            let line = Array(repeating: UInt8(ascii: "x"), count: 199) + [UInt8(ascii: "\n")]
+            for _ in 0..<100_000 { _ = line.withUnsafeBytes { write(2, $0.baseAddress, $0.count) } }
+            updateServiceInfo(["flooded": "yes"])
+        }
         if behaviour == "finish-error" {
             // Gives up at once, as an extension whose service refused it would.
             finishBroadcast(error: "the service refused the stream")

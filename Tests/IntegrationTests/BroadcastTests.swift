@@ -12,22 +12,26 @@ extension IntegrationTests {
         /// returns the daemon arguments that point at it.
         static func installExtensions(in fixture: ReplayFixture) throws -> [String] {
             let directory = fixture.file("extensions")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let manifests = [
-                ExtensionManifest(id: "file", displayName: "Write to a file", executable: VirtualDesktop.siblingExecutable("replay-file-extension").path,
+                ExtensionManifest(id: "file", displayName: "Write to a file", executable: "replay-file-extension",
                                   setupFields: [.init(key: "dir", label: "Directory", kind: .directory, required: true)]),
-                ExtensionManifest(id: "hostile", displayName: "Misbehaves", executable: VirtualDesktop.siblingExecutable("replay-hostile-extension").path,
+                ExtensionManifest(id: "hostile", displayName: "Misbehaves", executable: "replay-hostile-extension",
                                   setupFields: [.init(key: "behaviour", label: "How to misbehave", required: true)]),
             ]
-            for manifest in manifests {
-                try JSONEncoder().encode(manifest).write(to: directory.appendingPathComponent("\(manifest.id).json"))
-            }
+            for manifest in manifests { try ExtensionInstall.install(manifest, in: directory) }
             return ["--extensions-dir", directory.path]
         }
 
         static func status(_ fixture: ReplayFixture) throws -> [[String: Any]] {
             let result = try fixture.replay(["broadcast", "status", "--json"])
-            return (try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]]) ?? []
+            guard let statuses = try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[String: Any]] else {
+                throw StatusError(description: "replay broadcast status --json gave no list: \(result)\n\(fixture.daemonLog.suffix(3000))")
+            }
+            return statuses
+        }
+
+        struct StatusError: Error, CustomStringConvertible {
+            let description: String
         }
 
         /// The latest broadcast's status (the list is oldest first).

@@ -145,5 +145,41 @@ extension IntegrationTests {
             #expect(result.status == 64, "a usage error, not a trap: \(result)")
             #expect(result.stderr.contains("Error: "), "\(result)")
         }
+
+        /// An extension looks at what it was handed before it opened anything: its standard
+        /// streams and its connection, and none of replayd's sockets, listeners or event queues.
+        @Test func anExtensionInheritsNothingButItsConnection() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240))
+            defer { fixture.stop() }
+            try fixture.startDaemon(Broadcast.installExtensions(in: fixture))
+            // Loopback pages listening too: the listener an extension once inherited.
+            _ = try fixture.replay(["status", "--json"])
+            let start = try fixture.replay(["broadcast", "start", "--extension", "hostile", "--setup", "behaviour=descriptors"])
+            #expect(start.status == 0, "\(start)")
+            let status = try Broadcast.waitForStatus(fixture) { ($0["serviceInfo"] as? [String: String])?["inherited"] != nil }
+            let inherited = ((status?["serviceInfo"] as? [String: String])?["inherited"] ?? "").split(separator: " ").map(String.init)
+            let beyondStreams = inherited.filter { (Int($0.prefix { $0 != "=" }) ?? 0) > 2 }
+            #expect(beyondStreams.count == 1 && beyondStreams.first?.hasPrefix("3=socket:") == true, "inherited: \(inherited)")
+            _ = try fixture.replay(["broadcast", "stop"])
+        }
+
+        /// An extension that writes 20 MB to its standard error and tries to rewind the log:
+        /// the daemon's log keeps its history and grows by a few lines a second.
+        @Test func anExtensionCannotRewriteOrFloodTheDaemonsLog() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240))
+            defer { fixture.stop() }
+            try fixture.startDaemon(Broadcast.installExtensions(in: fixture))
+            let before = fixture.daemonLog
+            #expect(before.contains("replayd listening"))
+            let start = try fixture.replay(["broadcast", "start", "--extension", "hostile", "--setup", "behaviour=stderr-flood"])
+            #expect(start.status == 0, "\(start)")
+            _ = try Broadcast.waitForStatus(fixture, timeout: 60) { ($0["serviceInfo"] as? [String: String])?["flooded"] == "yes" }
+            _ = try fixture.replay(["broadcast", "stop"])
+            _ = try Broadcast.waitUntilOver(fixture)
+            let after = fixture.daemonLog
+            #expect(after.hasPrefix(before), "the log's history is intact")
+            #expect(after.utf8.count - before.utf8.count < 200_000, "grew by \(after.utf8.count - before.utf8.count) bytes")
+            #expect(after.contains("lines of its output were not logged"))
+        }
     }
 }

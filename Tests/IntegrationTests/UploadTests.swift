@@ -9,16 +9,14 @@ extension IntegrationTests {
     /// The RTMP, SRT and HLS extensions against real servers: nginx with its RTMP module, an
     /// ffmpeg SRT listener, and ffprobe on what they received.
     @Suite struct Upload {
-        /// Installs the shipped manifests (from the source tree), pointed at the built executables.
+        /// Installs the shipped manifests (from the source tree) with the built executables beside them.
         static func installExtensions(in fixture: ReplayFixture) throws -> [String] {
             let directory = fixture.file("extensions")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../Sources/Extensions")
             for (folder, id) in [("RTMP", "rtmp"), ("SRT", "srt"), ("HLS", "hls")] {
                 let data = try Data(contentsOf: sources.appendingPathComponent("\(folder)/\(id).json"))
-                var manifest = try JSONDecoder().decode(ExtensionManifest.self, from: data)
-                manifest.executable = VirtualDesktop.siblingExecutable(manifest.executable).path
-                try JSONEncoder().encode(manifest).write(to: directory.appendingPathComponent("\(id).json"))
+                try ExtensionInstall.install(try JSONDecoder().decode(ExtensionManifest.self, from: data), in: directory)
             }
             return ["--extensions-dir", directory.path]
         }

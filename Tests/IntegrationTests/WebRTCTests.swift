@@ -15,11 +15,8 @@ extension IntegrationTests {
         static func installExtension(in fixture: ReplayFixture) throws -> [String] {
             let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent().appendingPathComponent("Sources/Extensions/WebRTC/webrtc.json")
-            var manifest = try JSONDecoder().decode(ExtensionManifest.self, from: Data(contentsOf: source))
-            manifest.executable = VirtualDesktop.siblingExecutable("replay-webrtc-extension").path
             let directory = fixture.file("extensions")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            try JSONEncoder().encode(manifest).write(to: directory.appendingPathComponent("webrtc.json"))
+            try ExtensionInstall.install(try JSONDecoder().decode(ExtensionManifest.self, from: Data(contentsOf: source)), in: directory)
             return ["--extensions-dir", directory.path]
         }
 

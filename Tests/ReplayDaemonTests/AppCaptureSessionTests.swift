@@ -27,7 +27,7 @@ import Testing
         let session: AppCaptureSession
 
         init() {
-            session = AppCaptureSession(pid: 4242, options: CaptureOptions(fps: 60), parts: SessionParts(capture: backend),
+            session = AppCaptureSession(pid: 4242, options: CaptureOptions(fps: 60), parts: SessionParts(capture: backend, extensions: FakeExtension()),
                                         protectedWindows: ProtectedWindows(), client: client, logger: Logger(label: "test"))
         }
 

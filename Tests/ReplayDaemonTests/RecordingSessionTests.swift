@@ -24,7 +24,7 @@ import Testing
             let store = try RecordingStore(directory: directory)
             session = RecordingSession(
                 id: store.newID(), options: options, store: store,
-                parts: SessionParts(capture: backend, movies: sink, clock: clock),
+                parts: SessionParts(capture: backend, movies: sink, extensions: FakeExtension(), clock: clock),
                 protectedWindows: ProtectedWindows(), logger: Logger(label: "test"))
         }
 

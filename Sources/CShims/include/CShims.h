@@ -2,6 +2,7 @@
 #define CSHIMS_H
 /* Helpers for what Swift cannot call directly: macros and _GNU_SOURCE-only APIs. */
 #include <stddef.h>
+#include <spawn.h>
 #include <sys/socket.h>
 
 /* The CMSG_* macros as functions, for SCM_RIGHTS descriptor passing. */
@@ -24,6 +25,10 @@ int CShims_accept_cloexec(int listener);
 
 /* pipe2(2) with O_CLOEXEC: neither end reaches a child spawned meanwhile. */
 int CShims_pipe_cloexec(int fds[2]);
+
+/* posix_spawn_file_actions_addclosefrom_np (glibc 2.34): the child closes every descriptor
+   from `lowest` up, a second wall behind close-on-exec for what it must never inherit. */
+int CShims_spawn_closefrom(posix_spawn_file_actions_t *actions, int lowest);
 
 /* Constants hidden behind _GNU_SOURCE; shim.c checks them against the real ones. */
 #define CShims_MFD_CLOEXEC 0x0001U

@@ -33,6 +33,18 @@ struct ExtensionCatalog: Sendable {
 
     func find(_ id: String) -> ExtensionInfo? { list().first { $0.manifest.id == id } }
 
+    /// The executable a manifest names, resolved, if it lies in the manifest's own folder: no
+    /// `..`, and no symbolic link (of the file or a folder on the way) that leads out of it.
+    /// The sandbox shows an extension its own folder, so only what is in it may be run.
+    static func executable(_ named: String, besideManifestAt manifest: URL) -> String? {
+        guard !named.isEmpty, !named.split(separator: "/").contains("..") else { return nil }
+        let folder = manifest.deletingLastPathComponent().resolvingSymlinksInPath().path
+        let candidate = named.hasPrefix("/") ? URL(fileURLWithPath: named) : manifest.deletingLastPathComponent().appendingPathComponent(named)
+        let resolved = candidate.resolvingSymlinksInPath().path
+        guard resolved.hasPrefix(folder + "/") else { return nil }
+        return resolved
+    }
+
     private func load(_ path: URL) -> ExtensionInfo? {
         do {
             var manifest = try JSONDecoder().decode(ExtensionManifest.self, from: Data(contentsOf: path))
@@ -41,9 +53,12 @@ struct ExtensionCatalog: Sendable {
                 logger.warning("skipping extension manifest with an invalid id", metadata: ["manifest": "\(path.path)"])
                 return nil
             }
-            if !manifest.executable.hasPrefix("/") {
-                manifest.executable = path.deletingLastPathComponent().appendingPathComponent(manifest.executable).standardized.path
+            guard let executable = Self.executable(manifest.executable, besideManifestAt: path) else {
+                logger.warning("skipping extension whose executable is not inside its own folder",
+                               metadata: ["manifest": "\(path.path)", "executable": "\(manifest.executable)"])
+                return nil
             }
+            manifest.executable = executable
             guard FileManager.default.isExecutableFile(atPath: manifest.executable) else {
                 logger.warning("skipping extension whose executable is missing",
                                metadata: ["manifest": "\(path.path)", "executable": "\(manifest.executable)"])

@@ -1,3 +1,4 @@
+public import Logging
 public import ReplayIPC
 
 /// Starts upload extensions for broadcasts. The real host runs each in a bubblewrap sandbox
@@ -35,10 +36,14 @@ public protocol ExtensionLink: AnyObject, Sendable {
     func close()
 }
 
-/// Upload extensions in bubblewrap, as `ExtensionProcess`.
+/// Upload extensions in bubblewrap, as `ExtensionProcess`; what they write on standard error
+/// goes, rate-limited, into `logger`.
 public struct SandboxedExtensionHost: ExtensionHost {
-    public init() {}
+    let logger: Logger
+
+    public init(logger: Logger) { self.logger = logger }
+
     public func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String]) throws(DaemonError) -> any ExtensionLink {
-        try ExtensionProcess(manifest: manifest, hidden: hidden, writable: writable)
+        try ExtensionProcess(manifest: manifest, hidden: hidden, writable: writable, logger: logger)
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Logging
 import ReplayIPC
 import ReplaySystem
 import Synchronization
@@ -19,6 +20,8 @@ final class ExtensionProcess: ExtensionLink {
     /// The sandbox's pid 1, as our pid namespace numbers it.
     private let sandboxInit: Int32?
     private let statusPipe: Int32
+    /// Its standard error, relayed into the daemon's log.
+    private let output: ExtensionOutput
     /// Our end of the SOCK_SEQPACKET connection; the extension has the other as descriptor 3.
     let socket: Int32
     /// Reads the socket when it is readable; its cancel handler closes the socket.
@@ -28,7 +31,7 @@ final class ExtensionProcess: ExtensionLink {
     /// - Parameters:
     ///   - hidden: directories the extension must not see (the store, the daemon's sockets).
     ///   - writable: directories the person chose for it (setup fields of kind `directory`).
-    init(manifest: ExtensionManifest, hidden: [String], writable: [String]) throws(DaemonError) {
+    init(manifest: ExtensionManifest, hidden: [String], writable: [String], logger: Logger) throws(DaemonError) {
         guard FileManager.default.isExecutableFile(atPath: Self.bubblewrap) else {
             throw DaemonError(code: .captureFailed, message: "bubblewrap (\(Self.bubblewrap)) is not installed; extensions only run sandboxed")
         }
@@ -43,23 +46,26 @@ final class ExtensionProcess: ExtensionLink {
         setsockopt(fds[0], SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         defer { Glibc.close(fds[1]) }
         // bwrap says on this pipe which pid the sandbox's init got in our namespace.
-        let status: (read: Int32, write: Int32)
+        let status: (read: Int32, write: Int32), errors: (read: Int32, write: Int32)
         do {
             status = try Pipe.make()
+            errors = try Pipe.make()
         } catch {
             Glibc.close(fds[0])
             throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
         }
+        defer { Glibc.close(errors.write) }
         let arguments = Self.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable)
         do {
             process = try ChildProcess(
                 path: Self.bubblewrap, arguments: ["--json-status-fd", "4"] + arguments + ["--", manifest.executable],
                 environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "OPENREPLAYKIT_BROADCAST_FD": "3"],
-                stderr: .descriptor(2), inheriting: [(fds[1], 3), (status.write, 4)])
+                stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4)])
         } catch {
             Glibc.close(fds[0])
             Glibc.close(status.write)
             Glibc.close(status.read)
+            Glibc.close(errors.read)
             throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
         }
         Glibc.close(status.write)
@@ -67,6 +73,7 @@ final class ExtensionProcess: ExtensionLink {
         // Kept open while bwrap runs: it writes its exit status there last, and a closed pipe
         // would end it with SIGPIPE instead of the extension's own status.
         statusPipe = status.read
+        output = ExtensionOutput(fd: errors.read, extensionID: manifest.id, logger: logger)
         socket = fds[0]
     }
 
@@ -92,6 +99,7 @@ final class ExtensionProcess: ExtensionLink {
     deinit {
         if !closed.withLock({ $0 }) { Glibc.close(socket) }
         Glibc.close(statusPipe)
+        output.close()
     }
 
     func send(_ bytes: [UInt8], descriptors: [Int32]) -> Bool {

@@ -12,7 +12,7 @@ public struct SessionParts: Sendable {
     public var clock: any SessionClock
 
     public init(capture: any CaptureBackend, movies: any MovieSinkFactory = MovieFileFactory(),
-                extensions: any ExtensionHost = SandboxedExtensionHost(), clock: any SessionClock = MonotonicSessionClock()) {
+                extensions: any ExtensionHost, clock: any SessionClock = MonotonicSessionClock()) {
         self.capture = capture
         self.movies = movies
         self.extensions = extensions

@@ -1,0 +1,82 @@
+import Dispatch
+import Foundation
+import Logging
+import ReplaySystem
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An extension's standard error: a pipe replayd reads into its own log, line by line, at
+/// most `linesPerSecond` lines a second (then one line saying how many were dropped). The
+/// extension never holds the daemon's log itself, so it can neither rewrite its history nor
+/// fill the disk with it.
+final class ExtensionOutput: Sendable {
+    static let linesPerSecond = 20
+    static let maxLine = 500
+
+    private let source: SourceBox
+    private let state = Mutex((pending: [UInt8](), windowStart: Int64(0), linesInWindow: 0, dropped: 0))
+    private let logger: Logger
+    private let extensionID: String
+
+    /// Starts reading `fd` (the pipe's read end, which it then owns).
+    init(fd: Int32, extensionID: String, logger: Logger) {
+        self.logger = logger
+        self.extensionID = extensionID
+        source = SourceBox(DispatchSource.makeReadSource(fileDescriptor: fd, queue: DispatchQueue(label: "extension-stderr")))
+        source.source.setEventHandler { [self] in drain(fd) }
+        source.source.setCancelHandler { Glibc.close(fd) }
+        source.source.resume()
+    }
+
+    func close() { source.source.cancel() }
+
+    private func drain(_ fd: Int32) {
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else {
+            flush(final: true)
+            source.source.cancel()
+            return
+        }
+        state.withLock { $0.pending += chunk[..<count] }
+        flush(final: false)
+    }
+
+    private func flush(final: Bool) {
+        let (lines, dropped) = state.withLock { state -> ([String], Int) in
+            var lines: [String] = []
+            while let newline = state.pending.firstIndex(of: UInt8(ascii: "\n")) {
+                lines.append(String(decoding: state.pending[..<newline].prefix(Self.maxLine), as: UTF8.self))
+                state.pending.removeSubrange(...newline)
+            }
+            // A line that never ends is cut, not kept growing.
+            if final || state.pending.count > Self.maxLine {
+                if !state.pending.isEmpty { lines.append(String(decoding: state.pending.prefix(Self.maxLine), as: UTF8.self)) }
+                state.pending = []
+            }
+            let now = MonotonicClock.nanoseconds()
+            var reportDropped = 0
+            if now - state.windowStart >= 1_000_000_000 {
+                reportDropped = state.dropped
+                state.dropped = 0
+                state.windowStart = now
+                state.linesInWindow = 0
+            }
+            let room = max(0, Self.linesPerSecond - state.linesInWindow)
+            state.dropped += max(0, lines.count - room)
+            state.linesInWindow += min(room, lines.count)
+            if final { reportDropped += state.dropped }
+            return (Array(lines.prefix(room)), reportDropped)
+        }
+        for line in lines { logger.info("\(line)", metadata: ["extension": "\(extensionID)"]) }
+        if dropped > 0 { logger.warning("the extension wrote too much: \(dropped) lines of its output were not logged", metadata: ["extension": "\(extensionID)"]) }
+    }
+
+    private final class SourceBox: @unchecked Sendable {
+        // @unchecked: a dispatch source may be cancelled from any thread.
+        let source: any DispatchSourceRead
+        init(_ source: any DispatchSourceRead) { self.source = source }
+    }
+}
