@@ -32,8 +32,25 @@ public final class MessageChannel: Sendable {
     /// connections, no answer). `client` names the program in the daemon's log.
     public static func connect(path: String, client: String = ClientProtocol.defaultClientName) throws -> MessageChannel {
         let channel = MessageChannel(fd: try UnixSocket.connect(path: path), limits: .events)
+        try channel.requireTrustedDaemon(path: path)
         try channel.handshake(client: client)
         return channel
+    }
+
+    /// Before anything is sent (a stream key, a request): the process listening must be this
+    /// user's own, or the system daemon's user `replayd`, by what the kernel says of it. A
+    /// socket another user put in our way gets nothing.
+    func requireTrustedDaemon(path: String) throws(HandshakeError) {
+        let daemon: PeerIdentity
+        do {
+            daemon = try peer(executableOf: { _ in nil })
+        } catch {
+            throw .failed("cannot tell who listens on \(path): \(error)")
+        }
+        let trusted = [getuid(), ServiceUser(named: "replayd")?.uid].compactMap { $0 }
+        guard trusted.contains(daemon.uid) else {
+            throw .failed("\(path) is served by a process of uid \(daemon.uid), neither you nor replayd; nothing was sent to it")
+        }
     }
 
     /// Sends `hello` and waits (at most `timeout` seconds) for the daemon's `welcome`;

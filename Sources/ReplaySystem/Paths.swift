@@ -57,9 +57,22 @@ public enum ReplayPaths {
     /// The daemon socket a client should use (set for apps in a virtual desktop; the SDK reads it).
     public static let socketVariable = "OPENREPLAYKIT_SOCKET"
 
-    /// Creates `url` and its parents, and makes `url` itself private (mode 0700).
+    /// Creates `url` (and its parents) as a folder only this user can enter, or checks that
+    /// it already is one: a real folder, not a symbolic link, owned by this user, and then
+    /// made mode 0700. Another user who made it first (to receive what clients send there,
+    /// or to keep the daemon out) gets it refused, never used.
     public static func makePrivateDirectory(_ url: URL) throws {
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        if mkdir(url.path, 0o700) != 0 && errno != EEXIST { throw SystemError(call: "mkdir(\(url.path))", errno: errno) }
+        var info = stat()
+        guard lstat(url.path, &info) == 0 else { throw SystemError(call: "lstat(\(url.path))", errno: errno) }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw SystemError(call: "\(url.path) is not a folder (a link or a file is there); remove it", errno: ENOTDIR)
+        }
+        guard info.st_uid == geteuid() else {
+            throw SystemError(call: "\(url.path) belongs to uid \(info.st_uid), not to you (uid \(geteuid())); it is not used, remove it",
+                              errno: EACCES)
+        }
         guard chmod(url.path, 0o700) == 0 else {
             throw SystemError(call: "chmod(\(url.path))", errno: errno)
         }

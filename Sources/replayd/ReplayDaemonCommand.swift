@@ -93,6 +93,13 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
         }
         if detach { _ = setsid() }
         signal(SIGPIPE, SIG_IGN)
+        // Clients and extensions each hold descriptors: the common soft limit of 1,024 is
+        // not what a busy daemon should hit first; the hard limit is.
+        var descriptors = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &descriptors) == 0, descriptors.rlim_cur < descriptors.rlim_max {
+            descriptors.rlim_cur = descriptors.rlim_max
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &descriptors)
+        }
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         var logger = Logger(label: "replayd")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info

@@ -181,5 +181,45 @@ extension IntegrationTests {
             #expect(after.utf8.count - before.utf8.count < 200_000, "grew by \(after.utf8.count - before.utf8.count) bytes")
             #expect(after.contains("lines of its output were not logged"))
         }
+
+        /// Another user gets to where the person's socket goes first: makes the folder and
+        /// listens there, keeping whatever arrives. The CLI sends it nothing, and neither
+        /// replayd nor the CLI will make a socket in that folder.
+        @Test func aSocketFolderAnotherUserMadeIsNeverUsed() throws {
+            let base = FileManager.default.temporaryDirectory.appendingPathComponent("ork-squat-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o1777])
+            defer { try? FileManager.default.removeItem(at: base) }
+            let folder = base.appendingPathComponent("openreplaykit")
+            let socket = folder.appendingPathComponent("replayd.sock").path
+            let caught = folder.appendingPathComponent("caught").path
+            let made = try Command.run("/usr/sbin/runuser", ["-u", "nobody", "--", "mkdir", "-m", "0777", folder.path])
+            #expect(made.status == 0, "\(made)")
+            let squatter = try Command.start("/usr/sbin/runuser", ["-u", "nobody", "--", "python3", "-c", """
+                import socket
+                s = socket.socket(socket.AF_UNIX); s.bind(\(String(reflecting: socket))); s.listen(4)
+                c, _ = s.accept(); c.settimeout(5)
+                data = b""
+                try:
+                    while chunk := c.recv(65536): data += chunk
+                except Exception: pass
+                open(\(String(reflecting: caught)), "wb").write(data)
+                """])
+            defer { _ = squatter.finish(timeout: 1) }
+            _ = poll(timeout: 10, every: 0.05) { FileManager.default.fileExists(atPath: socket) ? true : nil }
+
+            let status = try Command.run(ReplayFixture.replay, ["status", "--socket", socket])
+            #expect(status.status != 0, "\(status)")
+            #expect(status.stderr.contains("uid 65534") && status.stderr.contains("nothing was sent"), "\(status)")
+            _ = squatter.finish(timeout: 10)
+            let received = FileManager.default.contents(atPath: caught)
+            #expect(received?.isEmpty == true, "the squatter received \(received?.count ?? -1) bytes")
+
+            // With the folder there and nobody listening: refused, not used, by the daemon and the CLI alike.
+            try? FileManager.default.removeItem(atPath: socket)
+            let daemon = try Command.run(ReplayFixture.replayd, ["--socket", socket, "--store", base.appendingPathComponent("store").path])
+            #expect(daemon.status != 0 && daemon.stderr.contains("belongs to uid 65534"), "\(daemon)")
+            let cli = try Command.run(ReplayFixture.replay, ["status", "--socket", socket])
+            #expect(cli.status != 0 && cli.stderr.contains("belongs to uid 65534"), "\(cli)")
+        }
     }
 }
