@@ -169,7 +169,9 @@ extension IntegrationTests {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240))
             defer { fixture.stop() }
             try fixture.startDaemon(Broadcast.installExtensions(in: fixture))
-            let before = fixture.daemonLog
+            // The daemon logs that it listens just after its socket is bound: wait for that line.
+            let before = poll(timeout: 10, every: 0.05) { fixture.daemonLog.contains("replayd listening") ? fixture.daemonLog : nil }
+                ?? fixture.daemonLog
             #expect(before.contains("replayd listening"))
             let start = try fixture.replay(["broadcast", "start", "--extension", "hostile", "--setup", "behaviour=stderr-flood"])
             #expect(start.status == 0, "\(start)")
