@@ -67,7 +67,7 @@ import Testing
         rig.frames(1)
         rig.session.waitUntilFinished()
         #expect(rig.session.phase == .finished)
-        _ = rig.backend.screen.finished.wait()
+        rig.backend.screen.finished.wait()
     }
 
     @Test func aResizedScreenEndsTheCaptureWithThatReason() throws {

@@ -117,7 +117,7 @@ import Testing
         #expect(summary.error?.contains("No space left on device") == true)
         #expect(summary.frames == 5)
         #expect(rig.sink.written.abandoned, "cut back to its last whole fragment")
-        _ = rig.screen.finished.wait()
+        rig.screen.finished.wait()
         #expect(!rig.screen.isRunning, "capture stops with the writer")
     }
 

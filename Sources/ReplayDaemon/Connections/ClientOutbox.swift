@@ -1,5 +1,5 @@
 import Foundation
-public import NIOCore
+import NIOCore
 import ReplayIPC
 import Synchronization
 
