@@ -1,3 +1,5 @@
+import Foundation
+
 /// The wire format of one message of the client protocol (docs/protocol.md): a header of
 /// two little-endian UInt32 lengths, the JSON document's and the body's, then the JSON
 /// document, then the optional binary body (export chunks and captured pictures use it).
@@ -31,6 +33,12 @@ public enum FrameCodec {
             return [UInt8(v & 0xff), UInt8(v >> 8 & 0xff), UInt8(v >> 16 & 0xff), UInt8(v >> 24)]
         }
         return littleEndian(jsonLength) + littleEndian(bodyLength)
+    }
+
+    /// `message` as a frame's header and JSON, for a body of `bodyLength` bytes that follows it.
+    public static func frameHead(_ message: some Encodable, bodyLength: Int = 0) throws -> [UInt8] {
+        let json = try JSONEncoder().encode(message)
+        return encodeHeader(jsonLength: json.count, bodyLength: bodyLength) + json
     }
 
     /// Parses and checks a header; returns the JSON and body lengths.

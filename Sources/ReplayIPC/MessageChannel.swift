@@ -103,9 +103,7 @@ public final class MessageChannel: Sendable {
 
     /// Sends `body` from where it lies (a 3 MB picture is not copied into the frame first).
     public func send<M: Encodable>(_ message: M, body: UnsafeRawBufferPointer) throws {
-        let json = try JSONEncoder().encode(message)
-        var head = FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: body.count)
-        head += json
+        let head = try FrameCodec.frameHead(message, bodyLength: body.count)
         try writeLock.withLock { _ in
             try head.withUnsafeBytes { try sendAll($0) }
             try sendAll(body)

@@ -123,14 +123,12 @@ public final class ChildProcess: Sendable {
             DispatchQueue.global().async { handler(self.wait()) }
             return
         }
-        let watch = ExitWatch(DispatchSource.makeReadSource(fileDescriptor: pidfd, queue: .global()))
-        watch.source.setEventHandler { [self] in
+        // The watch keeps itself alive while its source runs, and cancels itself on the exit.
+        _ = ReadableWatch(descriptor: pidfd, label: "child-exit", whenCancelled: { close(pidfd) }) { [self] watch in
             let status = wait()
-            watch.source.cancel()
+            watch.cancel()
             handler(status)
         }
-        watch.source.setCancelHandler { close(pidfd) }
-        watch.source.resume()
     }
 
     public func signal(_ number: Int32) {
@@ -145,13 +143,6 @@ public final class ChildProcess: Sendable {
             kill(pid, SIGKILL)
             wait()
         }
-    }
-
-    /// A pidfd's read source, kept by its own handlers until it fires and cancels itself.
-    private final class ExitWatch: @unchecked Sendable {
-        // @unchecked: a dispatch source may be cancelled from any thread.
-        let source: any DispatchSourceRead
-        init(_ source: any DispatchSourceRead) { self.source = source }
     }
 
     private func poll() -> Int32? {

@@ -15,7 +15,7 @@ final class ExtensionOutput: Sendable {
     static let linesPerSecond = 20
     static let maxLine = 500
 
-    private let source: SourceBox
+    private let watch = Mutex<ReadableWatch?>(nil)
     private let state = Mutex((pending: [UInt8](), windowStart: Int64(0), linesInWindow: 0, dropped: 0))
     private let logger: Logger
     private let extensionID: String
@@ -24,20 +24,20 @@ final class ExtensionOutput: Sendable {
     init(fd: Int32, extensionID: String, logger: Logger) {
         self.logger = logger
         self.extensionID = extensionID
-        source = SourceBox(DispatchSource.makeReadSource(fileDescriptor: fd, queue: DispatchQueue(label: "extension-stderr")))
-        source.source.setEventHandler { [self] in drain(fd) }
-        source.source.setCancelHandler { Glibc.close(fd) }
-        source.source.resume()
+        let watch = ReadableWatch(descriptor: fd, label: "extension-stderr", whenCancelled: { Glibc.close(fd) }) { [self] watch in
+            drain(fd, watch)
+        }
+        self.watch.withLock { $0 = watch }
     }
 
-    func close() { source.source.cancel() }
+    func close() { watch.withLock { $0 }?.cancel() }
 
-    private func drain(_ fd: Int32) {
+    private func drain(_ fd: Int32, _ watch: ReadableWatch) {
         var chunk = [UInt8](repeating: 0, count: 4096)
         let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard count > 0 else {
             flush(final: true)
-            source.source.cancel()
+            watch.cancel()
             return
         }
         state.withLock { $0.pending += chunk[..<count] }
@@ -72,11 +72,5 @@ final class ExtensionOutput: Sendable {
         }
         for line in lines { logger.info("\(line)", metadata: ["extension": "\(extensionID)"]) }
         if dropped > 0 { logger.warning("the extension wrote too much: \(dropped) lines of its output were not logged", metadata: ["extension": "\(extensionID)"]) }
-    }
-
-    private final class SourceBox: @unchecked Sendable {
-        // @unchecked: a dispatch source may be cancelled from any thread.
-        let source: any DispatchSourceRead
-        init(_ source: any DispatchSourceRead) { self.source = source }
     }
 }

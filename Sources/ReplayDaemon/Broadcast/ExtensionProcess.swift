@@ -25,7 +25,7 @@ final class ExtensionProcess: ExtensionLink {
     /// Our end of the SOCK_SEQPACKET connection; the extension has the other as descriptor 3.
     let socket: Int32
     /// Reads the socket when it is readable; its cancel handler closes the socket.
-    private let listener = Mutex<SocketListener?>(nil)
+    private let listener = Mutex<ReadableWatch?>(nil)
     private let closed = Mutex(false)
 
     /// - Parameters:
@@ -110,9 +110,8 @@ final class ExtensionProcess: ExtensionLink {
     }
 
     func listen(_ handler: @escaping @Sendable (ExtensionUtterance) -> Void) {
-        let source = SocketListener(DispatchSource.makeReadSource(fileDescriptor: socket, queue: DispatchQueue(label: "extension")))
         let socket = self.socket
-        source.source.setEventHandler {
+        let watch = ReadableWatch(descriptor: socket, label: "extension", whenCancelled: { [self] in closeSocket() }) { watch in
             let utterance: ExtensionUtterance
             do throws(SystemError) {
                 let received = try DescriptorPassing.receive(socket: socket, maxBytes: BroadcastCodec.maxFramedMessage, maxDescriptors: 0)
@@ -120,12 +119,10 @@ final class ExtensionProcess: ExtensionLink {
             } catch {
                 utterance = error.errno == ECONNRESET ? .closed : .unreadable("\(error)")
             }
-            if case .message = utterance {} else { source.source.cancel() }
+            if case .message = utterance {} else { watch.cancel() }
             handler(utterance)
         }
-        source.source.setCancelHandler { [self] in closeSocket() }
-        listener.withLock { $0 = source }
-        source.source.resume()
+        listener.withLock { $0 = watch }
     }
 
     func footprint() -> Int { residentBytes() }
@@ -135,18 +132,11 @@ final class ExtensionProcess: ExtensionLink {
     }
 
     func close() {
-        if let listener = listener.withLock({ $0 }) { listener.source.cancel() } else { closeSocket() }
+        if let listener = listener.withLock({ $0 }) { listener.cancel() } else { closeSocket() }
     }
 
     private func closeSocket() {
         if !closed.withLock({ state in defer { state = true }; return state }) { Glibc.close(socket) }
-    }
-
-    /// A read source on the socket, kept until cancelled.
-    private final class SocketListener: @unchecked Sendable {
-        // @unchecked: a dispatch source may be cancelled from any thread.
-        let source: any DispatchSourceRead
-        init(_ source: any DispatchSourceRead) { self.source = source }
     }
 
     static let bubblewrap = "/usr/bin/bwrap"

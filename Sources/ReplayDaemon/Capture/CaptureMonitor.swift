@@ -1,4 +1,3 @@
-import Dispatch
 import ReplayIPC
 import Synchronization
 
@@ -27,8 +26,6 @@ final class CaptureMonitor: Sendable {
     }
 
     private let state = Mutex(State())
-    /// Sends leave in the order the transitions happened, without holding the lock on I/O.
-    private let outbox = DispatchQueue(label: "openreplaykit.capture-state")
 
     func begin(_ activity: Activity) {
         _ = state.withLock { $0.activities.insert(activity) }
@@ -79,8 +76,9 @@ final class CaptureMonitor: Sendable {
                 let status = Self.status(of: state.activities, for: watcher.pid)
                 guard status != watcher.lastSent else { continue }
                 state.watchers[id]?.lastSent = status
-                let channel = watcher.channel
-                outbox.async { try? channel.send(DaemonEvent.captureState(status: status)) }
+                // Under the lock, so changes leave in the order they happened: a send only queues
+                // (ClientOutbox never waits for the client).
+                try? watcher.channel.send(DaemonEvent.captureState(status: status))
             }
         }
     }

@@ -73,8 +73,7 @@ final class ClientListener: Sendable {
 
     /// Tells a client it may not stay, without waiting for it, and closes its socket.
     static func refuse(_ fd: Int32, code: ErrorCode, message: String) {
-        if let json = try? JSONEncoder().encode(DaemonEvent.error(code: code, message: message)) {
-            let frame = FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: 0) + json
+        if let frame = try? FrameCodec.frameHead(DaemonEvent.error(code: code, message: message)) {
             _ = frame.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
         }
         Glibc.close(fd)

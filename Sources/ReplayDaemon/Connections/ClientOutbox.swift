@@ -37,8 +37,8 @@ public final class ClientOutbox: Sendable {
     /// Queues one framed message; throws, and closes the connection, when the client has let
     /// its queue fill up.
     public func send<M: Encodable>(_ message: M, body: UnsafeRawBufferPointer) throws {
-        let json = try JSONEncoder().encode(message)
-        let size = FrameCodec.headerSize + json.count + body.count
+        let head = try FrameCodec.frameHead(message, bodyLength: body.count)
+        let size = head.count + body.count
         guard !isClosed else { throw DaemonError(code: .internalError, message: "the client's connection is closed") }
         let queued = pending.add(size, ordering: .relaxed).newValue
         if queued > limit {
@@ -47,8 +47,7 @@ public final class ClientOutbox: Sendable {
             throw DaemonError(code: .busy, message: "the client did not read its events (\(limit >> 10) KiB queued); it was disconnected")
         }
         var buffer = channel.allocator.buffer(capacity: size)
-        buffer.writeBytes(FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: body.count))
-        buffer.writeBytes(json)
+        buffer.writeBytes(head)
         buffer.writeBytes(body)
         let written = lastWrite.withLock { last in
             let written = channel.writeAndFlush(buffer)

@@ -45,6 +45,4 @@ final class ConnectionLimits: Sendable {
             open.total -= 1
         }
     }
-
-    var openConnections: Int { open.withLock { $0.total } }
 }

@@ -497,7 +497,7 @@ final class BroadcastSession: Sendable {
 
     /// Closes the connection, unmaps the surfaces, stops the watchdog: nothing of it is left.
     private func release() {
-        let (link, watchdog, status) = state.withLock { state in
+        let (link, watchdog) = state.withLock { state in
             state.lifecycle.didFinish()
             defer {
                 state.link = nil
@@ -507,7 +507,7 @@ final class BroadcastSession: Sendable {
                 state.surfaceOfStorage = [:]
                 state.audioInFlight = []
             }
-            return (state.link, state.watchdog, state.status)
+            return (state.link, state.watchdog)
         }
         watchdog?.cancel()
         link?.close()
@@ -516,7 +516,7 @@ final class BroadcastSession: Sendable {
         observers.withLock { $0 = [] }
         logger.info("broadcast ended", metadata: [
             "broadcast": "\(id)", "framesSent": "\(final.framesSent)", "dropped": "\(final.framesDropped)",
-            "error": "\(status.lastError ?? "none")", "peakExtensionMB": "\(final.extensionPeakMemory >> 20)",
+            "error": "\(final.lastError ?? "none")", "peakExtensionMB": "\(final.extensionPeakMemory >> 20)",
         ])
         completion.complete(final)
     }

@@ -11,10 +11,11 @@ import Synchronization
 /// One recording: capture → queue → encode → mux → private store.
 ///
 /// The data path runs on threads of its own, because capture and encoding are blocking C:
-/// one per source, feeding `inbox`, and one writer that drains it into the movie. Pause,
-/// resume and size changes travel through the same inbox, in order with the samples. What
-/// state the recording is in is decided by its `SessionLifecycle` behind one lock; every
-/// transition asks it first.
+/// one per source, feeding `inbox`, and one writer that drains it into the movie; size changes
+/// travel through the same inbox, in order with the samples. What state the recording is in
+/// is decided by its `SessionLifecycle` behind one lock; every transition asks it first.
+/// Pauses go into the `MovieTimeline` under the same lock, where the writer places each
+/// sample by its capture time and progress reads the elapsed time.
 final class RecordingSession: Sendable {
     let id: String
     private let options: RecordingOptions
@@ -32,18 +33,15 @@ final class RecordingSession: Sendable {
     enum WriterInput: Sendable {
         case sample(SampleBuffer)
         case formatChanged(width: Int, height: Int)
-        case pause(at: MediaTime)
-        case resume(at: MediaTime)
     }
 
     private struct State {
         var lifecycle = SessionLifecycle()
-        var origin = MediaTime.zero
+        /// The movie's clock: its origin, and the spans left out while paused.
+        var timeline = MovieTimeline(origin: .zero)
         var width = 0
         var height = 0
         var stopTime: MediaTime?
-        var pausedAt: MediaTime?
-        var pausedTime = MediaTime.zero
         var writtenFrames = 0
         var bytes: Int64 = 0
         var counters: CaptureCounters?
@@ -102,7 +100,7 @@ final class RecordingSession: Sendable {
 
         let origin = parts.clock.now()
         state.withLock {
-            $0.origin = origin
+            $0.timeline = MovieTimeline(origin: origin)
             $0.width = size.width
             $0.height = size.height
             $0.counters = screen.counters
@@ -159,27 +157,18 @@ final class RecordingSession: Sendable {
     /// Leaves out what is captured from now until `resume`.
     func pause() throws(DaemonError) {
         let now = parts.clock.now()
-        let changed = try state.withLock { state throws(DaemonError) -> Bool in
-            let before = state.lifecycle.phase
+        try state.withLock { state throws(DaemonError) in
             try state.lifecycle.pause()
-            guard before != .paused else { return false }
-            state.pausedAt = now
-            return true
+            state.timeline.pause(at: now)
         }
-        if changed { inbox.append(.pause(at: now)) }
     }
 
     func resume() throws(DaemonError) {
         let now = parts.clock.now()
-        let changed = try state.withLock { state throws(DaemonError) -> Bool in
-            let before = state.lifecycle.phase
+        try state.withLock { state throws(DaemonError) in
             try state.lifecycle.resume()
-            guard before != .running, let pausedAt = state.pausedAt else { return false }
-            state.pausedTime = state.pausedTime + (now - pausedAt)
-            state.pausedAt = nil
-            return true
+            state.timeline.resume(at: now)
         }
-        if changed { inbox.append(.resume(at: now)) }
     }
 
     /// Ends the recording; what was captured so far is kept. Safe to call in any phase, more than once.
@@ -202,9 +191,8 @@ final class RecordingSession: Sendable {
     func progress() -> RecordingProgress {
         let now = parts.clock.now()
         return state.withLock { state in
-            let paused = state.pausedTime + (state.pausedAt.map { now - $0 } ?? .zero)
-            return RecordingProgress(
-                elapsed: max(0, (now - state.origin - paused).seconds),
+            RecordingProgress(
+                elapsed: state.timeline.duration(stoppedAt: now).seconds,
                 frames: state.writtenFrames, dropped: state.counters?.dropped ?? 0, bytes: state.bytes)
         }
     }
@@ -224,7 +212,6 @@ final class RecordingSession: Sendable {
     }
 
     private func writeMovie(_ sink: any MovieSink, audioSources: [AudioSource], origin: MediaTime) {
-        var timeline = MovieTimeline(origin: origin)
         var audioTimelines: [AudioSource: AudioTimeline] = [:]
         for source in audioSources {
             audioTimelines[source] = AudioTimeline(origin: origin, sampleRate: AudioCapture.sampleRate, channels: AudioCapture.channels)
@@ -238,18 +225,16 @@ final class RecordingSession: Sendable {
             if writeFailed { continue }
             do throws(CodecError) {
                 switch input {
-                case .pause(let time): timeline.pause(at: time)
-                case .resume(let time): timeline.resume(at: time)
                 case .formatChanged(let width, let height):
                     if (width, height) != size {
                         fail("content resized: the screen changed to \(width)x\(height) during the recording")
                     }
                 case .sample(.video(let frame)):
-                    guard let time = timeline.movieTime(of: frame.time) else { continue }
+                    guard let time = movieTime(of: frame.time) else { continue }
                     try sink.append(frame, at: time)
                     lastVideo = (frame, time)
                 case .sample(.audio(let buffer)):
-                    guard let time = timeline.movieTime(of: buffer.time) else { continue }
+                    guard let time = movieTime(of: buffer.time) else { continue }
                     var placed = buffer
                     placed.time = origin + time
                     let samples = audioTimelines[buffer.source]?.place(placed) ?? []
@@ -272,8 +257,8 @@ final class RecordingSession: Sendable {
             }
         }
 
-        let stopTime = state.withLock { $0.stopTime } ?? parts.clock.now()
-        let duration = timeline.duration(stoppedAt: stopTime)
+        let now = parts.clock.now()
+        let duration = state.withLock { $0.timeline.duration(stoppedAt: $0.stopTime ?? now) }
         if writeFailed {
             sink.abandon()
         } else {
@@ -321,6 +306,9 @@ final class RecordingSession: Sendable {
         completion.complete(summary)
     }
 
+    /// Where a sample captured at `time` goes in the movie; nil before the start or while paused.
+    private func movieTime(of time: MediaTime) -> MediaTime? { state.withLock { $0.timeline.movieTime(of: time) } }
+
     private func info(finalDuration: MediaTime? = nil) -> RecordingInfo {
         let now = parts.clock.now()
         return state.withLock { state in
@@ -329,8 +317,7 @@ final class RecordingSession: Sendable {
             case .failed: .interrupted
             default: .recording
             }
-            let paused = state.pausedTime + (state.pausedAt.map { now - $0 } ?? .zero)
-            let duration = finalDuration ?? (now - state.origin - paused)
+            let duration = finalDuration ?? state.timeline.duration(stoppedAt: now)
             return RecordingInfo(
                 id: id, created: state.created, state: status, duration: max(0, duration.seconds),
                 frames: state.writtenFrames, dropped: state.counters?.dropped ?? 0, width: state.width, height: state.height,
