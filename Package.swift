@@ -17,8 +17,12 @@ let package = Package(
         .executable(name: "replay", targets: ["replay"]),
         .executable(name: "replay-demo-scene", targets: ["replay-demo-scene"]),
         .library(name: "OpenReplayKit", targets: ["OpenReplayKit"]),
+        // What an upload extension's author imports: the kit, its test harness, the sample
+        // types (ReplayMedia) and the live video source and audio mixer (ReplayProcessing).
         .library(name: "ReplayExtensionKit", targets: ["ReplayExtensionKit"]),
         .library(name: "ReplayExtensionTesting", targets: ["ReplayExtensionTesting"]),
+        .library(name: "ReplayMedia", targets: ["ReplayMedia"]),
+        .library(name: "ReplayProcessing", targets: ["ReplayProcessing"]),
         .executable(name: "replay-file-extension", targets: ["replay-file-extension"]),
         .executable(name: "replay-rtmp-extension", targets: ["replay-rtmp-extension"]),
         .executable(name: "replay-srt-extension", targets: ["replay-srt-extension"]),
@@ -48,6 +52,12 @@ let package = Package(
                               "gstreamer1.0-plugins-base", "gstreamer1.0-plugins-good", "gstreamer1.0-plugins-bad",
                               "gstreamer1.0-plugins-ugly", "gstreamer1.0-nice"])]),
         .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple", providers: [.apt(["libpulse-dev"])]),
+        // The ScreenCast portal over D-Bus (sd-bus) and its PipeWire stream (Wayland capture).
+        .systemLibrary(name: "CSDBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(
+            name: "CPipeWire", pkgConfig: "libpipewire-0.3", providers: [.apt(["libpipewire-0.3-dev", "libspa-0.2-dev"])]),
+        // SPA's pod builders and loop calls are C macros and inline functions: wrapped here, prefixed CPW_.
+        .target(name: "CPipeWireShim", dependencies: ["CPipeWire"]),
 
         // Small C helpers for macros and GNU-only calls (CMSG_*, memfd seals), prefixed CShims_.
         .target(name: "CShims"),
@@ -56,17 +66,19 @@ let package = Package(
         .target(name: "ReplayMedia", swiftSettings: strictSettings),
         // Pixel conversion and audio timing.
         .target(name: "ReplayProcessing", dependencies: ["ReplayMedia", "CYUV"], swiftSettings: strictSettings),
-        // X11 screen capture and PulseAudio capture.
+        // X11 screen capture, Wayland capture through the ScreenCast portal and PipeWire, PulseAudio capture.
         .target(
             name: "ReplayCapture",
-            dependencies: ["ReplayMedia", "ReplayProcessing", "ReplaySystem", "CXCB", "CPulse"],
+            dependencies: ["ReplayMedia", "ReplayProcessing", "ReplaySystem", "ReplayDBus", "CXCB", "CPulse", "CPipeWire", "CPipeWireShim"],
             swiftSettings: strictSettings),
         // FFmpeg-backed encoders and the fragmented MP4 writer.
         .target(name: "ReplayCodec", dependencies: ["ReplayMedia", "ReplaySystem", "CFFmpeg"], swiftSettings: strictSettings),
+        // A D-Bus client over sd-bus: calls and signals with typed values (the ScreenCast portal, the test desktop).
+        .target(name: "ReplayDBus", dependencies: ["ReplaySystem", "CSDBus"], swiftSettings: strictSettings),
         // Syscall funnel, descriptors, processes, clocks.
         .target(name: "ReplaySystem", dependencies: ["CShims"], swiftSettings: strictSettings),
         // Wire protocol between replayd and its clients.
-        .target(name: "ReplayIPC", dependencies: ["ReplaySystem", "CShims"], swiftSettings: strictSettings),
+        .target(name: "ReplayIPC", dependencies: ["ReplaySystem", "ReplayMedia", "CShims"], swiftSettings: strictSettings),
         // A Hummingbird server on loopback, started from synchronous code, and URL tokens:
         // replayd's pages and the WebRTC extension's viewer page.
         .target(
@@ -84,16 +96,17 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
             ],
             swiftSettings: strictSettings),
-        // The virtual desktop (Xvfb, PulseAudio null sink, demo scene): replay-demo-scene --desktop
+        // The virtual desktops (Xvfb, PulseAudio null sink, demo scene; or headless mutter, PipeWire and
+        // the ScreenCast portal on a private bus): replay-demo-scene --desktop
         // runs `replay record` in one on a headless machine; the integration tests use it too.
         .target(
             name: "ReplayVirtualDesktop",
-            dependencies: ["ReplaySystem", "CXCB", "CPulse"],
+            dependencies: ["ReplaySystem", "ReplayDBus", "CXCB", "CPulse"],
             swiftSettings: strictSettings),
         .executableTarget(
             name: "replayd",
             dependencies: [
-                "ReplayDaemon", "ReplayIPC", "ReplaySystem",
+                "ReplayDaemon", "ReplayCapture", "ReplayIPC", "ReplaySystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -114,7 +127,7 @@ let package = Package(
             name: "ReplayExtensionKit", dependencies: ["ReplayIPC", "ReplaySystem", "ReplayMedia"],
             swiftSettings: strictSettings),
         .target(
-            name: "ReplayExtensionTesting", dependencies: ["ReplayExtensionKit", "ReplayIPC", "ReplayMedia"],
+            name: "ReplayExtensionTesting", dependencies: ["ReplayExtensionKit", "ReplayIPC", "ReplayMedia", "ReplaySystem"],
             swiftSettings: strictSettings),
         // Reference upload extension: writes what it receives to a file (tests use it).
         .executableTarget(
@@ -169,7 +182,7 @@ let package = Package(
             swiftSettings: strictSettings),
 
         .testTarget(
-            name: "ReplayExtensionKitTests", dependencies: ["ReplayExtensionKit", "ReplayExtensionTesting", "ReplayMedia", "ReplayIPC"],
+            name: "ReplayExtensionKitTests", dependencies: ["ReplayExtensionKit", "ReplayExtensionTesting", "ReplayMedia", "ReplayIPC", "ReplaySystem"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "ReplayUploadTests", dependencies: ["ReplayUpload", "ReplayCodec", "ReplayMedia", "ReplayProcessing"],
@@ -185,7 +198,9 @@ let package = Package(
         .testTarget(
             name: "ReplayCodecTests", dependencies: ["ReplayCodec", "ReplayMedia", "ReplayTesting"],
             swiftSettings: strictSettings),
-        .testTarget(name: "ReplayCaptureTests", dependencies: ["ReplayCapture", "ReplaySystem"], swiftSettings: strictSettings),
+        .testTarget(
+            name: "ReplayCaptureTests", dependencies: ["ReplayCapture", "ReplayDBus", "ReplaySystem", "ReplayMedia"],
+            swiftSettings: strictSettings),
         .testTarget(name: "ReplaySystemTests", dependencies: ["ReplaySystem"], swiftSettings: strictSettings),
         .testTarget(name: "ReplayIPCTests", dependencies: ["ReplayIPC", "ReplaySystem"], swiftSettings: strictSettings),
         .testTarget(
@@ -201,7 +216,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "ReplayTesting", "ReplaySystem", "ReplayIPC", "replayd", "replay", "replay-demo-scene", "secret-notes",
+                "ReplayTesting", "ReplaySystem", "ReplayIPC", "ReplayCapture", "ReplayMedia", "ReplayVirtualDesktop", "replayd", "replay", "replay-demo-scene", "secret-notes",
                 "replay-file-extension", "replay-hostile-extension",
                 "replay-rtmp-extension", "replay-srt-extension", "replay-hls-extension", "replay-webrtc-extension",
             ],

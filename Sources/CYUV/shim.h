@@ -1,5 +1,6 @@
 #ifndef CYUV_SHIM_H
 #define CYUV_SHIM_H
+#include <libyuv/convert.h>
 #include <libyuv/convert_from_argb.h>
 #include <libyuv/planar_functions.h>
 #include <libyuv/scale.h>

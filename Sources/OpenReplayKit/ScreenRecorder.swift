@@ -200,9 +200,8 @@ public struct CapturedFrame: Sendable {
     init?(_ info: CapturedFrameInfo, bytes: [UInt8]) {
         guard info.width > 0, info.height > 0, info.width % 2 == 0, info.height % 2 == 0,
               bytes.count == PixelBuffer.byteCount(width: info.width, height: info.height) else { return nil }
-        let pixels = PixelBuffer(width: info.width, height: info.height)
-        pixels.bytes.copyBytes(from: bytes)
-        self.pixels = pixels
+        // replayd converts with ReplayProcessing.PixelConverter: BT.601, video range.
+        pixels = PixelBuffer(width: info.width, height: info.height, format: .bt601VideoRange) { $0.copyBytes(from: bytes) }
         time = MediaTime(nanoseconds: Int64(info.time * 1e9))
     }
 }

@@ -16,7 +16,7 @@ public final class AudioCapture: AudioCapturing {
     public init(source: AudioSource) throws(CaptureError) {
         self.source = source
         stream = try PulseRecordStream(
-            device: source == .app ? "@DEFAULT_MONITOR@" : nil,
+            device: source == .app ? PulseRecordStream.defaultMonitor : nil,
             streamName: source == .app ? "app audio" : "microphone",
             sampleRate: Self.sampleRate, channels: Self.channels, periodFrames: Self.readFrames)
     }

@@ -8,6 +8,14 @@ public struct CaptureError: Error, CustomStringConvertible, Equatable {
         case sharedMemory
         case audioUnavailable
         case audioFailed
+        /// No session bus, no ScreenCast portal on it, or the portal broke its protocol.
+        case portalUnavailable
+        /// The person (or the desktop's policy) said no, or closed the dialog.
+        case portalDenied
+        /// The portal did not answer in time: typically a dialog is waiting for a person.
+        case portalTimedOut
+        /// The PipeWire stream could not be opened, negotiated, or read.
+        case pipeWireFailed
     }
 
     public let code: Code

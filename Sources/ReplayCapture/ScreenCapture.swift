@@ -72,8 +72,8 @@ public final class ScreenCapture: ScreenCapturing {
     }
 
     /// Delivers frames to `output` until `stop` is raised. Throws when the display went away.
-    /// A change of the screen's size is reported to `output` and ends the run: the shared
-    /// image has the old size, and what a session does with the new one is its decision.
+    /// A change of the screen's size is reported to `output`, and capture goes on at the new
+    /// size: what a session does with pictures of another size is its decision.
     public func run(output: any CaptureOutput, stop: StopFlag) throws(CaptureError) {
         let interval = 1_000_000_000 / Int64(max(1, options.fps))
         var pacer = FramePacer(interval: interval, now: MonotonicClock.nanoseconds())
@@ -91,7 +91,7 @@ public final class ScreenCapture: ScreenCapturing {
                 dirty = true
             }
             if dirty && pacer.take(at: now) {
-                guard let pixels = pool.take(width: frameSize.width, height: frameSize.height) else {
+                guard let pixels = pool.take(width: frameSize.width, height: frameSize.height, format: PixelConverter.format) else {
                     // Every surface is still with a slow consumer: this frame is lost, and counted.
                     // The screen stays dirty, so the next frame slot tries again.
                     counters.count(delivered: false, repeated: false)
@@ -101,9 +101,14 @@ public final class ScreenCapture: ScreenCapturing {
                 display.clearDamage()
                 let time = MediaTime(nanoseconds: MonotonicClock.nanoseconds())
                 guard image.grab(root: display.root) else {
-                    // The screen changed size under us; RandR's event with the new size is on its
-                    // way, and is what reports it. Without one, the size is unknown: an error.
+                    // The screen shrank under us, and RandR's event has not come yet: ask its size.
                     try display.checkConnection()
+                    if display.refreshSize() != nil {
+                        guard try adoptNewSize(output: output, stop: stop) else { return }
+                        failedGrabs = 0
+                        dirty = true
+                        continue
+                    }
                     failedGrabs += 1
                     if failedGrabs >= 3 { throw CaptureError(.contentResized, "content resized: the screen changed size during the capture") }
                     dirty = true
@@ -127,9 +132,10 @@ public final class ScreenCapture: ScreenCapturing {
             switch try display.waitForEvent(until: deadline, now: MonotonicClock.nanoseconds) {
             case .damaged:
                 dirty = true
-            case .resized(let width, let height):
-                output.formatChanged(width: width, height: height)
-                return
+            case .resized:
+                guard try adoptNewSize(output: output, stop: stop) else { return }
+                failedGrabs = 0
+                dirty = true
             case .timedOut:
                 guard !dirty else { continue }
                 let now = MonotonicClock.nanoseconds()
@@ -142,6 +148,16 @@ public final class ScreenCapture: ScreenCapturing {
                 }
             }
         }
+    }
+
+    /// Reports the screen's new size and takes pictures at it from now on (a fresh one at
+    /// once, as the caller marks the screen dirty); false when that report stopped the
+    /// capture, as sessions that cannot change size do.
+    private func adoptNewSize(output: any CaptureOutput, stop: StopFlag) throws(CaptureError) -> Bool {
+        output.formatChanged(width: frameSize.width, height: frameSize.height)
+        guard !stop.isRaised else { return false }
+        image = try SharedImage(display: display, width: display.width, height: display.height)
+        return true
     }
 
     /// Blacks out what this capture must not show: other processes' windows (in-app

@@ -5,6 +5,8 @@ public import ReplayMedia
 public struct MovieFormat: Sendable {
     public var width: Int
     public var height: Int
+    /// What every picture is in; the video track is tagged with it.
+    public var picture: PictureFormat
     public var fps: Int
     public var preset: String
     public var bitRate: Int?
@@ -15,10 +17,11 @@ public struct MovieFormat: Sendable {
     public var sampleRate: Int
     public var channels: Int
 
-    public init(width: Int, height: Int, fps: Int, preset: String = "ultrafast", bitRate: Int? = nil, crf: Int = 23,
+    public init(width: Int, height: Int, picture: PictureFormat, fps: Int, preset: String = "ultrafast", bitRate: Int? = nil, crf: Int = 23,
                 keyframeInterval: Int? = nil, audioSources: [AudioSource], sampleRate: Int = 48_000, channels: Int = 2) {
         self.width = width
         self.height = height
+        self.picture = picture
         self.fps = fps
         self.preset = preset
         self.bitRate = bitRate
@@ -52,7 +55,8 @@ public final class MovieWriter {
         do { sink = try FileSink(path: path) } catch {
             throw CodecError(.writeFailed, "cannot create the movie file: \(error)")
         }
-        video = try VideoEncoder(width: format.width, height: format.height, fps: format.fps, preset: format.preset,
+        video = try VideoEncoder(width: format.width, height: format.height, pictureFormat: format.picture,
+                                 fps: format.fps, preset: format.preset,
                                  bitRate: format.bitRate, crf: format.crf, keyframeInterval: format.keyframeInterval)
         var encoders: [AudioSource: AudioEncoder] = [:]
         for source in format.audioSources {

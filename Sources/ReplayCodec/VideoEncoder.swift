@@ -8,21 +8,29 @@ final class VideoEncoder {
     var context: UnsafeMutablePointer<AVCodecContext> { encoder.context }
     private var frame: UnsafeMutablePointer<AVFrame> { encoder.frame }
     private var lastPTS: Int64 = .min
+    /// What every picture must be; the stream's colour tags say it.
+    let pictureFormat: PictureFormat
     /// Makes the next picture a keyframe (a stream that reconnected needs one at once).
     var keyframeRequested = false
 
     /// - Parameter fixedKeyframes: keyframes exactly every `keyframeInterval` pictures and never at
     ///   scene cuts, as live ingest (and 2 s HLS segments) want.
-    init(width: Int, height: Int, fps: Int, preset: String, bitRate: Int?, crf: Int, keyframeInterval: Int?,
-         fixedKeyframes: Bool = false) throws(CodecError) {
+    init(width: Int, height: Int, pictureFormat: PictureFormat, fps: Int, preset: String, bitRate: Int?, crf: Int,
+         keyframeInterval: Int?, fixedKeyframes: Bool = false) throws(CodecError) {
         guard let codec = avcodec_find_encoder_by_name("libx264") else {
             throw CodecError(.encoderUnavailable, "FFmpeg was built without libx264")
         }
         encoder = try EncoderContext(codec: codec)
+        self.pictureFormat = pictureFormat
         let context = encoder.context
         context.pointee.width = Int32(width)
         context.pointee.height = Int32(height)
-        context.pointee.pix_fmt = AV_PIX_FMT_YUV420P
+        context.pointee.pix_fmt = Self.pixelFormat(pictureFormat)
+        // x264 writes these into the stream's VUI, so players read the colours as they were coded.
+        context.pointee.colorspace = Self.colorspace(pictureFormat)
+        context.pointee.color_range = Self.colorRange(pictureFormat)
+        context.pointee.color_primaries = AVCOL_PRI_BT709   // the screen's sRGB
+        context.pointee.color_trc = AVCOL_TRC_IEC61966_2_1
         context.pointee.time_base = AVRational(num: 1, den: Self.timescale)
         context.pointee.framerate = AVRational(num: Int32(fps), den: 1)
         context.pointee.gop_size = Int32(keyframeInterval ?? fps)
@@ -49,14 +57,23 @@ final class VideoEncoder {
     func encode(_ pixels: PixelBuffer, pts: Int64, emit: (UnsafeMutablePointer<AVPacket>) throws(CodecError) -> Void) throws(CodecError) {
         // The frame points at the picture's own memory (no copy); the reference the buffer
         // holds keeps that memory alive for as long as FFmpeg wants it.
+        guard pixels.format == pictureFormat else {
+            throw CodecError(.encoderFailed, "a picture in \(pixels.format) cannot go into a stream of \(pictureFormat)")
+        }
         av_frame_unref(frame)
-        frame.pointee.format = AV_PIX_FMT_YUV420P.rawValue
+        frame.pointee.format = Self.pixelFormat(pixels.format).rawValue
         frame.pointee.width = Int32(pixels.width)
         frame.pointee.height = Int32(pixels.height)
+        frame.pointee.colorspace = context.pointee.colorspace
+        frame.pointee.color_range = context.pointee.color_range
+        frame.pointee.color_primaries = context.pointee.color_primaries
+        frame.pointee.color_trc = context.pointee.color_trc
         let bytes = pixels.bytes
         let owner = Unmanaged.passRetained(pixels.storage).toOpaque()
+        // FFmpeg's pointers are mutable by type; the buffer is flagged read-only, and encoders only read it.
+        let base = UnsafeMutableRawPointer(mutating: pixels.baseAddress)
         guard let buffer = av_buffer_create(
-            pixels.baseAddress.assumingMemoryBound(to: UInt8.self), bytes.count,
+            base.assumingMemoryBound(to: UInt8.self), bytes.count,
             { owner, _ in if let owner { Unmanaged<PixelStorage>.fromOpaque(owner).release() } }, owner, AV_BUFFER_FLAG_READONLY)
         else {
             Unmanaged<PixelStorage>.fromOpaque(owner).release()
@@ -66,7 +83,7 @@ final class VideoEncoder {
         withUnsafeMutableBytes(of: &frame.pointee.data) { data in
             withUnsafeMutableBytes(of: &frame.pointee.linesize) { linesize in
                 for plane in 0..<3 {
-                    data.storeBytes(of: pixels.baseAddress + pixels.offset(ofPlane: plane), toByteOffset: plane * 8,
+                    data.storeBytes(of: base + pixels.offset(ofPlane: plane), toByteOffset: plane * 8,
                                     as: UnsafeMutableRawPointer.self)
                     linesize.storeBytes(of: Int32(pixels.stride(ofPlane: plane)), toByteOffset: plane * 4, as: Int32.self)
                 }
@@ -80,6 +97,26 @@ final class VideoEncoder {
         let status = avcodec_send_frame(context, frame)
         guard status >= 0 else { throw CodecError(.encoderFailed, "H.264 encoding failed", status: status) }
         try drain(emit: emit)
+    }
+
+    private static func pixelFormat(_ format: PictureFormat) -> AVPixelFormat {
+        switch format.pixelFormat {
+        case .i420: AV_PIX_FMT_YUV420P
+        }
+    }
+
+    private static func colorspace(_ format: PictureFormat) -> AVColorSpace {
+        switch format.matrix {
+        case .bt601: AVCOL_SPC_SMPTE170M
+        case .bt709: AVCOL_SPC_BT709
+        }
+    }
+
+    private static func colorRange(_ format: PictureFormat) -> AVColorRange {
+        switch format.range {
+        case .video: AVCOL_RANGE_MPEG
+        case .full: AVCOL_RANGE_JPEG
+        }
     }
 
     func finish(emit: (UnsafeMutablePointer<AVPacket>) throws(CodecError) -> Void) throws(CodecError) {

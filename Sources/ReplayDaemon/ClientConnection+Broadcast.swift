@@ -41,9 +41,10 @@ extension ClientConnection {
             throw Refusal(code: .notFound, message: "no extension '\(preferredExtension)' is installed")
         }
         let base = try pagesBaseURL()
-        let token = daemon.pickers.open(.init(host: channel, hostPeer: peer, preferredExtension: preferredExtension,
-                                                 microphone: microphone, scope: scope))
-        let offer = PickerOffer(executable: peer.executable ?? "unknown app", pageURL: "\(base)/picker/\(token)", scope: scope)
+        let picker = daemon.pickers.open(.init(host: channel, hostPeer: peer, preferredExtension: preferredExtension,
+                                                  microphone: microphone, scope: scope))
+        let offer = PickerOffer(executable: peer.executable ?? "unknown app", pageURL: "\(base)/picker/\(picker.id)?token=\(picker.token)",
+                                scope: scope)
         guard daemon.consent.notifyAgents(.pickerOffered(offer: offer)) > 0 else {
             throw Refusal(code: .failedToShowPreview, message: "no consent agent is running to show the broadcast picker to the person")
         }

@@ -17,7 +17,7 @@ extension ClientConnection {
         guard agentID != nil else {
             throw Refusal(code: .outOfOrder, message: "answerConsent from a connection that is not a consent agent", closing: true)
         }
-        guard daemon.consent.answer(requestID: requestID, allow: allow, token: nil) else {
+        guard daemon.consent.answer(requestID: requestID, allow: allow, session: nil) else {
             throw Refusal(code: .notFound, message: "no pending consent request '\(requestID)'")
         }
     }

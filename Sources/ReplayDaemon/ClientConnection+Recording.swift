@@ -31,6 +31,10 @@ extension ClientConnection {
         if options.appAudio { capabilities.insert(.appAudio) }
         if options.microphone { capabilities.insert(.microphone) }
         try requireConsent(capabilities)
+        // The portal will show the desktop's dialog: the person is told why nothing happens yet.
+        if role == .person, daemon.captureInfo.remembersScreenChoice == false {
+            try channel.send(DaemonEvent.waitingForScreenChoice(seconds: Int(daemon.configuration.screenChoiceTimeout)))
+        }
 
         let session = RecordingSession(
             id: daemon.store.newID(), options: options, store: daemon.store, parts: daemon.parts,
@@ -136,6 +140,7 @@ extension ClientConnection {
         try channel.send(DaemonEvent.recordingDeleted(id: id))
     }
 
+    /// A fresh one-time link to the recording's preview page (each request gets its own).
     private func pageURL(for id: String) throws -> String {
         guard daemon.store.info(id: id) != nil else { throw Refusal(code: .notFound, message: "no recording with id '\(id)'") }
         return "\(try pagesBaseURL())/preview/\(id)?token=\(daemon.previews.token(for: id))"

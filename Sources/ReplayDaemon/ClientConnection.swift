@@ -31,6 +31,8 @@ final class ClientConnection: @unchecked Sendable {
     let number: Int
     let peer: PeerIdentity?
     let role: Role
+    /// Why a client that looks like the person's replay is treated as an app; said in refusals.
+    let whyNotPerson: String?
     let queue: DispatchQueue
     private let queuedRequests = Atomic<Int>(0)
     var recording: RecordingSession?
@@ -42,12 +44,13 @@ final class ClientConnection: @unchecked Sendable {
     private var handshake = ClientProtocol.Gate()
     private var cleanedUp = false
 
-    init(daemon: Daemon, channel: ClientOutbox, number: Int, peer: PeerIdentity?, role: Role) {
+    init(daemon: Daemon, channel: ClientOutbox, number: Int, peer: PeerIdentity?, role: Role, whyNotPerson: String? = nil) {
         self.daemon = daemon
         self.channel = channel
         self.number = number
         self.peer = peer
         self.role = role
+        self.whyNotPerson = whyNotPerson
         queue = DispatchQueue(label: "replayd.client.\(number)")
     }
 
@@ -149,13 +152,18 @@ final class ClientConnection: @unchecked Sendable {
         case .broadcastStatus: try sendBroadcastStatus()
         case .showBroadcastPicker(let preferred, let microphone, let scope):
             try showBroadcastPicker(preferredExtension: preferred, microphone: microphone, scope: scope ?? .screen)
+        case .forgetScreenChoice:
+            try requirePerson("forget the screen the person chose")
+            daemon.forgetScreenChoice()
+            try channel.send(DaemonEvent.screenChoiceForgotten)
         }
     }
 
     /// Throws unless the client is the person's own tool.
     func requirePerson(_ what: String) throws {
         guard role == .person else {
-            throw Refusal(code: .notPermitted, message: "apps cannot \(what): only the person's own replay command can")
+            let why = whyNotPerson.map { "; this replay is not trusted as the person's: \($0)" } ?? ""
+            throw Refusal(code: .notPermitted, message: "apps cannot \(what): only the person's own replay command can\(why)")
         }
     }
 
@@ -190,7 +198,8 @@ final class ClientConnection: @unchecked Sendable {
             pid: getpid(), display: daemon.configuration.displayName ?? ProcessInfo.processInfo.environment["DISPLAY"],
             activeRecordings: role == .person ? daemon.activeRecordings : [], mode: daemon.configuration.mode,
             store: role == .person ? daemon.store.directory.path : nil,
-            pagesURL: role == .person ? (try? daemon.pagesBaseURL()).flatMap { $0 } : nil)))
+            pagesURL: role == .person ? (try? daemon.pagesBaseURL()).flatMap { $0 } : nil,
+            capture: role == .person ? daemon.captureInfo : nil)))
     }
 
     private func cleanUp() {

@@ -46,7 +46,7 @@ extension Daemon {
         session.onFinish { [self] status in retire(session, status: status) }
         if let hostChannel { session.observe { status in try? hostChannel.send(DaemonEvent.broadcastUpdated(status: status)) } }
         let hidden = [store.directory.path, URL(fileURLWithPath: configuration.socketPath).deletingLastPathComponent().path]
-        try session.start(hidden: hidden, applicationInfo: focusedApplication())
+        try session.start(hidden: hidden, applicationInfo: host.map(Self.applicationInfo(of:)) ?? focusedApplication())
         return session.status
     }
 
@@ -88,9 +88,19 @@ extension Daemon {
         }
     }
 
-    /// Who is in focus, for `broadcastAnnotated`: the app's executable, from the X server and the kernel.
+    /// Who is in focus, for `broadcastAnnotated` of the person's broadcasts: the app's
+    /// executable, from the X server and the kernel; empty when nothing has focus.
     private func focusedApplication() -> [String: String] {
-        guard let pid = try? windows.focusedProcess(), let executable = configuration.identifier.executable(of: pid) else { return [:] }
-        return ["executable": executable, "name": URL(fileURLWithPath: executable).lastPathComponent]
+        guard let pid = try? windows.focusedProcess(), let executable = configuration.inspector.executable(of: pid) else { return [:] }
+        return Self.applicationInfo(executable: executable)
+    }
+
+    /// An app that asked for its broadcast through the picker is the broadcast's application.
+    private static func applicationInfo(of host: PeerIdentity) -> [String: String] {
+        host.executable.map(applicationInfo(executable:)) ?? [:]
+    }
+
+    private static func applicationInfo(executable: String) -> [String: String] {
+        ["executable": executable, "name": URL(fileURLWithPath: executable).lastPathComponent]
     }
 }

@@ -21,17 +21,25 @@ public final class Daemon: Sendable, PickerBackend {
         public var mode: DaemonStatus.Mode
         /// The person the daemon serves: their own tools may read the store.
         public var ownerUID: UInt32
-        /// The person's own tools (the replay CLI beside replayd): run by the owner, they may
-        /// list, export and delete recordings and answer consent. Everything else is an app.
+        /// The person's own tools (the replay CLI beside replayd): run unmodified by the owner
+        /// (`PersonCheck`), they may list, export and delete recordings and answer consent.
+        /// Everything else is an app.
         public var trustedExecutables: Set<String>
         public var consent: ConsentBroker.Settings
         /// Port of the loopback consent and preview pages (0: any free one; nil: no pages).
         public var pagesPort: Int?
-        public var identifier: ExecutableIdentifier
+        /// Reads what a client process is (a system daemon asks its root helper).
+        public var inspector: ProcessInspector
         /// Where upload extensions' manifests are looked for, besides the system and user directories.
         public var extensionDirectories: [URL]
-        /// What sessions capture with and write to; nil: the X11 display `displayName`, PulseAudio and FFmpeg.
+        /// What sessions capture with and write to; nil: the `capture` backend, PulseAudio and FFmpeg.
         public var parts: SessionParts?
+        /// The screen's backend when `parts` is nil: the X display, or the ScreenCast portal.
+        public var capture = CaptureChoice.x11
+        /// Why `capture` (for `status`): the option that chose it, or what the session looked like.
+        public var captureReason = "the default"
+        /// Seconds the portal's dialog is waited for before a capture gives up.
+        public var screenChoiceTimeout: Double = 60
         /// Bytes of events queued for a client that does not read before it is disconnected.
         public var outboxLimit = ClientOutbox.defaultLimit
         var connectionCaps = ConnectionLimits.Caps.standard
@@ -39,7 +47,7 @@ public final class Daemon: Sendable, PickerBackend {
         public init(socketPath: String, store: URL, displayName: String?, idleExit: Duration? = nil,
                     mode: DaemonStatus.Mode = .user, ownerUID: UInt32 = getuid(), trustedExecutables: Set<String> = [],
                     consent: ConsentBroker.Settings = .init(), pagesPort: Int? = 0,
-                    identifier: ExecutableIdentifier = ExecutableIdentifier(), extensionDirectories: [URL] = []) {
+                    inspector: ProcessInspector = ProcessInspector(), extensionDirectories: [URL] = []) {
             self.socketPath = socketPath
             self.store = store
             self.displayName = displayName
@@ -49,7 +57,7 @@ public final class Daemon: Sendable, PickerBackend {
             self.trustedExecutables = trustedExecutables
             self.consent = consent
             self.pagesPort = pagesPort
-            self.identifier = identifier
+            self.inspector = inspector
             self.extensionDirectories = extensionDirectories
         }
 
@@ -73,6 +81,9 @@ public final class Daemon: Sendable, PickerBackend {
     /// Signalled when the last client hangs up during a shutdown.
     private let clientsGone = DispatchSemaphore(value: 0)
     private let limits: ConnectionLimits
+    private let personCheck: PersonCheck
+    /// Warnings about admitted or refused clients, a few a second at most.
+    private let admissionWarnings = Mutex(RateLimit(perSecond: 5))
     let state = Mutex(State())
 
     struct State {
@@ -93,7 +104,8 @@ public final class Daemon: Sendable, PickerBackend {
     public init(configuration: Configuration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
-        parts = configuration.parts ?? SessionParts(capture: X11CaptureBackend(displayName: configuration.displayName),
+        parts = configuration.parts ?? SessionParts(capture: configuration.capture.backend(displayName: configuration.displayName,
+                                                                                            dialogTimeout: configuration.screenChoiceTimeout),
                                                     extensions: SandboxedExtensionHost(logger: logger))
         store = try RecordingStore(directory: configuration.store)
         let pagesAddress = self.pagesAddress
@@ -121,8 +133,23 @@ public final class Daemon: Sendable, PickerBackend {
             listener = try UnixSocket.listen(path: configuration.socketPath, backlog: 128)
         }
         clients = ClientListener(listener: listener, logger: logger)
-        limits = ConnectionLimits(caps: configuration.connectionCaps)
+        var descriptors = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &descriptors)
+        limits = ConnectionLimits(caps: configuration.connectionCaps.fitting(descriptors: Int(clamping: descriptors.rlim_cur)))
+        personCheck = PersonCheck(ownerUID: configuration.ownerUID, trustedExecutables: configuration.trustedExecutables)
         pages.attach(self)
+    }
+
+    /// The capture backend and why, for the person's `status`.
+    var captureInfo: CaptureBackendInfo {
+        var remembered: Bool?
+        if case .portal(let tokens) = configuration.capture { remembered = tokens.token != nil }
+        return CaptureBackendInfo(backend: parts.capture.name, reason: configuration.captureReason, remembersScreenChoice: remembered)
+    }
+
+    /// Forgets the screen the person chose in the portal's dialog: the next capture asks again.
+    func forgetScreenChoice() {
+        if case .portal(let tokens) = configuration.capture { tokens.forget() }
     }
 
     /// The loopback pages' base URL (started on first use); nil with `--no-pages`.
@@ -143,14 +170,17 @@ public final class Daemon: Sendable, PickerBackend {
 
     /// Who a new client is, from the kernel, and whether it may stay (the connection caps).
     private func admit(_ fd: Int32) -> (@Sendable (any Channel) -> ClientConnection)? {
-        let peer = try? PeerIdentity(socket: fd, executableOf: configuration.identifier.executable(of:))
-        let isPerson = peer.map { peer in
-            peer.uid == configuration.ownerUID
-                && peer.executable.map { configuration.trustedExecutables.contains($0) } == true
-        } ?? false
+        var facts: ProcessFacts?
+        let peer = try? PeerIdentity(socket: fd) { [inspector = configuration.inspector] pid in
+            facts = inspector.facts(of: pid)
+            return facts?.executable
+        }
+        let verdict = peer.map { personCheck.verdict(uid: $0.uid, facts: facts) } ?? .app(mistrusted: nil)
+        let isPerson = verdict == .person
+        if case .app(let why?) = verdict { logRateLimited("a replay command is not trusted as the person: \(why)", peer: peer) }
         let uid = peer?.uid ?? UInt32.max
         if let refusal = limits.admit(uid: uid, isPerson: isPerson) {
-            logger.warning("refused a client: \(refusal)", metadata: ["peer": "\(peer?.description ?? "unknown peer")"])
+            logRateLimited("refused a client: \(refusal)", peer: peer)
             ClientListener.refuse(fd, code: .busy, message: refusal)
             return nil
         }
@@ -162,10 +192,19 @@ public final class Daemon: Sendable, PickerBackend {
         }
         return { [self] channel in
             let connection = ClientConnection(daemon: self, channel: ClientOutbox(channel: channel, limit: configuration.outboxLimit),
-                                              number: number, peer: peer, role: isPerson ? .person : .app)
+                                              number: number, peer: peer, role: isPerson ? .person : .app,
+                                              whyNotPerson: { if case .app(let why) = verdict { why } else { nil } }())
             logger.debug("client connected", metadata: ["peer": "\(connection.peerDescription)", "role": "\(connection.role)"])
             return connection
         }
+    }
+
+    /// A warning about a client, a few a second at most: a flood of clients is a few lines.
+    private func logRateLimited(_ message: String, peer: PeerIdentity?) {
+        guard let unsaid = admissionWarnings.withLock({ $0.admit() }) else { return }
+        var metadata: Logger.Metadata = ["peer": "\(peer?.description ?? "unknown peer")"]
+        if unsaid > 0 { metadata["warnings not logged before"] = "\(unsaid)" }
+        logger.warning("\(message)", metadata: metadata)
     }
 
     /// A connection's clean-up is done: its place is free again.

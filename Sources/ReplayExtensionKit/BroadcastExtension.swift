@@ -15,6 +15,9 @@ import Glibc
 /// surfaces as read-only descriptors; every later message is checked against them by
 /// `BroadcastCodec` before anything is touched.
 public enum BroadcastExtension {
+    /// Serves one broadcast with `handler`, on the calling thread, and exits the process when
+    /// it is over: status 0 after `finished`, 3 (with the reason on standard error) when replayd
+    /// broke the protocol or went away. Call it once, from `main`.
     public static func run(_ handler: BroadcastSampleHandler) -> Never {
         signal(SIGPIPE, SIG_IGN)
         let fd = ProcessInfo.processInfo.environment["OPENREPLAYKIT_BROADCAST_FD"].flatMap(Int32.init) ?? 3
@@ -27,8 +30,10 @@ public enum BroadcastExtension {
         }
     }
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    /// Why the extension's side of the broadcast ends: replayd broke the protocol, or went away.
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+        package init(description: String) { self.description = description }
     }
 
     /// One broadcast, from `hello` to `finished`.
@@ -39,6 +44,9 @@ public enum BroadcastExtension {
         var surfaces: [SharedSurface] = []
         var limits = BroadcastCodec.Surfaces.none
         let sendLock = Mutex(())
+        /// Set once the handler has called `finishBroadcast(error:)`: from then on it hears
+        /// only `broadcastFinished`.
+        let finishing = Atomic<Bool>(false)
 
         init(socket: Int32, handler: BroadcastSampleHandler) {
             self.socket = socket
@@ -46,6 +54,7 @@ public enum BroadcastExtension {
         }
 
         func send(_ message: BroadcastMessage) {
+            if case .finish = message { finishing.store(true, ordering: .releasing) }
             sendLock.withLock { _ in try? DescriptorPassing.send(socket: socket, bytes: BroadcastCodec.encode(message), descriptors: []) }
         }
 
@@ -90,14 +99,29 @@ public enum BroadcastExtension {
 
         /// Hands one message to the handler; true once the broadcast is over.
         private func dispatch(_ message: BroadcastMessage) throws -> Bool {
+            if finishing.load(ordering: .acquiring) {
+                // The handler has ended the broadcast: samples go back unseen, and nothing but
+                // `broadcastFinished` reaches it (ReplayKit's order).
+                switch message {
+                case .video(let frame): send(.release(surface: frame.surface))
+                case .audio(let period): send(.release(surface: period.surface))
+                case .started, .annotated, .paused, .resumed: break
+                default: return try dispatchInOrder(message)
+                }
+                return false
+            }
+            return try dispatchInOrder(message)
+        }
+
+        private func dispatchInOrder(_ message: BroadcastMessage) throws -> Bool {
             switch message {
             case .started(let setup): handler.broadcastStarted(setupInfo: setup)
             case .annotated(let info): handler.broadcastAnnotated(applicationInfo: info)
-            case .video(let frame): handler.processSampleBuffer(.video(try picture(frame)), type: .video)
+            case .video(let frame): handler.processSampleBuffer(.video(try picture(frame)))
             case .audio(let period):
                 let buffer = audio(period)
                 send(.release(surface: period.surface))
-                handler.processSampleBuffer(.audio(buffer), type: period.source == .app ? .appAudio : .micAudio)
+                handler.processSampleBuffer(.audio(buffer))
             case .paused: handler.broadcastPaused()
             case .resumed: handler.broadcastResumed()
             case .finished:
@@ -113,21 +137,8 @@ public enum BroadcastExtension {
         /// The picture in place in its surface: no copy. The surface goes back to replayd
         /// when the handler's last reference to the picture is gone.
         private func picture(_ frame: BroadcastMessage.VideoFrame) throws -> VideoSample {
-            let width = Int(frame.width), height = Int(frame.height)
-            let base = frame.planes[0].offset
-            let luma = UInt64(width * height)
-            // ReplayMedia's pictures are tightly packed I420; that is what replayd sends.
-            guard frame.planes[0].stride == frame.width, frame.planes[1].offset == base + luma,
-                  frame.planes[2].offset == base + luma + luma / 4, frame.planes[1].stride == frame.width / 2 else {
-                throw Failure(description: "video layout is not packed I420")
-            }
-            let surface = surfaces[Int(frame.surface)]
-            let region = UnsafeMutableRawBufferPointer(
-                mutating: UnsafeRawBufferPointer(rebasing: surface.bytes[Int(base)..<Int(base) + PixelBuffer.byteCount(width: width, height: height)]))
             let index = frame.surface
-            let storage = PixelStorage(borrowing: region) { [self] in send(.release(surface: index)) }
-            return VideoSample(time: MediaTime(nanoseconds: frame.time), pixels: PixelBuffer(width: width, height: height, storage: storage),
-                               orientation: Orientation(rawValue: frame.orientation.rawValue) ?? .up)
+            return try ReceivedPicture.sample(of: frame, in: surfaces[Int(index)].bytes) { [self] in send(.release(surface: index)) }
         }
 
         /// Audio is small: copied out of its surface at once, so the surface is free again.

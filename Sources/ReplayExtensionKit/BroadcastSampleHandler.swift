@@ -2,13 +2,6 @@ public import ReplayMedia
 package import ReplayIPC
 import Synchronization
 
-/// Which stream a sample belongs to, as ReplayKit's RPSampleBufferType.
-public enum SampleBufferType: Sendable, Equatable {
-    case video
-    case appAudio
-    case micAudio
-}
-
 /// Subclass this to build an upload extension, as ReplayKit's RPBroadcastSampleHandler: the
 /// daemon captures, and hands the samples to your `processSampleBuffer` in a sandboxed
 /// process limited to 50 MB; you encode and upload them.
@@ -23,18 +16,29 @@ open class BroadcastSampleHandler {
     /// or a test harness.
     package var host: (any BroadcastHost)?
 
+    /// A handler not yet connected: `BroadcastExtension.run` or a `BroadcastHarness` connects it.
     public init() {}
 
     /// The broadcast began; `setupInfo` holds what the person entered in the picker
-    /// (account, stream key, title…).
+    /// (account, stream key, title…). Returning takes the start; calling
+    /// `finishBroadcast(error:)` in it fails the start with that message.
     open func broadcastStarted(setupInfo: [String: String]) {}
+    /// The person paused: no samples arrive until `broadcastResumed` (a service may show a
+    /// still picture meanwhile).
     open func broadcastPaused() {}
+    /// Samples flow again after a pause.
     open func broadcastResumed() {}
+    /// The broadcast ended (stopped, or after your own `finishBroadcast(error:)`): send what
+    /// is queued and close the stream, within 5 s of replayd's `finished` (then it kills the
+    /// sandbox); the process exits when this returns.
     open func broadcastFinished() {}
-    /// The app in focus (`bundleIdentifier`-like `executable`, `name`), so a service can help
-    /// viewers find the broadcast.
+    /// The broadcast's app (`executable`, `name`: the app that asked through the picker, else
+    /// the one in focus; empty when there is none), so a service can help viewers find it.
     open func broadcastAnnotated(applicationInfo: [String: String]) {}
-    open func processSampleBuffer(_ sample: SampleBuffer, type: SampleBufferType) {}
+    /// A picture, or a period of one audio source's sound (`AudioBuffer.source`: the app's
+    /// or the microphone's): the sample says what it is, in one place. Return promptly: the
+    /// heartbeat is answered on this same thread, and a callback blocked for 5 s is taken as hung.
+    open func processSampleBuffer(_ sample: SampleBuffer) {}
 
     /// Ends the broadcast, showing `error` to the person (and the host app).
     public final func finishBroadcast(error: String) {

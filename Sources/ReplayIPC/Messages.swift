@@ -56,6 +56,11 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     /// to this connection as `broadcastUpdated`; the app may pause, resume and stop it.
     /// `scope` `.app` broadcasts only this process's windows; nil (absent on the wire) is `.screen`.
     case showBroadcastPicker(preferredExtension: String?, microphone: Bool, scope: BroadcastScope? = nil)
+
+    // Capture sources (the person's own tools).
+    /// Forgets the screen the desktop's portal dialog chose (its restore token): the next
+    /// capture asks the person again. Answered with `screenChoiceForgotten`.
+    case forgetScreenChoice
 }
 
 public struct RecordingOptions: Codable, Sendable, Equatable {
@@ -136,6 +141,11 @@ public enum DaemonEvent: Codable, Sendable, Equatable {
     case pickerOffered(offer: PickerOffer)
     /// To the app that opened the picker: its broadcast's state, never its samples.
     case broadcastUpdated(status: BroadcastStatus)
+    /// The portal's restore token is forgotten (there may have been none).
+    case screenChoiceForgotten
+    /// To the person's own tools, before `recordingStarted`: no screen choice is remembered,
+    /// so the desktop is asking which screen to share; replayd waits up to `seconds`.
+    case waitingForScreenChoice(seconds: Int)
     /// The request failed; the daemon closes the connection after a protocol error.
     case error(code: ErrorCode, message: String)
 }
@@ -255,13 +265,34 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     public var store: String?
     /// The loopback address of the consent and preview pages.
     public var pagesURL: String?
+    /// How the screen is captured, and why; told only to the person's own tools.
+    public var capture: CaptureBackendInfo?
 
-    public init(pid: Int32, display: String?, activeRecordings: [String], mode: Mode, store: String?, pagesURL: String?) {
+    public init(pid: Int32, display: String?, activeRecordings: [String], mode: Mode, store: String?, pagesURL: String?,
+                capture: CaptureBackendInfo? = nil) {
         self.pid = pid
         self.display = display
         self.activeRecordings = activeRecordings
         self.mode = mode
         self.store = store
         self.pagesURL = pagesURL
+        self.capture = capture
+    }
+}
+
+/// The daemon's capture backend, in `status`.
+public struct CaptureBackendInfo: Codable, Sendable, Equatable {
+    /// `x11`, or `portal` (the ScreenCast portal and PipeWire).
+    public var backend: String
+    /// Why this one: `--capture`, or what the session looked like (`WAYLAND_DISPLAY` set…).
+    public var reason: String
+    /// With the portal: whether a screen the person chose is remembered (a restore token),
+    /// so no dialog comes up; nil with X11, which has no such choice.
+    public var remembersScreenChoice: Bool?
+
+    public init(backend: String, reason: String, remembersScreenChoice: Bool? = nil) {
+        self.backend = backend
+        self.reason = reason
+        self.remembersScreenChoice = remembersScreenChoice
     }
 }

@@ -8,24 +8,49 @@ import Synchronization
 ///
 /// A pool can also be fixed: a set of storages given up front (shared surfaces an upload
 /// extension reads), never grown, so when all are in use `take` has nothing to give.
+///
+/// Pictures are taken (and written) only by producers inside this package; outside it a
+/// pool is a type capture sources expose, not a way to make pictures (`PixelBuffer(fill:)` is).
 public final class PixelBufferPool: Sendable {
     private let storages: Mutex<[PixelStorage]>
     private let isFixed: Bool
+    /// For a fixed pool: the size its storages are for, and where pictures of any other size
+    /// (a screen that changed size) are taken instead.
+    private let fixedSize: (width: Int, height: Int)?
+    private let otherSizes: PixelBufferPool?
 
+    /// A pool that grows as needed.
     public init() {
         storages = Mutex([])
         isFixed = false
+        fixedSize = nil
+        otherSizes = nil
     }
 
     /// A pool of exactly these storages.
-    public init(fixed: [PixelStorage]) {
+    package init(fixed: [PixelStorage]) {
         storages = Mutex(fixed)
         isFixed = true
+        fixedSize = nil
+        otherSizes = nil
     }
 
-    /// A picture of this size in recycled memory where some is free, new memory otherwise;
-    /// nil when a fixed pool has none free (the caller drops the frame).
-    public func take(width: Int, height: Int) -> PixelBuffer? {
+    /// A pool of exactly these storages for pictures of `size`; pictures of another size come
+    /// from a growing pool of their own (to be fitted into a storage of this one by the consumer).
+    package init(fixed: [PixelStorage], size: (width: Int, height: Int)) {
+        storages = Mutex(fixed)
+        isFixed = true
+        fixedSize = size
+        otherSizes = PixelBufferPool()
+    }
+
+    /// A picture of this size and format in recycled memory where some is free, new memory
+    /// otherwise; nil when a fixed pool has none free (the caller drops the frame). Its bytes
+    /// are whatever the memory last held: the producer (in this package) writes all of them.
+    package func take(width: Int, height: Int, format: PictureFormat) -> PixelBuffer? {
+        if let fixedSize, let otherSizes, fixedSize != (width, height) {
+            return otherSizes.take(width: width, height: height, format: format)
+        }
         let byteCount = PixelBuffer.byteCount(width: width, height: height)
         let storage = storages.withLock { storages -> PixelStorage? in
             if isFixed {
@@ -44,7 +69,7 @@ public final class PixelBufferPool: Sendable {
             storages.append(fresh)
             return fresh
         }
-        return storage.map { PixelBuffer(width: width, height: height, storage: $0) }
+        return storage.map { PixelBuffer(width: width, height: height, format: format, storage: $0) }
     }
 
     /// How many storages the pool holds (in use or free).

@@ -9,8 +9,11 @@ public import ReplayMedia
 /// (clock drift) or a large one (a gap in capture) is corrected by inserting silence or
 /// dropping samples.
 public struct AudioTimeline: Sendable {
+    /// When sample frame 0 is heard, on the monotonic clock.
     public let origin: MediaTime
+    /// Frames per second (of the input and the output: the timeline does not resample).
     public let sampleRate: Int
+    /// Samples per frame.
     public let channels: Int
     /// The averaged disagreement that triggers a correction.
     public let tolerance: MediaTime
@@ -21,13 +24,15 @@ public struct AudioTimeline: Sendable {
 
     /// Index of the next sample frame the timeline will emit.
     public private(set) var nextIndex: Int64 = 0
-    /// Frames of silence inserted and dropped so far, for diagnostics.
+    /// Frames of silence inserted so far, for diagnostics.
     public private(set) var insertedFrames: Int64 = 0
+    /// Frames of captured audio dropped so far, for diagnostics.
     public private(set) var droppedFrames: Int64 = 0
     private var averageError: Double = 0
     private var settling: [AudioBuffer] = []
     private var anchored = false
 
+    /// A timeline from `origin`; the defaults suit 10 ms capture reads.
     public init(origin: MediaTime, sampleRate: Int, channels: Int,
                 tolerance: MediaTime = MediaTime(nanoseconds: 4_000_000),
                 discontinuity: MediaTime = MediaTime(nanoseconds: 200_000_000),

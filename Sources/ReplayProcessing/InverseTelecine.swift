@@ -18,6 +18,7 @@ public import ReplayMedia
 /// Used by one thread at a time; a picture is compared with the one before it, so the
 /// previous picture stays referenced (one more buffer held from the capture pool).
 public struct InverseTelecine: Sendable {
+    /// The capture's frame rate: 30 or 60 (any other rate passes every frame unchanged).
     public let inputRate: Int
     /// The pulldowns that can appear at this input rate; none when it is not 30 or 60.
     private let cadences: [Cadence]
@@ -37,12 +38,14 @@ public struct InverseTelecine: Sendable {
         var clock: FilmClock
     }
 
+    /// A detector for frames captured at `inputRate` frames per second.
     public init(inputRate: Int) {
         self.inputRate = inputRate
         cadences = inputRate == 30 || inputRate == 60 ? [24, 25].map { Cadence(contentRate: $0, inputRate: inputRate) } : []
         window = 3 * (cadences.map(\.period).max() ?? 0)
     }
 
+    /// True while a pulldown pattern holds and its duplicates are being dropped.
     public var isLocked: Bool { lock != nil }
 
     /// The film's frame rate (24 or 25) while locked.
@@ -88,19 +91,19 @@ public struct InverseTelecine: Sendable {
         return nil
     }
 
-    /// True when both pictures have the same size and the same bytes in all three planes.
+    /// True when both pictures have the same size, format and bytes in all three planes.
     ///
     /// Pictures that differ are cheap: 16 luma rows spread over the picture are compared
     /// first (a change taller than a sixteenth of it, such as a video in a window, crosses
     /// one), then everything, with a `memcmp` that stops at the first difference. Identical
     /// pictures must be compared to the last byte: one `memcmp` over both, memory-bound.
     public static func isDuplicate(_ a: PixelBuffer, _ b: PixelBuffer) -> Bool {
-        guard a.width == b.width, a.height == b.height else { return false }
+        guard a.width == b.width, a.height == b.height, a.format == b.format else { return false }
         // Capture repeating a picture may hand over the same memory; it is not rewritten
         // once shared.
         if a.storage === b.storage { return true }
-        let first = UnsafeRawPointer(a.baseAddress)
-        let second = UnsafeRawPointer(b.baseAddress)
+        let first = a.baseAddress
+        let second = b.baseAddress
         let probes = min(a.height, 16)
         for probe in 0..<probes {
             let row = (2 * probe + 1) * a.height / (2 * probes)

@@ -1,18 +1,53 @@
 import CYUV
 public import ReplayMedia
 
-/// BGRA (X11's 32-bit little-endian pixels) to I420, with libyuv's SIMD rows.
+/// BGRA (X11's 32-bit little-endian pixels) or RGBA (some PipeWire producers) to I420, with
+/// libyuv's SIMD rows.
 public enum PixelConverter {
+    /// What both conversions write: libyuv's `ARGBToI420` and `ABGRToI420` use its BT.601
+    /// video-range coefficients (`kYuvI601Constants`; the full-range ones are its `…ToJ420`):
+    /// white becomes luma 235, black 16. Pictures to convert into are taken with this format.
+    public static let format = PictureFormat.bt601VideoRange
+
     /// Converts the top-left `destination.width` x `destination.height` pixels of a BGRA
-    /// image; a wider or taller source (an odd edge) is cropped.
-    public static func convertBGRA(
-        _ source: UnsafeRawPointer, bytesPerRow: Int, into destination: PixelBuffer
-    ) {
+    /// image; a wider or taller source (an odd edge) is cropped. `destination` (of
+    /// `PixelConverter.format`) is written in place: a picture of this package's, not yet shared.
+    package static func convertBGRA(_ source: UnsafeRawPointer, bytesPerRow: Int, into destination: PixelBuffer) {
+        // libyuv's "ARGB" is B, G, R, A in memory: exactly X11's little-endian 32-bit pixels.
+        convert(source, bytesPerRow: bytesPerRow, into: destination, with: ARGBToI420)
+    }
+
+    /// The same for red-first pixels (R, G, B, A in memory: PipeWire's RGBx/RGBA).
+    package static func convertRGBA(_ source: UnsafeRawPointer, bytesPerRow: Int, into destination: PixelBuffer) {
+        // libyuv's "ABGR" is R, G, B, A in memory.
+        convert(source, bytesPerRow: bytesPerRow, into: destination, with: ABGRToI420)
+    }
+
+    /// A new picture of the top-left `width` x `height` (even) pixels of a BGRA image whose
+    /// rows are `bytesPerRow` apart, in `PixelConverter.format`.
+    public static func pictureFromBGRA(_ source: UnsafeRawPointer, bytesPerRow: Int, width: Int, height: Int) -> PixelBuffer {
+        let picture = PixelBuffer(width: width, height: height, format: format)
+        convertBGRA(source, bytesPerRow: bytesPerRow, into: picture)
+        return picture
+    }
+
+    /// The same for an RGBA image (R, G, B, A in memory).
+    public static func pictureFromRGBA(_ source: UnsafeRawPointer, bytesPerRow: Int, width: Int, height: Int) -> PixelBuffer {
+        let picture = PixelBuffer(width: width, height: height, format: format)
+        convertRGBA(source, bytesPerRow: bytesPerRow, into: picture)
+        return picture
+    }
+
+    /// A libyuv packed-32-bit-to-I420 function: source, its stride, then Y, U, V and their strides, width, height.
+    private typealias ToI420 = (UnsafePointer<UInt8>?, Int32, UnsafeMutablePointer<UInt8>?, Int32, UnsafeMutablePointer<UInt8>?,
+                                Int32, UnsafeMutablePointer<UInt8>?, Int32, Int32, Int32) -> Int32
+
+    private static func convert(_ source: UnsafeRawPointer, bytesPerRow: Int, into destination: PixelBuffer, with function: ToI420) {
+        precondition(destination.format == format, "the conversion writes \(format), not \(destination.format)")
         let width = destination.width, height = destination.height
         let yStride = destination.stride(ofPlane: 0), cStride = destination.stride(ofPlane: 1)
-        let base = destination.baseAddress.assumingMemoryBound(to: UInt8.self)
-        // libyuv's "ARGB" is B, G, R, A in memory: exactly X11's little-endian 32-bit pixels.
-        _ = ARGBToI420(
+        let base = destination.mutableBaseAddress.assumingMemoryBound(to: UInt8.self)
+        _ = function(
             source.assumingMemoryBound(to: UInt8.self), Int32(bytesPerRow),
             base, Int32(yStride), base + destination.offset(ofPlane: 1), Int32(cStride),
             base + destination.offset(ofPlane: 2), Int32(cStride), Int32(width), Int32(height))

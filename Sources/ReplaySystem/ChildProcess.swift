@@ -63,6 +63,49 @@ public final class ChildProcess: Sendable {
         self.pid = pid
     }
 
+    /// The Landlock ABI this kernel offers, 0 for none; `landlockScopes` needs 6.
+    public static let landlockABI = Int(CShims_landlock_abi())
+
+    /// Starts `path` confined (`CShims_spawn_confined`): no new privileges, a seccomp filter
+    /// against ptrace and reading other processes' memory, and with `landlockScopes` no
+    /// abstract unix socket or signal beyond its own Landlock domain; everything it execs
+    /// inherits these. It is started from `SpawnThread`, which lives as long as this process,
+    /// so a parent-death signal it sets fires only when this process ends.
+    public init(confinedPath path: String, arguments: [String], environment: [String: String], landlockScopes: Bool,
+                stderr: Stream = .null, inheriting: [(Int32, Int32)] = []) throws(SystemError) {
+        self.path = path
+        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+        guard null >= 0 else { throw SystemError(call: "open(/dev/null)", errno: errno) }
+        defer { close(null) }
+        let stderrSource: Int32 = if case .descriptor(let fd) = stderr { fd } else { null }
+        let handed = [(null, Int32(0)), (null, 1), (stderrSource, 2)] + inheriting
+        let result = SpawnThread.shared.run {
+            let argv = ([path] + arguments).map { strdup($0) } + [nil]
+            let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+            defer {
+                argv.forEach { free($0) }
+                envp.forEach { free($0) }
+            }
+            let sources = handed.map(\.0), targets = handed.map(\.1)
+            return path.withCString { path in
+                argv.withUnsafeBufferPointer { argv in
+                    envp.withUnsafeBufferPointer { envp in
+                        sources.withUnsafeBufferPointer { sources in
+                            targets.withUnsafeBufferPointer { targets in
+                                var spawn = CShims_confined_spawn(
+                                    path: path, argv: argv.baseAddress, envp: envp.baseAddress, sources: sources.baseAddress,
+                                    targets: targets.baseAddress, count: Int32(handed.count), scope: landlockScopes ? 1 : 0)
+                                return CShims_spawn_confined(&spawn)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        guard result > 0 else { throw SystemError(call: "confined spawn(\(path))", errno: -result) }
+        pid = result
+    }
+
     /// This process's environment with `changes` applied.
     public static func environment(adding changes: [String: String]) -> [String: String] {
         var environment: [String: String] = [:]

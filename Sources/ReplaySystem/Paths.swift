@@ -32,6 +32,16 @@ public enum ReplayPaths {
         return base.appendingPathComponent("openreplaykit/recordings")
     }
 
+    /// `$XDG_STATE_HOME/openreplaykit`, by default under `~/.local/state`: the daemon's private
+    /// state (the portal's restore token), which is neither a recording nor a setting.
+    public static func defaultState(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        if let dir = environment["XDG_STATE_HOME"], !dir.isEmpty {
+            return URL(fileURLWithPath: dir).appendingPathComponent("openreplaykit")
+        }
+        let home = environment["HOME"] ?? NSHomeDirectory()
+        return URL(fileURLWithPath: home).appendingPathComponent(".local/state/openreplaykit")
+    }
+
     /// An executable installed beside the running one (all products build into one folder);
     /// from a test bundle, which lives in a subfolder of the build folder, the nearest folder
     /// above that holds it.

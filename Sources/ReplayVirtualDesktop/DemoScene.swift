@@ -27,6 +27,14 @@ public enum DemoScene {
         Thread.detachNewThread { BeepPlayer.run(epoch: epoch, stop: stop) }
         try FlashPainter(frameRate: frameRate).run(epoch: epoch)
     }
+
+    /// Only the scene's sound: a beep at each whole second of the monotonic clock from
+    /// `epoch` on, until the process is killed. The Wayland desktop's scene pairs it with a
+    /// picture client that flashes on the same instants.
+    public static func playBeeps(epoch: Int64) -> Never {
+        BeepPlayer.run(epoch: epoch, stop: StopFlag())
+        exit(1)  // it returns only when there is no audio server
+    }
 }
 
 /// Draws the scene into a full-screen window with plain XCB fills.

@@ -20,10 +20,28 @@ import Glibc
 /// the desktop starts stops the desktop instead of running the command. The exit status is
 /// the command's (128 + the signal when one ended it); 1 when the desktop cannot start, 127
 /// when the command cannot be run.
+///
+/// `--wayland-desktop` runs it in a headless Wayland desktop instead (mutter, PipeWire, the
+/// ScreenCast portal, pipewire-pulse; a moving 1920x1080 scene): the command gets its
+/// WAYLAND_DISPLAY, XDG_RUNTIME_DIR, session bus and PULSE_SERVER, and in
+/// `$OPENREPLAYKIT_SCREENCAST_TOKEN` the restore token that opens a screen cast of its
+/// monitor without a dialog (what `bench/run --wayland` measures on).
 enum DesktopCommand {
-    static func run(_ command: [String]) -> Int32 {
+    enum Kind {
+        case x11
+        case wayland
+    }
+
+    /// Either desktop, as the command sees it.
+    private struct Started {
+        let directory: URL
+        let environment: [String: String]
+        let stop: () -> Void
+    }
+
+    static func run(_ command: [String], on kind: Kind = .x11) -> Int32 {
         guard let name = command.first else {
-            printError("usage: replay-demo-scene --desktop [--] COMMAND [ARGUMENT...]")
+            printError("usage: replay-demo-scene --desktop|--wayland-desktop [--] COMMAND [ARGUMENT...]")
             return 2
         }
         let forwarder = Forwarder()
@@ -36,9 +54,18 @@ enum DesktopCommand {
         }
         defer { sources.forEach { $0.cancel() } }
 
-        let desktop: VirtualDesktop
+        let desktop: Started
         do {
-            desktop = try VirtualDesktop.start()
+            switch kind {
+            case .x11:
+                let x11 = try VirtualDesktop.start()
+                desktop = Started(directory: x11.directory, environment: x11.environment, stop: x11.stop)
+            case .wayland:
+                let wayland = try WaylandDesktop.start(WaylandDesktop.Options(width: 1920, height: 1080, audio: true))
+                desktop = Started(directory: wayland.directory,
+                                  environment: wayland.environment.merging(["OPENREPLAYKIT_SCREENCAST_TOKEN": wayland.restoreToken]) { $1 },
+                                  stop: wayland.stop)
+            }
         } catch {
             printError("error: cannot start the virtual desktop: \(error)")
             return 1
@@ -46,10 +73,12 @@ enum DesktopCommand {
         defer { desktop.stop() }
 
         let path = executablePath(name)
-        let environment = ChildProcess.environment(adding: desktop.environment.merging([
+        var environment = ChildProcess.environment(adding: desktop.environment.merging([
             ReplayPaths.socketVariable: desktop.directory.appendingPathComponent("replayd.sock").path,
             ReplayPaths.virtualDesktopVariable: desktop.directory.path,
         ]) { _, new in new })
+        // On the Wayland desktop nothing may fall back to an X display of the machine's.
+        if kind == .wayland { environment["DISPLAY"] = nil }
         let started = forwarder.start {
             try ChildProcess(path: path, arguments: Array(command.dropFirst()), environment: environment,
                              stdin: .descriptor(0), stdout: .descriptor(1), stderr: .descriptor(2))

@@ -2,10 +2,19 @@ import Foundation
 import ReplayVirtualDesktop
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.first == "--desktop" {
+if arguments.first == "--desktop" || arguments.first == "--wayland-desktop" {
     // Runs a command in a virtual desktop of its own (how `replay record` brings one).
     let command = arguments.dropFirst().first == "--" ? Array(arguments.dropFirst(2)) : Array(arguments.dropFirst())
-    exit(DesktopCommand.run(command))
+    exit(DesktopCommand.run(command, on: arguments.first == "--desktop" ? .x11 : .wayland))
+}
+
+if arguments.first == "--beeps" {
+    // The scene's sound alone, beeping on whole seconds of the monotonic clock from EPOCH_NS.
+    guard arguments.count == 2, let epoch = Int64(arguments[1]) else {
+        FileHandle.standardError.write(Data("usage: replay-demo-scene --beeps EPOCH_NS\n".utf8))
+        exit(2)
+    }
+    DemoScene.playBeeps(epoch: epoch)
 }
 
 // A separate X and audio client, like any app on the desktop: moving content and a

@@ -12,7 +12,7 @@ extension Replay {
 
                 Examples:
                   replay extensions list
-                  replay broadcast start --extension rtmp --setup url=rtmp://live.example/app --setup key=SECRET
+                  replay broadcast start --extension rtmp --setup url=rtmp://live.example/app --setup key=@stream-key.txt
                   replay broadcast pick             (choose a service and its setup on this terminal)
                   replay broadcast status
                   replay broadcast pause | resume | stop
@@ -36,8 +36,12 @@ extension Replay.Broadcast {
             abstract: "Start broadcasting through an extension.",
             discussion: """
                 'replay extensions list' shows each extension's setup keys (? marks optional
-                ones). For example, after 'replay broadcast start':
-                  --extension rtmp --setup url=rtmp://host/app --setup key=STREAM-KEY
+                ones). A secret field (a stream key, a bearer token) never goes on the command
+                line, where every user of the computer can read it: give it as KEY=@FILE (read
+                from FILE), KEY=- (read from standard input) or in a --setup-file.
+                For example, after 'replay broadcast start':
+                  --extension rtmp --setup url=rtmp://host/app --setup key=@stream-key.txt
+                  --extension rtmp --setup-file rtmp-setup.txt     (lines of KEY=VALUE)
                   --extension srt --setup url=srt://host:9000 --mic
                   --extension hls --setup dir=/srv/www/live --setup mode=screencast
                   --extension webrtc --setup viewer-port=auto
@@ -50,8 +54,13 @@ extension Replay.Broadcast {
         @Option(help: "The extension's id, as 'replay extensions list' shows it.")
         var `extension`: String
 
-        @Option(name: .customLong("setup"), help: "A setup field, KEY=VALUE (repeat for each).")
+        @Option(name: .customLong("setup"), help: ArgumentHelp(
+            "A setup field, KEY=VALUE (repeat for each); KEY=@FILE reads the value from FILE, KEY=- from standard input.",
+            discussion: "Secret fields (a stream key) are refused as KEY=VALUE: every user can read command lines."))
         var setupPairs: [String] = []
+
+        @Option(name: .customLong("setup-file"), help: "A file of setup fields, one KEY=VALUE a line ('#' starts a comment).")
+        var setupFile: String?
 
         @Flag(help: "Also send the microphone.")
         var mic = false
@@ -70,13 +79,10 @@ extension Replay.Broadcast {
         }
 
         func run() throws {
-            var setup: [String: String] = [:]
-            for pair in setupPairs {
-                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                setup[String(parts[0])] = String(parts[1])
-            }
             try reportingFailure {
-                let request = BroadcastRequest(extensionID: `extension`, setup: setup, microphone: mic, fps: fps)
+                let setup = try SetupValues.read(pairs: setupPairs, file: setupFile)
+                try SetupValues.refuseSecretsOnCommandLine(setup, extensionID: `extension`, socket: daemon.socket)
+                let request = BroadcastRequest(extensionID: `extension`, setup: setup.values, microphone: mic, fps: fps)
                 let status = try DaemonClient.ask(.startBroadcast(request: request), socket: daemon.socket) {
                     if case .broadcastStarted(let status) = $0 { status } else { nil }
                 }
@@ -190,5 +196,70 @@ private func printStatus(_ list: [BroadcastStatus], json: Bool) {
         if !details.isEmpty { line += "\n  " + details.map { "\($0.key): \($0.value)" }.joined(separator: ", ") }
         if let error = status.lastError { line += "\n  error: \(error)" }
         print(line)
+    }
+}
+
+/// An extension's setup as `broadcast start` was given it, and which values were typed out
+/// on the command line (and so are readable by every user in /proc/PID/cmdline).
+struct SetupValues {
+    var values: [String: String] = [:]
+    var onCommandLine: Set<String> = []
+
+    /// `KEY=VALUE`, `KEY=@FILE` or `KEY=-` pairs, after the lines of `file`.
+    static func read(pairs: [String], file: String?) throws -> SetupValues {
+        var setup = SetupValues()
+        if let file {
+            for line in try contents(of: file).split(whereSeparator: \.isNewline) {
+                let text = line.trimmingCharacters(in: .whitespaces)
+                guard !text.isEmpty, !text.hasPrefix("#") else { continue }
+                guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
+                    throw DaemonClient.Failure(description: "\(file): a line must be KEY=VALUE, not '\(text)'")
+                }
+                setup.values[String(text[..<equals]).trimmingCharacters(in: .whitespaces)] = String(text[text.index(after: equals)...])
+            }
+        }
+        var readStandardInput = false
+        for pair in pairs {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let key = String(parts[0]), value = String(parts[1])
+            if value == "-" {
+                guard !readStandardInput else { throw DaemonClient.Failure(description: "only one --setup KEY=- can read standard input") }
+                readStandardInput = true
+                setup.values[key] = withoutFinalNewline(String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self))
+            } else if value.hasPrefix("@") {
+                setup.values[key] = withoutFinalNewline(try contents(of: String(value.dropFirst())))
+            } else {
+                setup.values[key] = value
+                setup.onCommandLine.insert(key)
+            }
+        }
+        return setup
+    }
+
+    /// Refuses, before anything is sent, a secret field typed out on the command line.
+    static func refuseSecretsOnCommandLine(_ setup: SetupValues, extensionID: String, socket: String?) throws {
+        guard !setup.onCommandLine.isEmpty else { return }
+        let extensions = try DaemonClient.ask(.listExtensions, socket: socket) { if case .extensions(let list) = $0 { list } else { nil } }
+        guard let manifest = extensions.first(where: { $0.manifest.id == extensionID })?.manifest else { return }
+        for field in manifest.setupFields where field.kind == .secret && setup.onCommandLine.contains(field.key) {
+            throw DaemonClient.Failure(description: """
+                '\(field.key)' (\(field.label)) is a secret, and every user of this computer can read a command line \
+                (ps, /proc/PID/cmdline); it was not sent. Pass it as --setup \(field.key)=@FILE (read from a file only you can read), \
+                --setup \(field.key)=- (read from standard input), or as a line \(field.key)=VALUE in --setup-file FILE
+                """)
+        }
+    }
+
+    private static func contents(of path: String) throws -> String {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw DaemonClient.Failure(description: "cannot read \(path)")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    private static func withoutFinalNewline(_ text: String) -> String {
+        var text = text
+        while text.last?.isNewline == true { text.removeLast() }
+        return text
     }
 }

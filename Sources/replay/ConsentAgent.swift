@@ -16,7 +16,9 @@ extension Replay {
                 executable the kernel reports, not the app's own word) and what it would capture. \
                 On a terminal it asks you; each request also has a loopback page with Allow and \
                 Don't Allow, whose address only agents see. An app's request to show a preview \
-                arrives here too, as a page address.
+                arrives here too, as a page address. Each address opens its page once, in the \
+                first browser that follows it, and expires unused (consent: when the app stops \
+                waiting; preview: 5 minutes; picker: 10 minutes).
 
                 Examples:
                   replay consent-agent                 (ask on this terminal)
@@ -29,7 +31,7 @@ extension Replay {
         @Flag(help: "Print each event as one JSON line and never answer here (scripts; answer on the page).")
         var json = false
 
-        @Flag(help: "Open consent and preview pages with xdg-open (or $BROWSER).")
+        @Flag(help: "Open consent, preview and picker pages with xdg-open (or $BROWSER), through a private redirect file: page addresses never appear on a command line.")
         var open = false
 
         func run() throws {
@@ -93,12 +95,69 @@ extension Replay {
         }
 
         private func openInBrowser(_ url: String) {
-            let browser = ProcessInfo.processInfo.environment["BROWSER"] ?? "/usr/bin/xdg-open"
             do {
-                _ = try ChildProcess(path: browser, arguments: [url], environment: ProcessInfo.processInfo.environment)
+                try PageOpener.open(url)
             } catch {
-                printError("cannot open \(url) with \(browser): \(error)")
+                printError("cannot open the page in a browser: \(error)")
             }
+        }
+    }
+}
+
+/// Opens a loopback page in the person's browser without putting its address on a command
+/// line: every user can read command lines (`ps`, /proc/PID/cmdline), and the address holds
+/// the page's one-time link. The browser gets the path of a redirect file instead, mode 0600
+/// in the person's private runtime folder, that sends it on to the page.
+enum PageOpener {
+    /// Redirect files older than this are removed when the next page opens: by then the
+    /// browser has followed them, and their links are spent or expired.
+    static let keep: TimeInterval = 600
+
+    static func open(_ url: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        let browser = environment["BROWSER"].flatMap { $0.isEmpty ? nil : $0 } ?? "/usr/bin/xdg-open"
+        let file = try redirectFile(to: url, environment: environment)
+        do {
+            _ = try ChildProcess(path: browser, arguments: [file.path], environment: environment)
+        } catch {
+            try? FileManager.default.removeItem(at: file)
+            throw DaemonClient.Failure(description: "cannot run \(browser): \(error)")
+        }
+    }
+
+    /// Writes the page that redirects to `url`, readable by this user alone, and returns its path.
+    static func redirectFile(to url: String, environment: [String: String]) throws -> URL {
+        let runtime = ReplayPaths.runtimeDirectory(environment: environment)
+        let directory = runtime.appendingPathComponent("pages")
+        try ReplayPaths.makePrivateDirectory(runtime)
+        try ReplayPaths.makePrivateDirectory(directory)
+        removeStale(in: directory)
+        let file = directory.appendingPathComponent("page-\(UUID().uuidString).html")
+        let escaped = url.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
+            .replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        let html = """
+            <!doctype html>
+            <html><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">
+            <meta http-equiv="refresh" content="0; url=\(escaped)"><title>OpenReplayKit</title></head>
+            <body><p><a href="\(escaped)">Continue to the page</a></p></body></html>
+
+            """
+        // O_EXCL | O_NOFOLLOW: a fresh file of ours, never one somebody put in its place.
+        let fd = Glibc.open(file.path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw DaemonClient.Failure(description: "cannot write \(file.path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        let bytes = Array(html.utf8)
+        guard write(fd, bytes, bytes.count) == bytes.count else {
+            try? FileManager.default.removeItem(at: file)
+            throw DaemonClient.Failure(description: "cannot write \(file.path): \(String(cString: strerror(errno)))")
+        }
+        return file
+    }
+
+    private static func removeStale(in directory: URL) {
+        let files = (try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: [.contentModificationDateKey])) ?? []
+        for file in files where file.pathExtension == "html" {
+            let modified = (try? file.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate) ?? .distantPast
+            if Date().timeIntervalSince(modified) > keep { try? FileManager.default.removeItem(at: file) }
         }
     }
 }

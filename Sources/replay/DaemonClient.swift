@@ -20,7 +20,10 @@ enum DaemonClient {
     static func connect(socket: String?, environment: [String: String] = [:], display: String? = nil) throws -> MessageChannel {
         var merged = ProcessInfo.processInfo.environment
         for (key, value) in environment { merged[key] = value }
-        let path = socket ?? ReplayPaths.defaultSocket(environment: merged).path
+        // $OPENREPLAYKIT_SOCKET names the daemon of a virtual desktop (replay-demo-scene
+        // --desktop): every command reaches that one, never a second on the default socket.
+        let path = socket ?? merged[ReplayPaths.socketVariable].flatMap { $0.isEmpty ? nil : $0 }
+            ?? ReplayPaths.defaultSocket(environment: merged).path
         // Nobody listening (a SystemError) starts a daemon; one that answers but does not
         // welcome us (a HandshakeError: another protocol version, ...) is reported as it is.
         do { return try MessageChannel.connect(path: path, client: "replay") } catch is SystemError {}

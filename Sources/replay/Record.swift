@@ -72,12 +72,13 @@ extension Replay {
             // alone, on the desktop's socket; stop it afterwards, before the desktop stops.
             let environment = ProcessInfo.processInfo.environment
             let privateDesktop = !(environment[ReplayPaths.virtualDesktopVariable] ?? "").isEmpty
-            if (environment["DISPLAY"] ?? "").isEmpty {
+            // No desktop at all (neither X11 nor Wayland): a virtual one of our own.
+            if (environment["DISPLAY"] ?? "").isEmpty && (environment["WAYLAND_DISPLAY"] ?? "").isEmpty {
                 if privateDesktop {
                     printError("error: the virtual desktop gave no DISPLAY")
                     throw ExitCode.failure
                 }
-                if !json { printError("No DISPLAY: starting a virtual 1920x1080 display, an audio server and the demo scene.") }
+                if !json { printError("No DISPLAY or WAYLAND_DISPLAY: starting a virtual 1920x1080 display, an audio server and the demo scene.") }
                 try runInVirtualDesktop()
             }
             let socket = daemon.socket ?? (privateDesktop ? environment[ReplayPaths.socketVariable] : nil)

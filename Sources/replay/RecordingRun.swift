@@ -20,10 +20,15 @@ struct RecordingRun {
         let started: RecordingStarted
         do {
             try channel.send(ClientRequest.startRecording(options: options))
-            guard case .recordingStarted(let reply) = try DaemonClient.next(channel).message else {
+            var reply = try DaemonClient.next(channel).message
+            if case .waitingForScreenChoice(let seconds) = reply {
+                printError("The desktop is asking which screen to share: answer its dialog (replayd waits up to \(seconds) s).")
+                reply = try DaemonClient.next(channel).message
+            }
+            guard case .recordingStarted(let recording) = reply else {
                 throw DaemonClient.Failure(description: "unexpected reply from replayd")
             }
-            started = reply
+            started = recording
         } catch {
             printError("error: cannot record: \(error)")
             return Outcome(id: nil, succeeded: false)

@@ -91,18 +91,27 @@ extension Replay.Recordings {
     struct Preview: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print the address of a recording's preview page (watch, save or delete it in a browser).",
-            discussion: "The address carries a token that only you get: apps never see it. It works while this replayd runs.")
+            discussion: """
+                The address carries a one-time link that only you get: apps never see it. It opens \
+                the page once, in the first browser that follows it, within 5 minutes; that browser \
+                keeps the page for 30 minutes. Run this again for a fresh address. With --open, \
+                the page opens in your browser and the address is never on a command line.
+                """)
 
         @OptionGroup var daemon: DaemonOptions
 
         @Argument(help: "The recording's id, as 'replay recordings list' shows it.")
         var id: String
 
+        @Flag(help: "Open the page with xdg-open (or $BROWSER) instead of printing its address.")
+        var open = false
+
         func run() throws {
             try reportingFailure {
-                print(try DaemonClient.ask(.previewURL(id: id), socket: daemon.socket) {
+                let url = try DaemonClient.ask(.previewURL(id: id), socket: daemon.socket) {
                     if case .previewURL(let url) = $0 { url } else { nil }
-                })
+                }
+                if open { try PageOpener.open(url) } else { print(url) }
             }
         }
     }

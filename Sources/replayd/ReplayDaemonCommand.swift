@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import ReplayCapture
 import ReplayDaemon
 import ReplayIPC
 import ReplaySystem
@@ -39,6 +40,15 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
     @Option(help: "X display to capture (default: $DISPLAY).")
     var display: String?
 
+    @Option(help: "Screen capture: x11, portal (Wayland: the ScreenCast portal and PipeWire), or auto (portal on a Wayland session, else x11).")
+    var capture: String = "auto"
+
+    @Option(help: "Seconds to wait for the person to answer the desktop's screen-sharing dialog (ScreenCast portal) before a capture gives up.")
+    var screenChoiceTimeout: Int = 60
+
+    @Option(help: "File where replayd keeps the ScreenCast portal's restore token (mode 0600), so the desktop need not ask again after a restart (default: screencast-token in $XDG_STATE_HOME/openreplaykit, or beside the system store).")
+    var portalTokenFile: String?
+
     @Option(help: "Exit after this many seconds with no client and no recording.")
     var idleExit: Int?
 
@@ -73,7 +83,7 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
     var extensionsDir: [String] = []
 
     @Flag(help: .hidden)
-    var identifyExecutables = false
+    var inspectProcesses = false
 
     func validate() throws {
         if let idleExit, idleExit <= 0 { throw ValidationError("--idle-exit must be positive") }
@@ -84,11 +94,13 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
             throw ValidationError("--owner: no user '\(owner)' (give a user name, or a uid from 0 to \(UInt32.max - 1))")
         }
         if Logger.Level(rawValue: logLevel) == nil { throw ValidationError("unknown --log-level '\(logLevel)'") }
+        if !["auto", "x11", "portal"].contains(capture) { throw ValidationError("--capture must be auto, x11 or portal") }
+        if screenChoiceTimeout <= 0 { throw ValidationError("--screen-choice-timeout must be positive") }
     }
 
     func run() async throws {
-        if identifyExecutables {
-            ExecutableIdentifier.serveRequests()
+        if inspectProcesses {
+            ProcessInspector.serveRequests()
             return
         }
         if detach { _ = setsid() }
@@ -109,21 +121,26 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
             var policy = ConsentPolicy.askEveryone
             if let consentPolicy { policy = try ConsentPolicy.load(from: URL(fileURLWithPath: consentPolicy)) }
             let owner = ownerUID()
-            var identifier = ExecutableIdentifier()
+            var inspector = ProcessInspector()
             let socketPath = socket ?? (system ? "/run/openreplaykit/replayd.sock" : ReplayPaths.defaultSocket().path)
             let storeURL = store.map { URL(fileURLWithPath: $0) }
                 ?? (system ? URL(fileURLWithPath: "/var/lib/openreplaykit/recordings") : ReplayPaths.defaultStore())
+            // The daemon's private state (the portal's restore token): beside the system store,
+            // or the user's XDG state folder.
+            let stateFolder = system ? storeURL.deletingLastPathComponent().appendingPathComponent("state") : ReplayPaths.defaultState()
+            let tokenFile = stateFolder.appendingPathComponent("screencast-token")
             if system {
                 guard let user = ServiceUser(named: "replayd") else {
                     throw ValidationError("--system needs the user 'replayd' (scripts/install-deps creates it)")
                 }
-                identifier = try ExecutableIdentifier(helperExecutable: Self.ownExecutable)
+                inspector = try ProcessInspector(helperExecutable: Self.ownExecutable)
                 try user.makeDirectory(storeURL, mode: 0o700)
+                try user.makeDirectory(stateFolder, mode: 0o700)
                 // Its socket's directory is the daemon's, and open to every user.
                 try user.makeDirectory(URL(fileURLWithPath: socketPath).deletingLastPathComponent(), mode: 0o755)
                 try user.become()
             }
-            daemon = try Daemon(configuration: .init(
+            var settings = Daemon.Configuration(
                 socketPath: socketPath,
                 store: storeURL,
                 displayName: display,
@@ -132,8 +149,18 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
                 ownerUID: owner,
                 trustedExecutables: Self.trustedExecutables(),
                 consent: .init(policy: policy, timeout: .seconds(consentTimeout), idleLimit: .seconds(consentIdle)),
-                pagesPort: noPages ? nil : pagesPort, identifier: identifier,
-                extensionDirectories: extensionsDir.map { URL(fileURLWithPath: $0) }), logger: logger)
+                pagesPort: noPages ? nil : pagesPort, inspector: inspector,
+                extensionDirectories: extensionsDir.map { URL(fileURLWithPath: $0) })
+            let tokens = RestoreTokenKeeper(file: URL(fileURLWithPath: portalTokenFile ?? tokenFile.path))
+            let environment = ProcessInfo.processInfo.environment
+            settings.capture = switch capture {
+            case "x11": .x11
+            case "portal": .portal(tokens)
+            default: .automatic(environment: environment, tokens: tokens)
+            }
+            settings.screenChoiceTimeout = Double(screenChoiceTimeout)
+            settings.captureReason = capture == "auto" ? CaptureChoice.automaticReason(environment: environment) : "chosen with --capture \(capture)"
+            daemon = try Daemon(configuration: settings, logger: logger)
         } catch {
             logger.critical("cannot start: \(error)")
             throw ExitCode(1)

@@ -16,6 +16,65 @@ let inheritedDescriptors: [String] = {
     }.sorted { Int($0.prefix { $0 != "=" }) ?? 0 < Int($1.prefix { $0 != "=" }) ?? 0 }
 }()
 
+/// libc calls Swift cannot make directly (variadic, or declared only under _GNU_SOURCE),
+/// looked up as an attacker would.
+enum Libc {
+    static func symbol<T>(_ name: String, as type: T.Type) -> T { unsafeBitCast(dlsym(dlopen(nil, RTLD_NOW), name), to: type) }
+    static let ptrace = symbol("ptrace", as: (@convention(c) (Int32, Int32, UnsafeMutableRawPointer?, UnsafeMutableRawPointer?) -> Int).self)
+    static let syscall = symbol("syscall", as: (@convention(c) (Int, Int, Int, Int) -> Int).self)
+    static let fork = symbol("fork", as: (@convention(c) () -> Int32).self)
+    static let processVMReadv = symbol("process_vm_readv", as: VMCopy.self)
+    static let processVMWritev = symbol("process_vm_writev", as: VMCopy.self)
+    typealias VMCopy = @convention(c) (Int32, UnsafePointer<iovec>, UInt, UnsafePointer<iovec>, UInt, UInt) -> Int
+    static let memfdCreate = symbol("memfd_create", as: (@convention(c) (UnsafePointer<CChar>, UInt32) -> Int32).self)
+}
+
+/// "ok", or the error's name: what a call that returned `result` (-1 on failure) did.
+func outcome(_ result: Int) -> String {
+    guard result == -1 else { return "ok" }
+    return errno == EPERM ? "EPERM" : "errno \(errno)"
+}
+
+/// A child that sleeps until it is killed, never touching the allocator (it was forked from
+/// a threaded process); with `megabytes`, it first dirties that much anonymous memory.
+func forkSleeper(megabytes: Int = 0) -> Int32 {
+    let pid = Libc.fork()
+    if pid == 0 {
+        if megabytes > 0, let memory = mmap(nil, megabytes << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+           memory != MAP_FAILED {
+            memset(memory, 1, megabytes << 20)
+        }
+        while true { pause() }
+    }
+    return pid
+}
+
+/// What the X server's abstract socket answers: connects to the first `@/tmp/.X11-unix/X<n>`
+/// listed in /proc/net/unix and asks for a session, as a screen grabber would before GetImage.
+func knockOnTheXServer() -> String {
+    let table = (try? String(contentsOfFile: "/proc/net/unix", encoding: .utf8)) ?? ""
+    guard let name = table.split(separator: "\n").compactMap({ $0.split(separator: " ").last })
+        .first(where: { $0.hasPrefix("@/tmp/.X11-unix/X") }) else { return "no X socket listed" }
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let path = Array(name.dropFirst().utf8)
+    withUnsafeMutableBytes(of: &address.sun_path) { bytes in
+        bytes[0] = 0
+        for (index, byte) in path.enumerated() { bytes[index + 1] = byte }
+    }
+    let length = socklen_t(MemoryLayout<sa_family_t>.size + 1 + path.count)
+    let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, length) } }
+    guard connected == 0 else { return "connect: \(outcome(-1))" }
+    // Connection setup: little-endian, protocol 11.0, no authorisation.
+    var setup: [UInt8] = [UInt8(ascii: "l"), 0, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+    _ = write(fd, &setup, setup.count)
+    var reply = [UInt8](repeating: 0, count: 8)
+    let count = read(fd, &reply, reply.count)
+    return count > 0 && reply[0] == 1 ? "the X server accepted a session" : "connected, setup answered \(reply[0])"
+}
+
 /// Misbehaves on purpose, as `--setup behaviour=…` says, so the tests can check that the
 /// host contains it: the broadcast ends with a clear error and everything else goes on.
 final class HostileHandler: BroadcastSampleHandler {
@@ -40,6 +99,93 @@ final class HostileHandler: BroadcastSampleHandler {
             // Gives up at once, as an extension whose service refused it would.
             finishBroadcast(error: "the service refused the stream")
         }
+        if behaviour == "x11" {
+            updateServiceInfo(["x11": knockOnTheXServer()])
+        }
+        if behaviour == "ptrace" {
+            // Its sandbox's init (its parent's side), a child of its own, and its own memory.
+            let child = forkSleeper()
+            let byte = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
+            var local = iovec(iov_base: byte, iov_len: 1)
+            let attachInit = outcome(Libc.ptrace(16 /* PTRACE_ATTACH */, 1, nil, nil))
+            let attachChild = outcome(Libc.ptrace(16, child, nil, nil))
+            let readInit = outcome(Libc.processVMReadv(1, &local, 1, &local, 1, 0))
+            let readSelf = outcome(Libc.processVMReadv(getpid(), &local, 1, &local, 1, 0))
+            let writeSelf = outcome(Libc.processVMWritev(getpid(), &local, 1, &local, 1, 0))
+            // getpid through the x32 ABI's numbering.
+            let x32 = outcome(Libc.syscall(0x4000_0000 | 39, 0, 0, 0))
+            kill(child, SIGKILL)
+            updateServiceInfo(["ptrace-init": attachInit, "ptrace-child": attachChild, "vm-read-init": readInit,
+                               "vm-read-self": readSelf, "vm-write-self": writeSelf, "x32": x32])
+        }
+        if behaviour == "fill-tmp" {
+            // How big its /tmp is, then 2,000 MB into it.
+            var info = statvfs()
+            statvfs("/tmp", &info)
+            updateServiceInfo(["tmp-size-mb": "\((Int(info.f_blocks) * Int(info.f_frsize)) >> 20)"])
+            let fd = open("/tmp/fill", O_WRONLY | O_CREAT, 0o600)
+            let block = [UInt8](repeating: 1, count: 1 << 20)
+            var written = 0
+            while written < 2000, block.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == block.count { written += 1 }
+            updateServiceInfo(["tmp-size-mb": "\((Int(info.f_blocks) * Int(info.f_frsize)) >> 20)", "tmp-written-mb": "\(written)"])
+        }
+        if behaviour == "memfd" {
+            // 500 MB in a memfd it never maps: no RssAnon, no RssShmem.
+            let fd = Libc.memfdCreate("openreplaykit-broadcast-0", 0)
+            let block = [UInt8](repeating: 1, count: 1 << 20)
+            for _ in 0..<500 { _ = block.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+            updateServiceInfo(["memfd": "held"])
+        }
+        if behaviour == "memfd-mapped" {
+            // 500 MB in a memfd it maps and then closes: only the mapping holds it (RssShmem).
+            let fd = Libc.memfdCreate("openreplaykit-broadcast-1", 0)
+            _ = ftruncate(fd, 500 << 20)
+            let memory = mmap(nil, 500 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+            close(fd)
+            if let memory, memory != MAP_FAILED {
+                for offset in stride(from: 0, to: 500 << 20, by: 1 << 20) {
+                    memset(memory + offset, 1, 1 << 20)
+                    usleep(1_000)
+                }
+            }
+            updateServiceInfo(["memfd": "mapped"])
+        }
+        if behaviour == "sysv-shm" {
+            // A System V segment, which outlives every mapping of it: refused outright.
+            let id = shmget(IPC_PRIVATE, 100 << 20, IPC_CREAT | 0o600)
+            updateServiceInfo(["shmget": id >= 0 ? "ok" : outcome(-1)])
+        }
+        if behaviour == "thread-child" {
+            // 300 MB in a child whose parent is a thread other than the main one.
+            // The thread stays: were it to end, the child would pass to another thread.
+            let thread = Thread {
+                _ = forkSleeper(megabytes: 300)
+                while true { sleep(60) }
+            }
+            thread.start()
+        }
+        if behaviour == "fork-bomb" {
+            // Small ones (sleep(1)), so it is their number that counts, not their memory.
+            for _ in 0..<200 {
+                if Libc.fork() == 0 {
+                    execv("/bin/sleep", [strdup("sleep"), strdup("1000"), nil])
+                    _exit(1)
+                }
+                usleep(2_000)
+            }
+            updateServiceInfo(["forked": "200"])
+        }
+        if behaviour == "linger" {
+            // Will not go: SIGTERM ignored, a child in a session of its own, and exit() itself
+            // blocked (the kit exits once replayd closes the connection).
+            signal(SIGTERM, SIG_IGN)
+            if Libc.fork() == 0 {
+                setsid()
+                while true { pause() }
+            }
+            atexit { while true { sleep(60) } }
+            updateServiceInfo(["lingering": "yes"])
+        }
         if behaviour == "garbage" {
             // Bytes that are no message at all, straight onto the daemon's socket.
             var junk: [UInt8] = [0xff, 0xff, 0xff, 0x7f, 0xde, 0xad, 0xbe, 0xef]
@@ -47,12 +193,16 @@ final class HostileHandler: BroadcastSampleHandler {
         }
     }
 
-    override func processSampleBuffer(_ sample: SampleBuffer, type: SampleBufferType) {
+    override func broadcastFinished() {
+        if behaviour == "linger" { while true { sleep(60) } }
+    }
+
+    override func processSampleBuffer(_ sample: SampleBuffer) {
         guard case .video(let frame) = sample else { return }
         switch behaviour {
         case "write-surface":
-            // The surface is mapped read-only: this faults.
-            frame.pixels.storage.bytes[0] = 0xff
+            // The surface is mapped read-only, and `bytes` is immutable by type: casting that away faults.
+            UnsafeMutableRawPointer(mutating: frame.pixels.baseAddress).storeBytes(of: 0xff, as: UInt8.self)
         case "allocate":
             // 200 MB, touched 10 MB at a time, so the memory really is resident.
             while hoard.count < 20 {

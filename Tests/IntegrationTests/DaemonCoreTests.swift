@@ -135,6 +135,55 @@ extension IntegrationTests {
             #expect(holdings.threads < 40, "\(holdings)")
         }
 
+        /// The common open-file limit of 1,024, soft and hard, and 1,100 connections held by
+        /// five users against the system daemon: past the apps' share of descriptors a client
+        /// is told "busy" (never an EMFILE loop), the log stays small, and the person is served.
+        @Test func elevenHundredConnectionsUnderAThousandDescriptors() throws {
+            let fixture = try ReplayFixture(desktop: nil, socketName: "run/replayd.sock")
+            defer { fixture.stop() }
+            try fixture.startDaemon(["--system"], openFiles: 1024)
+            let pid = try #require(fixture.daemon?.pid)
+            let holders = try [0, 1, 2, 3, 65534].map { uid in
+                try Command.start("/usr/bin/setpriv", ["--reuid", "\(uid)", "--regid", "\(uid)", "--clear-groups", "/usr/bin/python3", "-c", """
+                    import socket, struct, time
+                    held, busy = [], 0
+                    for _ in range(220):
+                        # Blocking, so a full backlog is waited for (5 s at most), not failed at once.
+                        s = socket.socket(socket.AF_UNIX)
+                        s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack("ll", 5, 0))
+                        try:
+                            s.connect(\(String(reflecting: fixture.socket))); held.append(s)
+                        except OSError as error:
+                            print("failed", error, flush=True)
+                    time.sleep(1)
+                    for s in held:
+                        s.setblocking(False)
+                        try:
+                            if b"busy" in s.recv(4096): busy += 1
+                        except OSError: pass
+                    print("held", len(held), "busy", busy, flush=True)
+                    time.sleep(600)
+                    """])
+            }
+            defer { holders.forEach { $0.process.signal(SIGKILL); _ = $0.finish(timeout: 5) } }
+            let counts = holders.map { holder in
+                poll(timeout: 30, every: 0.1) { () -> (held: Int, busy: Int)? in
+                    let words = holder.outputSoFar.split(whereSeparator: \.isWhitespace)
+                    guard let at = words.firstIndex(of: "held"), words.count > at + 3 else { return nil }
+                    return (Int(words[at + 1]) ?? 0, Int(words[at + 3]) ?? 0)
+                }
+            }
+            #expect(counts.allSatisfy { $0?.held == 220 }, "\(holders.map(\.outputSoFar))")
+            // 1,024 less the person's 64 and the daemon's reserve: the rest of 1,100 were told busy.
+            let busy = counts.compactMap { $0?.busy }.reduce(0, +)
+            #expect(busy == 1100 - (1024 - 64 - 192), "\(busy) told busy")
+
+            let status = try fixture.replay(["status", "--json"], timeout: 10)
+            #expect(status.status == 0 && status.stdout.contains("\(pid)"), "\(status)")
+            #expect(!fixture.daemonLog.contains("cannot accept"), "\(fixture.daemonLog.suffix(2000))")
+            #expect(fixture.daemonLog.utf8.count < 4 << 20, "the log grew to \(fixture.daemonLog.utf8.count) bytes")
+        }
+
         @Test(arguments: [["--owner", "nosuchuser"], ["--owner", "-5"], ["--owner", "4294967295"], ["--idle-exit", "0"],
                           ["--log-level", "loud"], ["--pages-port", "70000"]])
         func badArgumentsEndWithAMessageNotACrash(arguments: [String]) throws {

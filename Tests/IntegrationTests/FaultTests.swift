@@ -243,20 +243,30 @@ extension IntegrationTests.Faults {
 }
 
 extension IntegrationTests.Faults {
-    @Test func aScreenResizeEndsTheRecordingWithContentResizedAndKeepsIt() throws {
+    @Test func aScreenResizeKeepsTheRecordingGoingLetterBoxed() throws {
         let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 800, height: 600, resizable: true))
         defer { fixture.stop() }
         try fixture.startDaemon()
-        let recording = try fixture.startReplay(["record", "--duration", "20", "--json"])
+        let recording = try fixture.startReplay(["record", "--duration", "8", "--json"])
         Thread.sleep(forTimeInterval: 3)
         let display = try #require(fixture.desktop?.display)
-        let resize = try Command.run(Command.which("xrandr"), ["-s", "640x480"], environment: ["DISPLAY": display])
+        // 16:10 into the movie's 4:3: 800x500 in the middle, 50 rows of black above and below.
+        let resize = try Command.run(Command.which("xrandr"), ["-s", "640x400"], environment: ["DISPLAY": display])
         #expect(resize.status == 0, "\(resize)")
         let cli = recording.finish(timeout: 20)
-        #expect(cli.status != 0, "\(cli)")
-        #expect(cli.stderr.contains("content resized"), "\(cli)")
-        let probe = try MediaProbe(try #require(fixture.storedMovies().first))
-        #expect(probe.video?.width == 800 && probe.video?.height == 600)
-        #expect((probe.duration ?? 0) > 2 && (probe.duration ?? 0) < 6, "duration \(probe.duration ?? 0)")
+        #expect(cli.status == 0, "\(cli)")
+        #expect(!cli.stderr.contains("content resized"), "\(cli)")
+        let movie = try #require(fixture.storedMovies().first)
+        let probe = try MediaProbe(movie)
+        #expect(probe.video?.width == 800 && probe.video?.height == 600, "the movie keeps its size")
+        #expect(abs((probe.duration ?? 0) - 8) < 0.5, "duration \(probe.duration ?? 0)")
+
+        let before = try DecodedFrame(movie, at: 1.5, width: 800, height: 600)
+        #expect(before.blackFraction(x: 0, y: 0, width: 800, height: 48) < 0.1, "the full screen, no bars yet")
+        let after = try DecodedFrame(movie, at: 6, width: 800, height: 600)
+        #expect(after.blackFraction(x: 0, y: 0, width: 800, height: 46) > 0.95, "a bar above")
+        #expect(after.blackFraction(x: 0, y: 556, width: 800, height: 44) > 0.95, "a bar below")
+        #expect(after.blackFraction(x: 0, y: 56, width: 800, height: 488) < 0.1, "the new screen in between")
+        #expect(fixture.daemonLog.contains("screen resized"), "\(fixture.daemonLog)")
     }
 }

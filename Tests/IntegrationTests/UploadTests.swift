@@ -21,6 +21,13 @@ extension IntegrationTests {
             return ["--extensions-dir", directory.path]
         }
 
+        /// A stream key in a file of the fixture's, for `--setup key=@FILE` (never on a command line).
+        static func secretFile(_ secret: String, in fixture: ReplayFixture) throws -> String {
+            let file = fixture.file("secret-\(UUID().uuidString.prefix(8))")
+            try Data(secret.utf8).write(to: file)
+            return file.path
+        }
+
         static func connection(_ status: [String: Any]?) -> String? {
             (status?["serviceInfo"] as? [String: String])?["connection"]
         }
@@ -31,8 +38,9 @@ extension IntegrationTests {
             let server = try RTMPServer(in: fixture.directory)
             defer { server.stop() }
             try fixture.startDaemon(Self.installExtensions(in: fixture))
+            let key = try Self.secretFile("demo-key", in: fixture)
             let start = try fixture.replay(["broadcast", "start", "--extension", "rtmp", "--setup", "url=\(server.ingestURL)",
-                                            "--setup", "key=demo-key", "--setup", "watch-url=https://example.invalid/watch/demo"])
+                                            "--setup", "key=@\(key)", "--setup", "watch-url=https://example.invalid/watch/demo"])
             #expect(start.status == 0, "\(start)\n\(fixture.daemonLog)")
 
             let stream = poll(timeout: 20) { try? server.publishing("demo-key").flatMap { $0.audioCodec == nil ? nil : $0 } }
@@ -117,7 +125,7 @@ extension IntegrationTests {
             try fixture.startDaemon(Self.installExtensions(in: fixture))
             let port = try LoopbackPort.free()  // nothing listens here
             let start = try fixture.replay(["broadcast", "start", "--extension", "rtmp", "--setup", "url=rtmp://127.0.0.1:\(port)/live",
-                                            "--setup", "key=very-secret-key", "--setup", "reconnect-timeout=2"])
+                                            "--setup", "key=@\(try Self.secretFile("very-secret-key", in: fixture))", "--setup", "reconnect-timeout=2"])
             #expect(start.status == 0, "\(start)")
             let over = try Broadcast.waitUntilOver(fixture, timeout: 30)
             #expect(over?["state"] as? String == "failed", "\(String(describing: over))")
@@ -127,7 +135,7 @@ extension IntegrationTests {
             #expect(!everything.contains("very-secret-key"), "the stream key leaked")
 
             let bad = try fixture.replay(["broadcast", "start", "--extension", "rtmp", "--setup", "url=http://example.invalid",
-                                          "--setup", "key=k"])
+                                          "--setup", "key=@\(try Self.secretFile("k", in: fixture))"])
             let failed = try Broadcast.waitUntilOver(fixture)
             #expect(bad.status != 0 || failed?["state"] as? String == "failed")
             #expect((failed?["lastError"] as? String ?? "").contains("url must be an RTMP server address"), "\(String(describing: failed))")

@@ -196,7 +196,7 @@ extension IntegrationTests {
             }
 
             let start = try fixture.replay(["broadcast", "start", "--extension", "webrtc", "--setup", "whip-url=\(endpoint.url)",
-                                            "--setup", "token=\(token)", "--json"])
+                                            "--setup", "token=@\(try Upload.secretFile(token, in: fixture))", "--json"])
             #expect(start.status == 0, "\(start)\n\(fixture.daemonLog)")
             let post = try #require(endpoint.waitForRequest { $0.method == "POST" }, "\(fixture.daemonLog)")
             #expect(post.status == 201, "\(post)")
@@ -230,7 +230,7 @@ extension IntegrationTests {
             endpoint.answer { _ in throw WHIPTestEndpoint.Failure(description: "never asked") }
             let wrong = "a-wrong-token-\(UUID().uuidString)"
             let start = try fixture.replay(["broadcast", "start", "--extension", "webrtc", "--setup", "whip-url=\(endpoint.url)",
-                                            "--setup", "token=\(wrong)"])
+                                            "--setup", "token=@\(try Upload.secretFile(wrong, in: fixture))"])
             #expect(start.status == 0 || start.stderr.contains("401"), "\(start)")
             let final = try #require(try Broadcast.waitForStatus(fixture) { ["finished", "failed"].contains($0["state"] as? String ?? "") })
             #expect(final["state"] as? String == "failed", "\(final)")

@@ -5,17 +5,18 @@ import ReplayTesting
 import Testing
 
 @Suite struct MovieWriterTests {
-    func frame(_ index: Int, width: Int = 320, height: Int = 240) -> PixelBuffer {
-        let pixels = PixelBuffer(width: width, height: height)
-        for y in 0..<height { for x in 0..<width { pixels.bytes[y * width + x] = UInt8((x + y + index * 4) & 0xff) } }
-        for chroma in pixels.offset(ofPlane: 1)..<pixels.bytes.count { pixels.bytes[chroma] = 128 }
+    func frame(_ index: Int, width: Int = 320, height: Int = 240, format: PictureFormat = .bt601VideoRange) -> PixelBuffer {
+        let pixels = PixelBuffer(width: width, height: height, format: format)
+        for y in 0..<height { for x in 0..<width { pixels.mutableBytes[y * width + x] = UInt8((x + y + index * 4) & 0xff) } }
+        for chroma in pixels.offset(ofPlane: 1)..<pixels.bytes.count { pixels.mutableBytes[chroma] = 128 }
         return pixels
     }
 
     @Test func writesAFragmentedMP4ThatFFprobeReads() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("writer-\(UUID().uuidString).mp4")
         defer { try? FileManager.default.removeItem(at: path) }
-        let writer = try MovieWriter(path: path.path, format: MovieFormat(width: 320, height: 240, fps: 30, audioSources: [.app, .microphone]))
+        let writer = try MovieWriter(path: path.path, format: MovieFormat(width: 320, height: 240, picture: .bt601VideoRange, fps: 30,
+                                                                          audioSources: [.app, .microphone]))
         for index in 0..<90 {
             try writer.append(VideoSample(time: .zero, pixels: frame(index)), at: MediaTime(seconds: Double(index) / 30))
         }
@@ -45,9 +46,37 @@ import Testing
         #expect(count >= 3)
     }
 
+    /// The H.264 stream says how its colours were coded, so players convert them back right:
+    /// the matrix and range of the pictures, sRGB's primaries and transfer.
+    @Test(arguments: [(PictureFormat.bt601VideoRange, "smpte170m", "tv"),
+                      (PictureFormat(matrix: .bt709, range: .full), "bt709", "pc")])
+    func theVideoTrackIsTaggedWithThePicturesFormat(format: PictureFormat, space: String, range: String) throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("writer-\(UUID().uuidString).mp4")
+        defer { try? FileManager.default.removeItem(at: path) }
+        let writer = try MovieWriter(path: path.path, format: MovieFormat(width: 64, height: 64, picture: format, fps: 30, audioSources: []))
+        for index in 0..<3 {
+            try writer.append(VideoSample(time: .zero, pixels: frame(index, width: 64, height: 64, format: format)),
+                              at: MediaTime(seconds: Double(index) / 30))
+        }
+        try writer.finish()
+        let video = try #require(try MediaProbe(path).video)
+        #expect(video.colorSpace == space && video.colorRange == range, "\(video)")
+        #expect(video.colorPrimaries == "bt709" && video.colorTransfer == "iec61966-2-1", "\(video)")
+    }
+
+    @Test func aPictureOfAnotherFormatThanTheStreamIsRefused() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("writer-\(UUID().uuidString).mp4")
+        defer { try? FileManager.default.removeItem(at: path) }
+        let writer = try MovieWriter(path: path.path, format: MovieFormat(width: 64, height: 64, picture: .bt601VideoRange, fps: 30,
+                                                                          audioSources: []))
+        let mislabelled = frame(0, width: 64, height: 64, format: .bt709VideoRange)
+        #expect(throws: CodecError.self) { try writer.append(VideoSample(time: .zero, pixels: mislabelled), at: .zero) }
+    }
+
     @Test func aDeviceWithNoSpaceIsAWriteFailure() {
         do {
-            let writer = try MovieWriter(path: "/dev/full", format: MovieFormat(width: 64, height: 64, fps: 30, audioSources: []))
+            let format = MovieFormat(width: 64, height: 64, picture: .bt601VideoRange, fps: 30, audioSources: [])
+            let writer = try MovieWriter(path: "/dev/full", format: format)
             for index in 0..<120 {
                 try writer.append(VideoSample(time: .zero, pixels: frame(index, width: 64, height: 64)),
                                   at: MediaTime(seconds: Double(index) / 30))
@@ -64,7 +93,8 @@ import Testing
 
     @Test func aMissingDirectoryIsAClearError() {
         #expect {
-            _ = try MovieWriter(path: "/nonexistent/dir/movie.mp4", format: MovieFormat(width: 64, height: 64, fps: 30, audioSources: []))
+            let format = MovieFormat(width: 64, height: 64, picture: .bt601VideoRange, fps: 30, audioSources: [])
+            _ = try MovieWriter(path: "/nonexistent/dir/movie.mp4", format: format)
         } throws: { error in
             (error as? CodecError)?.code == .writeFailed && "\(error)".contains("No such file or directory")
         }

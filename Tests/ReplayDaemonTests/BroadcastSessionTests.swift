@@ -57,15 +57,49 @@ import Testing
         rig.expectNothingLeft()
     }
 
-    @Test func finishingWithAnErrorEndsTheBroadcastAndTheProcess() throws {
+    /// ReplayKit's order: an extension that ends its broadcast with an error still hears
+    /// `broadcastFinished`, and has the time a stop gives to close its stream and exit.
+    @Test func finishingWithAnErrorTellsTheExtensionFinishedAndLetsItExit() throws {
         let rig = Rig()
         try rig.start()
         rig.fake.say(.finish(error: "the stream key was refused"))
         let status = rig.session.waitUntilFinished()
         #expect(status.state == .failed)
         #expect(status.lastError == "the extension ended the broadcast: the stream key was refused")
+        #expect(rig.fake.received.contains(.finished))
+        #expect(!rig.fake.snapshot.killed, "it exited by itself on finished")
+        rig.expectNothingLeft()
+    }
+
+    @Test func anExtensionThatEndsWithAnErrorAndStaysIsKilledAfterTheGrace() throws {
+        let rig = Rig(.init(exitsOnFinished: false))
+        try rig.start()
+        rig.fake.say(.finish(error: "the stream key was refused"))
+        #expect(rig.session.waitUntilFinished().state == .failed)
+        #expect(rig.fake.received.contains(.finished))
         #expect(rig.fake.snapshot.killed, "an extension that gave up is not left running")
         rig.expectNothingLeft()
+    }
+
+    /// A handler that gives up in `broadcastStarted` fails the start itself: the person's
+    /// `replay broadcast start` says why instead of reporting a broadcast that is already over.
+    @Test func anExtensionThatGivesUpInStartedFailsTheStart() throws {
+        let rig = Rig(.init(refusesStart: "the stream key was refused"))
+        let refusal = #expect(throws: DaemonError.self) { try rig.start() }
+        #expect(refusal?.message == "cannot start the broadcast: the extension ended the broadcast: the stream key was refused")
+        #expect(rig.session.status.state == .failed)
+        #expect(rig.fake.received.contains(.finished), "it still hears broadcastFinished")
+        rig.expectNothingLeft()
+    }
+
+    /// What was logged at the end is what `status` says ever after, however capture winds down.
+    @Test func theFinalStatusStaysFinal() throws {
+        let rig = Rig()
+        try rig.start()
+        rig.session.stop()
+        let final = rig.session.waitUntilFinished()
+        rig.backend.screen.counters.count(delivered: false, repeated: false)
+        #expect(rig.session.status.framesDropped == final.framesDropped)
     }
 
     @Test func aCrashEndsTheBroadcastWithHowItCrashed() throws {
@@ -93,9 +127,30 @@ import Testing
         try rig.start()
         rig.fake.setFootprint(60 << 20)
         let status = rig.session.waitUntilFinished()
-        #expect(status.lastError?.contains("more than 50 MB of memory (60 MB)") == true)
+        #expect(status.lastError?.contains("the extension 'fake' used more than 50 MB of memory (60 MB)") == true)
         #expect(status.extensionPeakMemory == 60 << 20)
         rig.expectNothingLeft()
+    }
+
+    /// Without Landlock ABI 6 the sandbox still runs, without the scopes, and says why.
+    @Test(arguments: [0, 5]) func withoutLandlockScopesExtensionsRunWithAWarning(abi: Int) {
+        let scopes = ExtensionProcess.landlockScopes(abi: abi)
+        #expect(!scopes.enabled)
+        #expect(scopes.warning?.contains("X server") == true)
+        #expect(ExtensionProcess.landlockScopes(abi: 6) == (true, nil))
+    }
+
+    /// Only the sized /tmp and /dev/shm are writable; what hides the home directories and the
+    /// store turns read-only after the extension's own folders are mounted under it.
+    @Test func theSandboxHasSizedScratchSpaceAndDiesWithReplayd() {
+        let arguments = ExtensionProcess.sandboxArguments(executable: "/root/ext/x", hidden: ["/var"], writable: ["/root/out"])
+        let joined = arguments.joined(separator: " ")
+        #expect(joined.contains("--size \(64 << 20) --tmpfs /tmp --size \(64 << 20) --tmpfs /dev/shm"))
+        #expect(arguments.contains("--die-with-parent") && arguments.contains("--new-session"))
+        let lastMount = arguments.lastIndex { ["--bind", "--ro-bind"].contains($0) } ?? 0
+        let readOnly = arguments.indices.filter { arguments[$0] == "--remount-ro" }.map { arguments[$0 + 1] }
+        #expect(readOnly.contains("/dev") && readOnly.contains("/root") && readOnly.contains("/home") && readOnly.contains("/var"))
+        #expect(arguments.firstIndex(of: "--remount-ro") ?? 0 > lastMount)
     }
 
     @Test func aMalformedMessageEndsOnlyThisBroadcast() throws {
@@ -152,12 +207,23 @@ import Testing
         #expect(videoTimes.allSatisfy { $0 >= MediaTime(seconds: 101).nanoseconds }, "nothing captured while paused was sent")
     }
 
-    @Test func aResizedScreenEndsTheBroadcastWithThatReason() throws {
+    @Test func aResizedScreenIsFittedIntoTheBroadcastsSizeAndItGoesOn() throws {
         let rig = Rig()
         try rig.start()
+        // Larger than the shared surfaces, then back: the extension sees the broadcast's size throughout.
         rig.backend.screen.send(.resize(width: 1280, height: 720))
-        let status = rig.session.waitUntilFinished()
-        #expect(status.lastError?.contains("content resized") == true)
+        for index in 0..<3 { rig.backend.screen.send(.frame(at: 100 + Double(index) / 30)) }
+        rig.backend.screen.send(.resize(width: 64, height: 48))
+        rig.backend.screen.send(.frame(at: 100.2))
+        func sizes() -> [String] {
+            rig.fake.received.compactMap { message in if case .video(let frame) = message { "\(frame.width)x\(frame.height)" } else { nil } }
+        }
+        eventually("four pictures sent") { sizes().count == 4 }
+        #expect(sizes() == Array(repeating: "64x48", count: 4))
+        #expect(rig.session.status.state == .live)
+        #expect(rig.session.status.framesDropped == 0)
+        rig.session.stop()
+        #expect(rig.session.waitUntilFinished().lastError == nil)
         rig.expectNothingLeft()
     }
 

@@ -31,7 +31,7 @@ final class ScriptedAgent: Sendable {
             while let (event, _) = (try? clientSide.receive(DaemonEvent.self)) ?? nil {
                 if case .consentRequested(let prompt) = event {
                     self.prompts.withLock { $0.append(prompt) }
-                    _ = broker.answer(requestID: prompt.requestID, allow: allow, token: nil)
+                    _ = broker.answer(requestID: prompt.requestID, allow: allow, session: nil)
                 }
             }
         }
@@ -109,7 +109,7 @@ final class ScriptedAgent: Sendable {
         #expect(agent.asked == 2)
     }
 
-    @Test func thePageNeedsTheRequestsOwnToken() throws {
+    @Test func thePageOpensOnceWithTheRequestsOwnLinkAndOnlyItsSessionAnswers() throws {
         let broker = broker()
         let (daemonSide, clientSide) = try socketPair()
         _ = broker.addAgent(daemonSide)
@@ -121,12 +121,38 @@ final class ScriptedAgent: Sendable {
             Issue.record("no prompt with a page URL")
             return
         }
-        #expect(broker.prompt(requestID: prompt.requestID, token: String(repeating: "0", count: token.count)) == nil)
-        #expect(!broker.answer(requestID: prompt.requestID, allow: true, token: "wrong"))
-        #expect(broker.prompt(requestID: prompt.requestID, token: token) == prompt)
-        #expect(broker.answer(requestID: prompt.requestID, allow: true, token: token))
+        #expect(broker.openPage(requestID: prompt.requestID, token: String(repeating: "0", count: token.count)) == nil)
+        #expect(!broker.answer(requestID: prompt.requestID, allow: true, session: token), "the link itself is not a session")
+        let opened = try #require(broker.openPage(requestID: prompt.requestID, token: token))
+        #expect(opened.prompt == prompt)
+        #expect(broker.openPage(requestID: prompt.requestID, token: token) == nil, "the link opened the page twice")
+        #expect(broker.prompt(requestID: prompt.requestID, session: opened.session) == prompt)
+        #expect(!broker.answer(requestID: prompt.requestID, allow: true, session: "wrong"))
+        #expect(broker.answer(requestID: prompt.requestID, allow: true, session: opened.session))
         let deadline = Date().addingTimeInterval(5)
         while decision.withLock({ $0 }) == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         #expect(decision.withLock { $0 } == .allowed)
+        // The request is over: its page and session with it.
+        #expect(broker.prompt(requestID: prompt.requestID, session: opened.session) == nil)
+    }
+
+    @Test func theConsentLinkExpiresOnTheClock() throws {
+        let clock = ManualClock()
+        let links = PageLinks(lifetimes: .init(link: .seconds(60), session: .seconds(60)), now: clock.nanoseconds)
+        let broker = ConsentBroker(settings: .init(timeout: .seconds(600)), pageLinks: links) { id, token in
+            "http://127.0.0.1:1/consent/\(id)?token=\(token)"
+        }
+        let (daemonSide, clientSide) = try socketPair()
+        _ = broker.addAgent(daemonSide)
+        let me = self.me
+        Thread.detachNewThread { _ = broker.authorize(me, capabilities: .screen) {} }
+        guard case .consentRequested(let prompt)? = try clientSide.receive(DaemonEvent.self)?.message,
+              let token = prompt.pageURL?.split(separator: "=").last.map(String.init) else {
+            Issue.record("no prompt with a page URL")
+            return
+        }
+        clock.advance(.seconds(61))
+        #expect(broker.openPage(requestID: prompt.requestID, token: token) == nil, "an expired link opened the page")
+        _ = broker.answer(requestID: prompt.requestID, allow: false, session: nil)
     }
 }

@@ -17,7 +17,7 @@ final class CountingHandler: BroadcastSampleHandler {
     override func broadcastResumed() { events.append("resumed") }
     override func broadcastFinished() { events.append("finished") }
 
-    override func processSampleBuffer(_ sample: SampleBuffer, type: SampleBufferType) {
+    override func processSampleBuffer(_ sample: SampleBuffer) {
         switch sample {
         case .video(let frame):
             events.append("video")
@@ -25,7 +25,7 @@ final class CountingHandler: BroadcastSampleHandler {
             if lumaSeen.count == 2 { updateServiceInfo(["frames": "2"]) }
             if frame.pixels.width > 4000 { finishBroadcast(error: "pictures over 4K are not supported") }
         case .audio(let buffer):
-            events.append("\(type == .micAudio ? "mic" : "app") \(buffer.frameCount)")
+            events.append("\(buffer.source == .microphone ? "mic" : "app") \(buffer.frameCount)")
         }
     }
 }
@@ -37,8 +37,8 @@ final class CountingHandler: BroadcastSampleHandler {
         harness.start(setupInfo: ["title": "demo"])
         harness.annotate(["name": "game"])
         harness.sendVideo(width: 64, height: 32, time: .zero, luma: 200)
-        harness.sendAudio(.appAudio, frames: 1024, time: .zero)
-        harness.sendAudio(.micAudio, frames: 960, time: .zero)
+        harness.sendAudio(.app, frames: 1024, time: .zero)
+        harness.sendAudio(.microphone, frames: 960, time: .zero)
         harness.pause()
         harness.resume()
         harness.sendVideo(width: 64, height: 32, time: MediaTime(nanoseconds: 33_000_000), luma: 16)
@@ -50,10 +50,20 @@ final class CountingHandler: BroadcastSampleHandler {
         #expect(harness.finishError == nil)
     }
 
-    @Test func aHandlerCanEndTheBroadcastWithAnErrorForThePerson() {
-        let harness = BroadcastHarness(CountingHandler())
+    /// After its own `finishBroadcast(error:)` a handler hears only `broadcastFinished`, as
+    /// from replayd: no annotation, sample, pause or resume arrives after it has given up.
+    @Test func aHandlerThatEndsWithAnErrorHearsOnlyFinishedAfterIt() {
+        let handler = CountingHandler()
+        let harness = BroadcastHarness(handler)
         harness.start()
         harness.sendVideo(width: 4096 + 64, height: 32, time: .zero)
         #expect(harness.finishError == "pictures over 4K are not supported")
+        harness.annotate(["name": "late"])
+        harness.sendVideo(width: 64, height: 32, time: .zero)
+        harness.sendAudio(.app, time: .zero)
+        harness.pause()
+        harness.resume()
+        harness.finish()
+        #expect(handler.events == ["started ", "video", "finished"])
     }
 }

@@ -4,9 +4,10 @@ import Testing
 @Suite struct BroadcastCodecTests {
     let surfaces = BroadcastCodec.Surfaces(count: 5, size: 640 * 480 * 3 / 2)
 
-    func video(surface: UInt16 = 1, width: UInt32 = 640, height: UInt32 = 480, lumaOffset: UInt64 = 0) -> BroadcastMessage {
+    func video(surface: UInt16 = 1, width: UInt32 = 640, height: UInt32 = 480, lumaOffset: UInt64 = 0,
+               matrix: BroadcastMessage.ColorMatrix = .bt601, range: BroadcastMessage.ColorRange = .video) -> BroadcastMessage {
         let luma = UInt64(width * height)
-        return .video(.init(surface: surface, width: width, height: height, planes: [
+        return .video(.init(surface: surface, matrix: matrix, range: range, width: width, height: height, planes: [
             .init(offset: lumaOffset, stride: width, rows: height),
             .init(offset: lumaOffset + luma, stride: width / 2, rows: height / 2),
             .init(offset: lumaOffset + luma + luma / 4, stride: width / 2, rows: height / 2),
@@ -23,7 +24,7 @@ import Testing
     @Test func everyMessageSurvivesARoundTrip() throws {
         let messages: [BroadcastMessage] = [
             .hello(.init(surfaceCount: 5, surfaceSize: 4096)), .started(setupInfo: ["url": "rtmp://x/app", "key": "k"]),
-            .annotated(applicationInfo: ["name": "game"]), video(),
+            .annotated(applicationInfo: ["name": "game"]), video(), video(matrix: .bt709, range: .full),
             .audio(.init(surface: 4, source: .microphone, offset: 4096, frames: 1024, channels: 2, sampleRate: 48_000, time: -5)),
             .paused, .resumed, .finished, .ping(7), .ready, .pong(7), .release(surface: 3), .finish(error: "ingest refused the key"),
             .serviceInfo(["viewers": "12"]), .broadcastURL("https://example.invalid/live"),
@@ -52,12 +53,34 @@ import Testing
         }
         #expect(throws: BroadcastCodec.DecodeError.self) { try BroadcastCodec.decode(valid + [0], surfaces: surfaces) }
         #expect(throws: BroadcastCodec.DecodeError.self) { try BroadcastCodec.decode([0xee], surfaces: surfaces) }
-        var unknownFormat = valid
-        unknownFormat[3] = 0x7f
-        #expect(throws: BroadcastCodec.DecodeError.self) { try BroadcastCodec.decode(unknownFormat, surfaces: surfaces) }
+        // The pixel format (byte 3), colour matrix (4) and range (5): a value this side does not
+        // know is malformed, never guessed.
+        for (field, value) in [(3, 0x7f), (4, 0), (4, 3), (5, 0), (5, 3)] as [(Int, UInt8)] {
+            var unknown = valid
+            unknown[field] = value
+            #expect(throws: BroadcastCodec.DecodeError.self, "byte \(field) = \(value)") {
+                try BroadcastCodec.decode(unknown, surfaces: surfaces)
+            }
+        }
         // A plane starting near 2^64, where offset + size would wrap around.
         var overflowing = valid
-        overflowing.replaceSubrange(13..<21, with: [UInt8](repeating: 0xff, count: 8))
+        overflowing.replaceSubrange(15..<23, with: [UInt8](repeating: 0xff, count: 8))
         #expect(throws: BroadcastCodec.DecodeError.self) { try BroadcastCodec.decode(overflowing, surfaces: surfaces) }
+    }
+
+    /// The `video` message byte for byte, as docs/protocol.md lays it out: a change to the wire
+    /// must show up here.
+    @Test func aVideoMessageHasItsDocumentedBytes() throws {
+        let frame = BroadcastMessage.video(.init(surface: 1, matrix: .bt709, range: .full, width: 4, height: 2, planes: [
+            .init(offset: 0, stride: 4, rows: 2), .init(offset: 8, stride: 2, rows: 1), .init(offset: 10, stride: 2, rows: 1),
+        ], time: 5, orientation: .right))
+        let plane: (UInt8, UInt8, UInt8) -> [UInt8] = { offset, stride, rows in
+            [offset, 0, 0, 0, 0, 0, 0, 0, stride, 0, 0, 0, rows, 0, 0, 0]
+        }
+        let body: [UInt8] = [4, 1, 0, 1, 2, 2, 4, 0, 0, 0, 2, 0, 0, 0, 3]  // tag, surface, I420, BT.709, full, 4, 2, 3 planes
+            + plane(0, 4, 2) + plane(8, 2, 1) + plane(10, 2, 1)
+            + [5, 0, 0, 0, 0, 0, 0, 0, 1]                                    // time, orientation right
+        #expect(BroadcastCodec.encode(frame) == [UInt8(body.count), 0, 0, 0] + body)
+        #expect(try BroadcastCodec.decode(framed: [UInt8(body.count), 0, 0, 0] + body, surfaces: surfaces) == frame)
     }
 }

@@ -37,6 +37,7 @@ import Testing
         case .stopBroadcast: #"{"stopBroadcast":{"id":"bc-1"}}"#
         case .broadcastStatus: #"{"broadcastStatus":{}}"#
         case .showBroadcastPicker: #"{"showBroadcastPicker":{"microphone":true,"preferredExtension":"webrtc","scope":"app"}}"#
+        case .forgetScreenChoice: #"{"forgetScreenChoice":{}}"#
         }
     }
 
@@ -67,6 +68,7 @@ import Testing
         .stopBroadcast(id: "bc-1"),
         .broadcastStatus,
         .showBroadcastPicker(preferredExtension: "webrtc", microphone: true, scope: .app),
+        .forgetScreenChoice,
     ]
 
     /// Adding a case to DaemonEvent makes this switch fail to compile until it has a golden.
@@ -83,7 +85,8 @@ import Testing
         case .exportChunk: #"{"exportChunk":{}}"#
         case .exportEnd: #"{"exportEnd":{}}"#
         case .status:
-            #"{"status":{"status":{"activeRecordings":["rec-1"],"display":":0","mode":"user","pagesURL":"http://127.0.0.1:8765","#
+            #"{"status":{"status":{"activeRecordings":["rec-1"],"capture":{"backend":"portal","reason":"a Wayland session: "#
+                + #"WAYLAND_DISPLAY=wayland-0","remembersScreenChoice":true},"display":":0","mode":"user","pagesURL":"http://127.0.0.1:8765","#
                 + #""pid":4242,"store":"/home/ada/.local/share/openreplaykit/recordings"}}}"#
         case .recordingDeleted: #"{"recordingDeleted":{"id":"rec-1"}}"#
         case .previewURL: #"{"previewURL":{"url":"http://127.0.0.1:8765/preview/rec-1?token=t0k3n"}}"#
@@ -122,6 +125,8 @@ import Testing
         case .broadcastUpdated:
             #"{"broadcastUpdated":{"status":{"audioPeriodsSent":0,"extensionID":"webrtc","extensionPeakMemory":0,"framesDropped":0,"#
                 + #""framesSent":0,"id":"bc-2","messageBytesSent":0,"scope":"app","serviceInfo":{},"state":"paused"}}}"#
+        case .screenChoiceForgotten: #"{"screenChoiceForgotten":{}}"#
+        case .waitingForScreenChoice: #"{"waitingForScreenChoice":{"seconds":60}}"#
         case .error:
             #"{"error":{"code":"protocolVersionMismatch","message":"replayd speaks protocol 2 and this client speaks protocol 1; "#
                 + #"update the client or the daemon so they match"}}"#
@@ -141,7 +146,8 @@ import Testing
         .exportEnd,
         .status(status: DaemonStatus(
             pid: 4242, display: ":0", activeRecordings: ["rec-1"], mode: .user, store: "/home/ada/.local/share/openreplaykit/recordings",
-            pagesURL: "http://127.0.0.1:8765")),
+            pagesURL: "http://127.0.0.1:8765",
+            capture: CaptureBackendInfo(backend: "portal", reason: "a Wayland session: WAYLAND_DISPLAY=wayland-0", remembersScreenChoice: true))),
         .recordingDeleted(id: "rec-1"),
         .previewURL(url: "http://127.0.0.1:8765/preview/rec-1?token=t0k3n"),
         .waitingForConsent,
@@ -172,6 +178,8 @@ import Testing
         .pickerShown,
         .pickerOffered(offer: PickerOffer(executable: "/usr/bin/app", pageURL: "http://127.0.0.1:8765/picker/p-1?token=t0k3n", scope: .app)),
         .broadcastUpdated(status: BroadcastStatus(id: "bc-2", extensionID: "webrtc", scope: .app, state: .paused)),
+        .screenChoiceForgotten,
+        .waitingForScreenChoice(seconds: 60),
         .error(code: .protocolVersionMismatch, message: ClientProtocol.mismatch(daemon: 2, client: 1)),
     ]
 
@@ -184,8 +192,8 @@ import Testing
     static func name(_ value: some Any) -> String { String(String(describing: value).prefix { $0 != "(" }) }
 
     @Test func everyRequestHasItsPinnedJSON() throws {
-        // One sample of every case (24): a new case needs a sample here as well as a golden.
-        #expect(Set(Self.requests.map(\.name)).count == 24 && Self.requests.count == 24)
+        // One sample of every case (25): a new case needs a sample here as well as a golden.
+        #expect(Set(Self.requests.map(\.name)).count == 25 && Self.requests.count == 25)
         for request in Self.requests {
             #expect(try Self.encode(request) == Self.golden(request), "\(request.name)")
             // What another client sends, as written in docs/protocol.md, is understood.
@@ -194,7 +202,7 @@ import Testing
     }
 
     @Test func everyEventHasItsPinnedJSON() throws {
-        #expect(Set(Self.events.map { Self.name($0) }).count == 30 && Self.events.count == 30)
+        #expect(Set(Self.events.map { Self.name($0) }).count == 32 && Self.events.count == 32)
         for event in Self.events {
             #expect(try Self.encode(event) == Self.golden(event), "\(Self.name(event))")
             #expect(try JSONDecoder().decode(DaemonEvent.self, from: Data(Self.golden(event).utf8)) == event)

@@ -26,30 +26,49 @@ import Testing
     @Test func pixelBuffersAreEvenAndPlanar() {
         let size = evenSize(width: 1921, height: 1081)
         #expect(size.width == 1920 && size.height == 1080)
-        let buffer = PixelBuffer(width: 4, height: 2)
+        let buffer = PixelBuffer(width: 4, height: 2, format: .bt601VideoRange)
         #expect(buffer.bytes.count == 8 + 2 + 2)
         #expect(buffer.offset(ofPlane: 1) == 8 && buffer.offset(ofPlane: 2) == 10)
         #expect(buffer.stride(ofPlane: 2) == 2 && buffer.height(ofPlane: 1) == 1)
     }
 }
 
+@Suite struct PixelBufferTests {
+    @Test func aPictureOfOnesOwnIsFilledOnceAndCarriesItsFormat() {
+        let format = PictureFormat(matrix: .bt709, range: .full)
+        let picture = PixelBuffer(width: 4, height: 2, format: format) { bytes in
+            for index in bytes.indices { bytes[index] = UInt8(index) }
+        }
+        #expect(picture.format == format && picture.bytes.count == 12 && picture.bytes[11] == 11)
+        let copy = picture.copy()
+        #expect(copy.storage !== picture.storage && copy.format == format && copy.bytes.elementsEqual(picture.bytes))
+    }
+
+    @Test func theFormatSaysItsBlackWhiteAndName() {
+        #expect(PictureFormat.bt601VideoRange.blackLuma == 16 && PictureFormat.bt601VideoRange.whiteLuma == 235)
+        let full = PictureFormat(matrix: .bt709, range: .full)
+        #expect(full.blackLuma == 0 && full.whiteLuma == 255)
+        #expect(full.description == "I420 BT.709 full range" && PictureFormat.bt601VideoRange.description == "I420 BT.601 video range")
+    }
+}
+
 @Suite struct PixelBufferPoolTests {
     @Test func memoryIsReusedOnceNobodyHoldsIt() {
         let pool = PixelBufferPool()
-        var first: PixelBuffer? = pool.take(width: 64, height: 32)
-        let held = pool.take(width: 64, height: 32)!
+        var first: PixelBuffer? = pool.take(width: 64, height: 32, format: .bt601VideoRange)
+        let held = pool.take(width: 64, height: 32, format: .bt601VideoRange)!
         #expect(first!.storage !== held.storage)
         let address = first!.storage.bytes.baseAddress
         first = nil
-        let reused = pool.take(width: 64, height: 32)!
+        let reused = pool.take(width: 64, height: 32, format: .bt601VideoRange)!
         #expect(reused.storage.bytes.baseAddress == address)
         #expect(pool.count == 2)
     }
 
     @Test func aNewSizeDropsTheOldMemory() {
         let pool = PixelBufferPool()
-        _ = pool.take(width: 64, height: 32)
-        let resized = pool.take(width: 32, height: 32)!
+        _ = pool.take(width: 64, height: 32, format: .bt601VideoRange)
+        let resized = pool.take(width: 32, height: 32, format: .bt601VideoRange)!
         #expect(resized.bytes.count == 32 * 32 * 3 / 2)
         #expect(pool.count == 1)
     }
@@ -57,10 +76,10 @@ import Testing
     @Test func aFixedPoolNeverGrowsAndGivesNothingWhenAllAreInUse() {
         // The pool must hold the only references: a storage is free when nobody else has it.
         let pool = PixelBufferPool(fixed: [PixelStorage(byteCount: 64 * 32 * 3 / 2), PixelStorage(byteCount: 64 * 32 * 3 / 2)])
-        let a = pool.take(width: 64, height: 32), b = pool.take(width: 64, height: 32)
+        let a = pool.take(width: 64, height: 32, format: .bt601VideoRange), b = pool.take(width: 64, height: 32, format: .bt601VideoRange)
         #expect(a != nil && b != nil && a!.storage !== b!.storage)
-        #expect(pool.take(width: 64, height: 32) == nil)
-        #expect(pool.take(width: 640, height: 480) == nil, "a picture larger than the surfaces")
+        #expect(pool.take(width: 64, height: 32, format: .bt601VideoRange) == nil)
+        #expect(pool.take(width: 640, height: 480, format: .bt601VideoRange) == nil, "a picture larger than the surfaces")
         #expect(pool.count == 2)
         withExtendedLifetime((a, b)) {}
     }

@@ -5,8 +5,8 @@ import Testing
 @Suite struct InverseTelecineTests {
     /// A picture of noise, different for every `id`, with the id in its first four luma bytes.
     static func picture(_ id: Int, width: Int = 640, height: Int = 360) -> PixelBuffer {
-        let pixels = PixelBuffer(width: width, height: height)
-        let words = pixels.bytes.bindMemory(to: UInt64.self)
+        let pixels = PixelBuffer(width: width, height: height, format: .bt601VideoRange)
+        let words = pixels.mutableBytes.bindMemory(to: UInt64.self)
         var state = UInt64(id + 1) &* 0x9e37_79b9_7f4a_7c15
         for index in words.indices {
             state ^= state << 13
@@ -14,7 +14,7 @@ import Testing
             state ^= state << 17
             words[index] = state
         }
-        pixels.bytes.storeBytes(of: UInt32(id).littleEndian, as: UInt32.self)
+        pixels.mutableBytes.storeBytes(of: UInt32(id).littleEndian, as: UInt32.self)
         return pixels
     }
 
@@ -22,9 +22,7 @@ import Testing
 
     /// The same bytes in other memory, as a player drawing the same frame again produces.
     static func copy(_ pixels: PixelBuffer) -> PixelBuffer {
-        let copy = PixelBuffer(width: pixels.width, height: pixels.height)
-        copy.bytes.copyMemory(from: UnsafeRawBufferPointer(pixels.bytes))
-        return copy
+        pixels.copy()
     }
 
     /// Which original each captured frame shows when every original is shown for the next
@@ -242,9 +240,12 @@ import Testing
             // One byte off, away from the rows probed first, at the end of each plane.
             let b = Self.copy(a)
             let offset = a.offset(ofPlane: plane) + a.stride(ofPlane: plane) * (a.height(ofPlane: plane) - 1) + 11
-            b.bytes[offset] ^= 1
+            b.mutableBytes[offset] ^= 1
             #expect(!InverseTelecine.isDuplicate(a, b), "plane \(plane)")
         }
+        // The same bytes coded another way are another picture.
+        let relabelled = PixelBuffer(width: a.width, height: a.height, format: .bt709VideoRange) { $0.copyMemory(from: a.bytes) }
+        #expect(!InverseTelecine.isDuplicate(a, relabelled))
         let small = Self.picture(1, width: 640, height: 360)
         #expect(!InverseTelecine.isDuplicate(small, Self.picture(1, width: 360, height: 640)))
     }

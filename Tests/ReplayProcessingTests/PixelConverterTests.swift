@@ -17,7 +17,7 @@ import Testing
 
     @Test func whiteAndBlackBecomeVideoRangeLuma() {
         let source = image(width: 8, height: 4, stride: 32) { x, _ in x < 4 ? (255, 255, 255) : (0, 0, 0) }
-        let buffer = PixelBuffer(width: 8, height: 4)
+        let buffer = PixelBuffer(width: 8, height: 4, format: PixelConverter.format)
         source.withUnsafeBytes { PixelConverter.convertBGRA($0.baseAddress!, bytesPerRow: 32, into: buffer) }
         #expect(buffer.bytes[0] == 235)
         #expect(buffer.bytes[7] == 16)
@@ -27,16 +27,30 @@ import Testing
 
     @Test func primaryColoursLandOnTheirChromaSide() {
         let red = image(width: 2, height: 2, stride: 8) { _, _ in (255, 0, 0) }
-        let buffer = PixelBuffer(width: 2, height: 2)
+        let buffer = PixelBuffer(width: 2, height: 2, format: PixelConverter.format)
         red.withUnsafeBytes { PixelConverter.convertBGRA($0.baseAddress!, bytesPerRow: 8, into: buffer) }
         #expect(buffer.bytes[buffer.offset(ofPlane: 2)] > 200)  // V (red difference) high
         #expect(buffer.bytes[buffer.offset(ofPlane: 1)] < 128)  // U (blue difference) low
     }
 
+    /// Pure red's luma tells the matrix apart: BT.601 video range gives 16 + 219 × 0.299 ≈ 81,
+    /// BT.709 would give 16 + 219 × 0.2126 ≈ 63. So `PixelConverter.format` is what libyuv does.
+    @Test func theConversionIsBT601VideoRangeAsItsFormatSays() {
+        #expect(PixelConverter.format == PictureFormat(pixelFormat: .i420, matrix: .bt601, range: .video))
+        let red = image(width: 2, height: 2, stride: 8) { _, _ in (255, 0, 0) }
+        let picture = red.withUnsafeBytes { PixelConverter.pictureFromBGRA($0.baseAddress!, bytesPerRow: 8, width: 2, height: 2) }
+        #expect(picture.format == PixelConverter.format)
+        #expect((80...83).contains(picture.bytes[0]), "red's luma is \(picture.bytes[0])")
+        // The same red as R, G, B, A in memory.
+        let rgba: [UInt8] = [255, 0, 0, 255, 255, 0, 0, 255, 255, 0, 0, 255, 255, 0, 0, 255]
+        let fromRGBA = rgba.withUnsafeBytes { PixelConverter.pictureFromRGBA($0.baseAddress!, bytesPerRow: 8, width: 2, height: 2) }
+        #expect(fromRGBA.bytes.elementsEqual(picture.bytes))
+    }
+
     @Test func anOddEdgeIsCroppedNotRead() {
         // 5x3 source with padded rows; the buffer is 4x2 and must ignore the last column and row.
         let source = image(width: 5, height: 3, stride: 24) { x, y in x == 4 || y == 2 ? (255, 255, 255) : (0, 0, 0) }
-        let buffer = PixelBuffer(width: 4, height: 2)
+        let buffer = PixelBuffer(width: 4, height: 2, format: PixelConverter.format)
         source.withUnsafeBytes { PixelConverter.convertBGRA($0.baseAddress!, bytesPerRow: 24, into: buffer) }
         #expect(buffer.bytes[0..<8].allSatisfy { $0 == 16 })
     }

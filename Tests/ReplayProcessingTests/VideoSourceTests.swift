@@ -4,9 +4,9 @@ import Testing
 
 @Suite struct VideoSourceTests {
     /// A flat picture whose luma says which frame it is.
-    func frame(_ index: Int, width: Int = 640, height: Int = 360) -> PixelBuffer {
-        let pixels = PixelBuffer(width: width, height: height)
-        pixels.bytes.initializeMemory(as: UInt8.self, repeating: UInt8(16 + index % 200))
+    func frame(_ index: Int, width: Int = 640, height: Int = 360, format: PictureFormat = .bt601VideoRange) -> PixelBuffer {
+        let pixels = PixelBuffer(width: width, height: height, format: format)
+        pixels.mutableBytes.initializeMemory(as: UInt8.self, repeating: UInt8(16 + index % 200))
         return pixels
     }
 
@@ -29,6 +29,16 @@ import Testing
         #expect(VideoFormatRequest.fit(maxDimension: 1280).size(forWidth: 1080, height: 1920) == (720, 1280))
         #expect(VideoFormatRequest.fit(maxDimension: 1280).size(forWidth: 640, height: 480) == (640, 480), "never scaled up")
         #expect(VideoFormatRequest.native.size(forWidth: 1920, height: 1080) == (1920, 1080))
+    }
+
+    /// Scaling, rotating and repeating move pixels; the colour coding stays what it was.
+    @Test func scaledRotatedAndRepeatedPicturesKeepTheirFormat() throws {
+        let full709 = PictureFormat(matrix: .bt709, range: .full)
+        let source = VideoSource(settings: .init(mode: .video, format: .fit(maxDimension: 320), applyRotation: true))
+        let output = try #require(source.process(VideoSample(time: .zero, pixels: frame(1, format: full709), orientation: .left)))
+        #expect(output.pixels.width == 180 && output.pixels.height == 320 && output.pixels.format == full709)
+        let repeated = try #require(source.idle(now: MediaTime(seconds: 1)))
+        #expect(repeated.pixels.format == full709)
     }
 
     @Test func aScaledPictureKeepsItsContent() {
@@ -81,9 +91,9 @@ import Testing
 
     @Test func rotationTagsPassThroughOrAreApplied() throws {
         // A 4x2 picture whose top-left luma is bright.
-        let pixels = PixelBuffer(width: 4, height: 2)
-        pixels.bytes.initializeMemory(as: UInt8.self, repeating: 16)
-        pixels.bytes[0] = 235
+        let pixels = PixelBuffer(width: 4, height: 2, format: .bt601VideoRange)
+        pixels.mutableBytes.initializeMemory(as: UInt8.self, repeating: 16)
+        pixels.mutableBytes[0] = 235
         let tagged = VideoSample(time: .zero, pixels: pixels, orientation: .right)
         let passed = try #require(VideoSource(settings: .init(mode: .video, format: .native)).process(tagged))
         #expect(passed.orientation == .right && passed.pixels.width == 4)

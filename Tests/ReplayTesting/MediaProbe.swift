@@ -10,6 +10,12 @@ public struct MediaProbe: Sendable {
         public let duration: Double?
         public let packets: Int?
         public let title: String?
+        /// The video stream's colour tags as ffprobe names them (`color_space`: "smpte170m",
+        /// "bt709"; `color_range`: "tv", "pc"; `color_primaries`; `color_transfer`).
+        public let colorSpace: String?
+        public let colorRange: String?
+        public let colorPrimaries: String?
+        public let colorTransfer: String?
     }
 
     public let streams: [Stream]
@@ -36,7 +42,9 @@ public struct MediaProbe: Sendable {
             Stream(type: stream["codec_type"] as? String ?? "", codec: stream["codec_name"] as? String ?? "",
                    width: stream["width"] as? Int, height: stream["height"] as? Int,
                    duration: number(stream["duration"]), packets: (stream["nb_read_packets"] as? String).flatMap(Int.init),
-                   title: (stream["tags"] as? [String: Any])?["handler_name"] as? String)
+                   title: (stream["tags"] as? [String: Any])?["handler_name"] as? String,
+                   colorSpace: stream["color_space"] as? String, colorRange: stream["color_range"] as? String,
+                   colorPrimaries: stream["color_primaries"] as? String, colorTransfer: stream["color_transfer"] as? String)
         }
         duration = number((root["format"] as? [String: Any])?["duration"])
     }

@@ -9,6 +9,8 @@ public import ReplayVirtualDesktop
 public final class ReplayFixture: @unchecked Sendable {
     // @unchecked: `daemon` is only replaced by the test that owns the fixture.
     public let desktop: VirtualDesktop?
+    /// A headless Wayland desktop (mutter, PipeWire, the ScreenCast portal) instead of the X11 one.
+    public let waylandDesktop: WaylandDesktop?
     public let directory: URL
     public let socket: String
     public let store: URL
@@ -28,23 +30,52 @@ public final class ReplayFixture: @unchecked Sendable {
         socket = directory.appendingPathComponent(socketName).path
         store = storeDirectory ?? directory.appendingPathComponent("store")
         self.desktop = try desktop.map { try VirtualDesktop.start($0) }
+        waylandDesktop = nil
     }
+
+    /// A fixture on a headless Wayland desktop: the daemon captures through the ScreenCast
+    /// portal (start it with `--capture portal`); `portalTokenFile` holds the desktop's seeded
+    /// restore token, so no dialog is needed.
+    public init(wayland: WaylandDesktop.Options) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("ork-test-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        socket = directory.appendingPathComponent("replayd.sock").path
+        store = directory.appendingPathComponent("store")
+        desktop = nil
+        do {
+            let started = try WaylandDesktop.start(wayland)
+            waylandDesktop = started
+            try (started.restoreToken + "\n").write(to: portalTokenFile, atomically: true, encoding: .utf8)
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    /// Where a daemon of a Wayland fixture keeps the portal's restore token (`--portal-token-file`).
+    public var portalTokenFile: URL { directory.appendingPathComponent("screencast-token") }
 
     /// DISPLAY and PULSE_SERVER of the desktop, plus `overrides`.
     public func environment(_ overrides: [String: String] = [:]) -> [String: String] {
-        var environment = desktop?.environment ?? [:]
+        var environment = desktop?.environment ?? waylandDesktop?.environment ?? [:]
         environment["XDG_RUNTIME_DIR"] = directory.path
         environment["XDG_DATA_HOME"] = directory.appendingPathComponent("data").path
+        environment["XDG_STATE_HOME"] = directory.appendingPathComponent("state").path
         for (key, value) in overrides { environment[key] = value }
         return environment
     }
 
     /// Starts replayd on the fixture's socket and store, plus `arguments`, and waits until it answers.
-    public func startDaemon(_ arguments: [String] = [], environment overrides: [String: String] = [:]) throws {
+    /// - Parameter openFiles: its open-file limit, soft and hard (through prlimit, which execs it).
+    public func startDaemon(_ arguments: [String] = [], environment overrides: [String: String] = [:], openFiles: Int? = nil) throws {
         let log = open(directory.appendingPathComponent("replayd.log").path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         defer { close(log) }
+        // On an X11 fixture the X11 backend, whatever desktop the machine running the tests has.
+        let capture = waylandDesktop == nil && !arguments.contains("--capture") ? ["--capture", "x11"] : []
+        let command = ["--socket", socket, "--store", store.path, "--log-level", "debug"] + capture + arguments
         let daemon = try ChildProcess(
-            path: Self.replayd, arguments: ["--socket", socket, "--store", store.path, "--log-level", "debug"] + arguments,
+            path: openFiles == nil ? Self.replayd : "/usr/bin/prlimit",
+            arguments: openFiles.map { ["--nofile=\($0):\($0)", "--", Self.replayd] + command } ?? command,
             environment: ChildProcess.environment(adding: environment(overrides)), stdout: .descriptor(log), stderr: .descriptor(log))
         self.daemon = daemon
         // Ready means accepting: a socket file can be left over by a daemon that was killed.
@@ -104,6 +135,7 @@ public final class ReplayFixture: @unchecked Sendable {
     public func stop() {
         daemon?.terminate(grace: 10)
         desktop?.stop()
+        waylandDesktop?.stop()
         try? FileManager.default.removeItem(at: directory)
     }
 }

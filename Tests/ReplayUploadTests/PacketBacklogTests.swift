@@ -7,11 +7,11 @@ import Testing
 @Suite struct PacketBacklogTests {
     /// `seconds` of 10 fps video (changing pictures) and 48 kHz audio, in encoding order.
     static func encodedStream(seconds: Int) throws -> [EncodedPacket] {
-        let encoder = try LiveEncoder(format: LiveFormat(width: 160, height: 96, fps: 10, videoBitRate: 200_000, keyframeSeconds: 1))
+        let encoder = try LiveEncoder(format: LiveFormat(width: 160, height: 96, picture: .bt601VideoRange, fps: 10, videoBitRate: 200_000, keyframeSeconds: 1))
         var packets: [EncodedPacket] = []
         for index in 0..<seconds * 10 {
-            let pixels = PixelBuffer(width: 160, height: 96)
-            for offset in 0..<160 * 96 { pixels.bytes[offset] = UInt8(truncatingIfNeeded: offset &* (index + 1)) }
+            let pixels = PixelBuffer(width: 160, height: 96, format: .bt601VideoRange)
+            for offset in 0..<160 * 96 { pixels.mutableBytes[offset] = UInt8(truncatingIfNeeded: offset &* (index + 1)) }
             let time = MediaTime(nanoseconds: Int64(index) * 100_000_000)
             packets += try encoder.encode(pixels, at: time)
             packets += try encoder.encode(audio: [Float](repeating: 0.1, count: 4800 * 2), at: time)
@@ -25,8 +25,8 @@ import Testing
         #expect(keyframes == [0, 1, 2], "\(keyframes)")
         #expect(packets.contains { $0.track == .audio })
 
-        let encoder = try LiveEncoder(format: LiveFormat(width: 160, height: 96, fps: 10, videoBitRate: 200_000, keyframeSeconds: 10))
-        let pixels = PixelBuffer(width: 160, height: 96)
+        let encoder = try LiveEncoder(format: LiveFormat(width: 160, height: 96, picture: .bt601VideoRange, fps: 10, videoBitRate: 200_000, keyframeSeconds: 10))
+        let pixels = PixelBuffer(width: 160, height: 96, format: .bt601VideoRange)
         _ = try encoder.encode(pixels, at: MediaTime(nanoseconds: 0))
         #expect(try encoder.encode(pixels, at: MediaTime(nanoseconds: 100_000_000)).allSatisfy { !$0.isKeyframe })
         encoder.requestKeyframe()

@@ -1,5 +1,6 @@
 import ReplayCodec
 import ReplayProcessing
+import ReplayMedia
 import ReplayUpload
 import Testing
 
@@ -53,6 +54,6 @@ import Testing
     @Test func presetsKeepX264InsideTheMemoryLimit() {
         #expect(LiveFormat.preset(width: 1280, height: 720) == "veryfast")
         #expect(LiveFormat.preset(width: 1920, height: 1080) == "ultrafast")
-        #expect(LiveFormat(width: 886, height: 498, fps: 15, videoBitRate: 1_000_000).preset == "veryfast")
+        #expect(LiveFormat(width: 886, height: 498, picture: .bt601VideoRange, fps: 15, videoBitRate: 1_000_000).preset == "veryfast")
     }
 }

@@ -11,8 +11,8 @@ let (width, height, count) = (1920, 1080, 120)
 
 /// Noise, not flat colours: comparisons and filters must see real work (xorshift).
 func noisyFrame(_ state: inout UInt64) -> PixelBuffer {
-    let pixels = PixelBuffer(width: width, height: height)
-    let words = pixels.bytes.bindMemory(to: UInt64.self)
+    let pixels = PixelBuffer(width: width, height: height, format: .bt601VideoRange)
+    let words = pixels.mutableBytes.bindMemory(to: UInt64.self)
     for index in words.indices {
         state ^= state << 13
         state ^= state >> 7
@@ -43,8 +43,8 @@ var noise: UInt64 = 0x9e37_79b9_7f4a_7c15
 let frames = (0..<count).map { _ in noisyFrame(&noise) }
 // A copy of each frame, so "identical" really means comparing every byte of two pictures.
 let copies = frames.map { frame -> PixelBuffer in
-    let copy = PixelBuffer(width: width, height: height)
-    copy.bytes.copyMemory(from: UnsafeRawBufferPointer(frame.bytes))
+    let copy = PixelBuffer(width: width, height: height, format: frame.format)
+    copy.mutableBytes.copyMemory(from: frame.bytes)
     return copy
 }
 var duplicates = 0

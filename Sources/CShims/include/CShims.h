@@ -30,6 +30,32 @@ int CShims_pipe_cloexec(int fds[2]);
    from `lowest` up, a second wall behind close-on-exec for what it must never inherit. */
 int CShims_spawn_closefrom(posix_spawn_file_actions_t *actions, int lowest);
 
+/* The Landlock ABI version this kernel offers (0 when it has none): scoping abstract unix
+   sockets and signals needs 6 (Linux 6.12). */
+int CShims_landlock_abi(void);
+
+/* How a confined child starts: descriptors to hand over, as (ours, number in the child),
+   and which walls to raise before it execs. */
+struct CShims_confined_spawn {
+    const char *path;
+    char *const *argv;
+    char *const *envp;
+    const int *sources;
+    const int *targets;
+    int count;
+    /* Landlock: no abstract unix socket, no signal beyond its own domain (ABI >= 6). */
+    int scope;
+};
+
+/* Starts `spawn->path` in a new session with default signal handling and only the given
+   descriptors, after PR_SET_NO_NEW_PRIVS, the Landlock scopes (if asked) and a seccomp filter
+   that refuses ptrace, process_vm_readv/writev, shmget and, on x86_64, x32 and foreign-architecture
+   system calls with EPERM. These are inherited by everything it runs and cannot be lifted.
+   Posix_spawn has no hook for them, hence the clone here. Returns the pid, or -errno (the
+   child's, if it could not raise a wall or exec). A child's PR_SET_PDEATHSIG fires when the
+   *thread* that called this exits. */
+int CShims_spawn_confined(const struct CShims_confined_spawn *spawn);
+
 /* Constants hidden behind _GNU_SOURCE; shim.c checks them against the real ones. */
 #define CShims_MFD_CLOEXEC 0x0001U
 #define CShims_MFD_ALLOW_SEALING 0x0002U

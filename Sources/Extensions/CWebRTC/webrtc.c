@@ -42,10 +42,11 @@ struct CWebRTCSession {
     GstElement *pipeline;
     GstElement *video_src, *encoder, *video_tee;
     GstElement *audio_src, *audio_tee;
-    GMutex lock; /* peers, next_peer, width/height, closing */
+    GMutex lock; /* peers, next_peer, width/height/colour, closing */
     GHashTable *peers; /* id -> Peer* */
     int32_t next_peer;
     int32_t width, height;
+    int32_t bt709, full_range; /* the pictures' colour matrix and range */
     int32_t kbps;
     gboolean closing;
 };
@@ -304,9 +305,21 @@ static GstBusSyncReply on_bus_message(GstBus *bus, GstMessage *message, gpointer
     return GST_BUS_DROP;
 }
 
-static GstCaps *video_caps(CWebRTCSession *session, int32_t width, int32_t height) {
-    return gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, "I420", "width", G_TYPE_INT, width, "height", G_TYPE_INT,
-                               height, "framerate", GST_TYPE_FRACTION, session->config.fps, 1, NULL);
+/* Colorimetry is spelled out: without it GStreamer guesses by size (BT.709 from 720 lines up),
+ * and x264enc would tag replayd's BT.601 pictures as BT.709. The RGB is the screen's sRGB. */
+static GstCaps *video_caps(CWebRTCSession *session, int32_t width, int32_t height, int32_t bt709, int32_t full_range) {
+    GstVideoColorimetry colorimetry = {
+        .range = full_range ? GST_VIDEO_COLOR_RANGE_0_255 : GST_VIDEO_COLOR_RANGE_16_235,
+        .matrix = bt709 ? GST_VIDEO_COLOR_MATRIX_BT709 : GST_VIDEO_COLOR_MATRIX_BT601,
+        .transfer = GST_VIDEO_TRANSFER_SRGB,
+        .primaries = GST_VIDEO_COLOR_PRIMARIES_BT709,
+    };
+    gchar *name = gst_video_colorimetry_to_string(&colorimetry);
+    GstCaps *caps = gst_caps_new_simple("video/x-raw", "format", G_TYPE_STRING, "I420", "width", G_TYPE_INT, width, "height",
+                                        G_TYPE_INT, height, "framerate", GST_TYPE_FRACTION, session->config.fps, 1, "colorimetry",
+                                        G_TYPE_STRING, name, NULL);
+    g_free(name);
+    return caps;
 }
 
 CWebRTCSession *cwebrtc_session_new(const CWebRTCConfig *config, char **error) {
@@ -352,7 +365,7 @@ CWebRTCSession *cwebrtc_session_new(const CWebRTCConfig *config, char **error) {
     /* Live sources timed by the samples; when the pipeline falls behind, old pictures go first. */
     session->width = 640;
     session->height = 480;
-    GstCaps *vcap = video_caps(session, session->width, session->height);
+    GstCaps *vcap = video_caps(session, session->width, session->height, session->bt709, session->full_range);
     g_object_set(vsrc, "is-live", TRUE, "format", GST_FORMAT_TIME, "do-timestamp", FALSE, "caps", vcap, "max-buffers",
                  (guint64)3, "leaky-type", 2 /* downstream: drop the oldest */, "block", FALSE, NULL);
     gst_caps_unref(vcap);
@@ -445,19 +458,23 @@ static void release_picture(gpointer data) {
 }
 
 int cwebrtc_push_video(CWebRTCSession *session, const uint8_t *i420, size_t size, int32_t width, int32_t height,
-                       int64_t pts_ns, CWebRTCReleaseCallback release, void *release_context) {
+                       int32_t bt709, int32_t full_range, int64_t pts_ns, CWebRTCReleaseCallback release,
+                       void *release_context) {
     GstClockTime pts = running_time(session, pts_ns);
     if (!GST_CLOCK_TIME_IS_VALID(pts) || width <= 0 || height <= 0 || size < (size_t)width * height * 3 / 2) {
         if (release) release(release_context);
         return -1;
     }
     g_mutex_lock(&session->lock);
-    gboolean resized = width != session->width || height != session->height;
+    gboolean changed = width != session->width || height != session->height || bt709 != session->bt709 ||
+                       full_range != session->full_range;
     session->width = width;
     session->height = height;
+    session->bt709 = bt709;
+    session->full_range = full_range;
     g_mutex_unlock(&session->lock);
-    if (resized) {
-        GstCaps *caps = video_caps(session, width, height);
+    if (changed) {
+        GstCaps *caps = video_caps(session, width, height, bt709, full_range);
         gst_app_src_set_caps(GST_APP_SRC(session->video_src), caps);
         gst_caps_unref(caps);
     }

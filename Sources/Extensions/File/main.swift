@@ -29,7 +29,7 @@ final class FileUploadHandler: BroadcastSampleHandler {
         try? output?.close()
     }
 
-    override func processSampleBuffer(_ sample: SampleBuffer, type: SampleBufferType) {
+    override func processSampleBuffer(_ sample: SampleBuffer) {
         switch sample {
         case .video(let frame):
             frames += 1
@@ -41,7 +41,7 @@ final class FileUploadHandler: BroadcastSampleHandler {
                    "luma": luma.reduce(0, +) / max(1, luma.count)])
             if frames % 30 == 0 { updateServiceInfo(["frames": String(frames)]) }
         case .audio(let buffer):
-            write(["event": type == .micAudio ? "micAudio" : "appAudio", "time": Double(buffer.time.nanoseconds) / 1e9,
+            write(["event": buffer.source == .microphone ? "micAudio" : "appAudio", "time": Double(buffer.time.nanoseconds) / 1e9,
                    "frames": buffer.frameCount, "channels": buffer.channels, "rate": buffer.sampleRate])
         }
     }

@@ -57,7 +57,7 @@ public final class UploadHandler: BroadcastSampleHandler, @unchecked Sendable {
         }
     }
 
-    public override func processSampleBuffer(_ sample: SampleBuffer, type: SampleBufferType) {
+    public override func processSampleBuffer(_ sample: SampleBuffer) {
         guard !failed.load(ordering: .relaxed), let source else { return }
         switch sample {
         case .video(let frame):
@@ -75,8 +75,7 @@ public final class UploadHandler: BroadcastSampleHandler, @unchecked Sendable {
     public override func broadcastPaused() {
         guard encoder != nil, let last = lastPicture, !failed.load(ordering: .relaxed) else { return }
         // A copy: the shared surface goes back to the daemon for the whole pause.
-        let still = PixelBuffer(width: last.pixels.width, height: last.pixels.height)
-        still.bytes.copyMemory(from: UnsafeRawBufferPointer(last.pixels.bytes))
+        let still = last.pixels.copy()
         lastPicture = nil
         let keepalive = Keepalive()
         self.keepalive = keepalive
@@ -145,12 +144,12 @@ public final class UploadHandler: BroadcastSampleHandler, @unchecked Sendable {
         }
     }
 
-    /// The encoder and the uploader are made with the first picture, whose size they take.
+    /// The encoder and the uploader are made with the first picture, whose size and format they take.
     private func encoderFor(_ pixels: PixelBuffer) throws(CodecError) -> LiveEncoder {
         if let encoder { return encoder }
         guard let settings else { throw CodecError(.encoderFailed, "the broadcast has no settings") }
-        let encoder = try LiveEncoder(format: LiveFormat(width: pixels.width, height: pixels.height, fps: settings.fps,
-                                                         videoBitRate: settings.videoBitRate))
+        let encoder = try LiveEncoder(format: LiveFormat(width: pixels.width, height: pixels.height, picture: pixels.format,
+                                                         fps: settings.fps, videoBitRate: settings.videoBitRate))
         self.encoder = encoder
         let uploader = IngestUploader(
             backlog: backlog,

@@ -78,8 +78,9 @@ final class WebRTCSession: @unchecked Sendable {
         let pixels = sample.pixels
         let bytes = pixels.bytes
         let held = Unmanaged.passRetained(pixels.storage).toOpaque()
+        let bt709: Int32 = pixels.format.matrix == .bt709 ? 1 : 0, fullRange: Int32 = pixels.format.range == .full ? 1 : 0
         _ = cwebrtc_push_video(pointer, pixels.baseAddress.assumingMemoryBound(to: UInt8.self), bytes.count, Int32(pixels.width),
-                               Int32(pixels.height), sample.time.nanoseconds, { held in
+                               Int32(pixels.height), bt709, fullRange, sample.time.nanoseconds, { held in
                                    if let held { Unmanaged<PixelStorage>.fromOpaque(held).release() }
                                }, held)
     }

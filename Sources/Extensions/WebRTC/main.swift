@@ -80,7 +80,7 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
         statsTimer = timer
     }
 
-    override func processSampleBuffer(_ sample: SampleBuffer, type: SampleBufferType) {
+    override func processSampleBuffer(_ sample: SampleBuffer) {
         guard let session else { return }
         switch sample {
         case .video(let frame):

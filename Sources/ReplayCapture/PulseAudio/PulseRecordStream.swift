@@ -45,6 +45,10 @@ final class PulseRecordStream {
             pa_threaded_mainloop_wait(mainloop)
         }
 
+        // pipewire-pulse (0.3.65, Debian 12's) takes "@DEFAULT_MONITOR@" for the default
+        // *source*: "app audio" recorded the microphone. The default sink's monitor is named
+        // outright, as every server understands it.
+        let device = device == Self.defaultMonitor ? Self.defaultSinkMonitor(context, mainloop) ?? device : device
         var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: UInt32(sampleRate), channels: UInt8(channels))
         guard let stream = pa_stream_new(context, streamName, &spec, nil) else {
             throw CaptureError(.audioUnavailable, "cannot create an audio stream (\(Self.errorText(context)))")
@@ -68,6 +72,33 @@ final class PulseRecordStream {
             }
             pa_threaded_mainloop_wait(mainloop)
         }
+    }
+
+    /// What the default sink plays, as a device name.
+    static let defaultMonitor = "@DEFAULT_MONITOR@"
+
+    /// "<default sink>.monitor", asked of the server (its main loop locked by the caller); nil
+    /// when it names no default sink.
+    private static func defaultSinkMonitor(_ context: OpaquePointer, _ mainloop: OpaquePointer) -> String? {
+        final class Answer {
+            let mainloop: OpaquePointer
+            var sink: String?
+            var arrived = false
+            init(_ mainloop: OpaquePointer) { self.mainloop = mainloop }
+        }
+        let answer = Unmanaged.passRetained(Answer(mainloop))
+        defer { answer.release() }
+        guard let operation = pa_context_get_server_info(context, { _, info, userdata in
+            let answer = Unmanaged<Answer>.fromOpaque(userdata!).takeUnretainedValue()
+            answer.sink = info?.pointee.default_sink_name.map { String(cString: $0) }
+            answer.arrived = true
+            pa_threaded_mainloop_signal(answer.mainloop, 0)
+        }, answer.toOpaque()) else { return nil }
+        defer { pa_operation_unref(operation) }
+        while !answer.takeUnretainedValue().arrived && pa_operation_get_state(operation) == PA_OPERATION_RUNNING {
+            pa_threaded_mainloop_wait(mainloop)
+        }
+        return answer.takeUnretainedValue().sink.flatMap { $0.isEmpty ? nil : "\($0).monitor" }
     }
 
     deinit {

@@ -74,6 +74,19 @@ final class X11Display {
         }
     }
 
+    /// Asks the server for the screen's size now, for a grab refused before RandR's event
+    /// came; a changed size is taken as current (its event, when it comes, is then no news)
+    /// and returned.
+    func refreshSize() -> (width: Int, height: Int)? {
+        guard let reply = xcb_get_geometry_reply(connection, xcb_get_geometry(connection, root), nil) else { return nil }
+        defer { free(reply) }
+        let newWidth = Int(reply.pointee.width), newHeight = Int(reply.pointee.height)
+        guard newWidth != width || newHeight != height else { return nil }
+        width = newWidth
+        height = newHeight
+        return (newWidth, newHeight)
+    }
+
     /// Re-arms damage reporting: drawing after this call is reported again.
     func clearDamage() {
         xcb_damage_subtract(connection, damage, xcb_xfixes_region_t(XCB_NONE), xcb_xfixes_region_t(XCB_NONE))

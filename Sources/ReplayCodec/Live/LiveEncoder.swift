@@ -6,6 +6,8 @@ public import ReplayMedia
 public struct LiveFormat: Sendable, Equatable {
     public var width: Int
     public var height: Int
+    /// What every picture is in; the stream is tagged with it.
+    public var picture: PictureFormat
     public var fps: Int
     public var videoBitRate: Int
     public var keyframeSeconds: Int
@@ -15,10 +17,11 @@ public struct LiveFormat: Sendable, Equatable {
     public var sampleRate: Int
     public var channels: Int
 
-    public init(width: Int, height: Int, fps: Int, videoBitRate: Int, keyframeSeconds: Int = 2, preset: String? = nil,
+    public init(width: Int, height: Int, picture: PictureFormat, fps: Int, videoBitRate: Int, keyframeSeconds: Int = 2, preset: String? = nil,
                 audioBitRate: Int = 128_000, sampleRate: Int = 48_000, channels: Int = 2) {
         self.width = width
         self.height = height
+        self.picture = picture
         self.fps = fps
         self.videoBitRate = videoBitRate
         self.keyframeSeconds = keyframeSeconds
@@ -51,7 +54,8 @@ public final class LiveEncoder {
     public init(format: LiveFormat) throws(CodecError) {
         av_log_set_level(AV_LOG_ERROR)
         self.format = format
-        video = try VideoEncoder(width: format.width, height: format.height, fps: format.fps, preset: format.preset,
+        video = try VideoEncoder(width: format.width, height: format.height, pictureFormat: format.picture,
+                                 fps: format.fps, preset: format.preset,
                                  bitRate: format.videoBitRate, crf: 23, keyframeInterval: format.fps * format.keyframeSeconds, fixedKeyframes: true)
         audio = try AudioEncoder(sampleRate: format.sampleRate, channels: format.channels, bitRate: format.audioBitRate)
     }

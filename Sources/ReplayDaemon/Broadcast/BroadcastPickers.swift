@@ -3,9 +3,13 @@ import ReplayIPC
 import Synchronization
 import ReplayLoopbackServer
 
-/// Pickers apps asked for, by the token in the picker page's URL. The page is the person's:
-/// the app only learns what the person started, through `broadcastUpdated`.
+/// Pickers apps asked for, by id. The page is the person's, opened with a one-time link only
+/// agents see; the app only learns what the person started, through `broadcastUpdated`. A
+/// picker starts at most one broadcast, and its page can stop that broadcast and no other.
 final class BroadcastPickers: Sendable {
+    /// A link waits 10 minutes to be opened; the page it opens lasts 30.
+    static let lifetimes = PageLinks.Lifetimes(link: .seconds(600), session: .seconds(1800))
+
     struct Picker: Sendable {
         let host: ClientOutbox
         let hostPeer: PeerIdentity
@@ -15,27 +19,75 @@ final class BroadcastPickers: Sendable {
         let scope: BroadcastScope
     }
 
-    private let pickers = Mutex<[String: Picker]>([:])
-
-    func open(_ picker: Picker) -> String {
-        let token = LoopbackServer.randomToken(bytes: 16)
-        pickers.withLock { $0[token] = picker }
-        return token
+    /// Where a picker is: choosing, starting its one broadcast, or done with it.
+    enum Use: Equatable, Sendable {
+        case open
+        case starting
+        case started(broadcastID: String)
     }
 
-    func picker(_ token: String) -> Picker? {
+    private struct Entry {
+        let picker: Picker
+        var use: Use = .open
+    }
+
+    private let pickers = Mutex<[String: Entry]>([:])
+    let links: PageLinks
+
+    init(links: PageLinks = PageLinks(lifetimes: BroadcastPickers.lifetimes.capped())) {
+        self.links = links
+    }
+
+    /// Opens a picker: its id (in the page's path) and the one-time link token for its page.
+    func open(_ picker: Picker) -> (id: String, token: String) {
+        let id = "picker-" + LoopbackServer.randomToken(bytes: 8)
+        pickers.withLock { $0[id] = Entry(picker: picker) }
+        return (id, links.issue(for: id))
+    }
+
+    /// The picker `id`, if `session` is its page's.
+    func picker(_ id: String, session: String) -> Picker? {
+        guard links.isSession(session, for: id) else { return nil }
+        return pickers.withLock { $0[id]?.picker }
+    }
+
+    /// Claims the picker's one broadcast; false when it has started one (or is starting it).
+    func claimStart(_ id: String) -> Bool {
         pickers.withLock { pickers in
-            pickers.first { LoopbackServer.constantTimeEqual($0.key, token) }?.value
+            guard pickers[id]?.use == .open else { return false }
+            pickers[id]?.use = .starting
+            return true
+        }
+    }
+
+    /// The claimed start's outcome: the broadcast it started, or nil to let the person try again.
+    func finishStart(_ id: String, broadcastID: String?) {
+        pickers.withLock { pickers in
+            guard pickers[id] != nil else { return }
+            pickers[id]?.use = broadcastID.map { .started(broadcastID: $0) } ?? .open
+        }
+    }
+
+    /// The broadcast the picker started, if any: the only one its page may stop.
+    func broadcastID(of id: String) -> String? {
+        pickers.withLock { pickers in
+            if case .started(let broadcastID)? = pickers[id]?.use { return broadcastID }
+            return nil
         }
     }
 
     /// True while `host` has a picker open (its connection has not closed).
     func isOpen(host: ClientOutbox) -> Bool {
-        pickers.withLock { $0.values.contains { $0.host === host } }
+        pickers.withLock { $0.values.contains { $0.picker.host === host } }
     }
 
-    /// Forgets the pickers of a connection that closed.
+    /// Forgets the pickers of a connection that closed, and their pages.
     func close(host: ClientOutbox) {
-        pickers.withLock { $0 = $0.filter { $0.value.host !== host } }
+        let closed = pickers.withLock { pickers -> [String] in
+            let closed = pickers.filter { $0.value.picker.host === host }.map(\.key)
+            for id in closed { pickers.removeValue(forKey: id) }
+            return closed
+        }
+        closed.forEach(links.revoke)
     }
 }

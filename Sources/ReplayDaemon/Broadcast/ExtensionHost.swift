@@ -26,8 +26,9 @@ public protocol ExtensionLink: AnyObject, Sendable {
     func send(_ bytes: [UInt8], descriptors: [Int32]) -> Bool
     /// Delivers what the extension says, in order, until `.closed`, `.unreadable` or `close()`.
     func listen(_ handler: @escaping @Sendable (ExtensionUtterance) -> Void)
-    /// Memory it cannot give back, in bytes, summed over its processes.
-    func footprint() -> Int
+    /// Memory it cannot give back, summed over its processes, and how many processes it
+    /// runs: what the watchdog checks against the limits.
+    func usage() -> ExtensionUsage
     /// Ends it at once.
     func kill()
     /// Calls `handler` once it has exited and been reaped, with how it ended ("crashed (SIGSEGV)").

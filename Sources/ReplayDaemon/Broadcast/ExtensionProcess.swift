@@ -9,12 +9,21 @@ import Glibc
 #endif
 
 /// One upload extension, running in a bubblewrap sandbox: the whole system read-only, no
-/// home directories, no store, no daemon sockets, a private /tmp, its own process and IPC
-/// namespaces, no capabilities; the network stays (it uploads). Its memory is watched:
-/// `residentBytes` is what the limit is checked against.
+/// home directories, no store, no daemon sockets, a small private /tmp and /dev/shm, its own
+/// process and IPC namespaces, no capabilities; the network stays (it uploads). bwrap itself
+/// starts confined (`ChildProcess(confinedPath:)`): Landlock keeps it from the host's abstract
+/// unix sockets (the X server's among them) and from signalling outside, seccomp from ptrace
+/// and other processes' memory. Its memory and processes are watched: `usage()` is what the
+/// limits are checked against.
 final class ExtensionProcess: ExtensionLink {
     /// ReplayKit's limit for broadcast upload extensions.
     static let memoryLimit = 50 * 1024 * 1024
+    /// More processes than an uploader needs (it runs one, perhaps a helper): a fork bomb.
+    static let processLimit = 64
+    /// Each of its two writable tmpfs (/tmp, /dev/shm). Their contents count against
+    /// `memoryLimit` as they fill, so the watchdog stops it there; the size bounds what it can
+    /// write between two ticks, and keeps it off the host's memory if the watchdog is late.
+    static let tmpfsSize = 64 * 1024 * 1024
 
     let process: ChildProcess
     /// The sandbox's pid 1, as our pid namespace numbers it.
@@ -27,6 +36,8 @@ final class ExtensionProcess: ExtensionLink {
     /// Reads the socket when it is readable; its cancel handler closes the socket.
     private let listener = Mutex<ReadableWatch?>(nil)
     private let closed = Mutex(false)
+    /// The memfds replayd handed it (surfaces, the audio ring): replayd's memory, not its.
+    private let lent = Mutex(Set<FileIdentity>())
 
     /// - Parameters:
     ///   - hidden: directories the extension must not see (the store, the daemon's sockets).
@@ -56,11 +67,13 @@ final class ExtensionProcess: ExtensionLink {
         }
         defer { Glibc.close(errors.write) }
         let arguments = Self.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable)
+        let scopes = Self.landlockScopes(abi: Self.landlockABI)
+        if let warning = scopes.warning, !Self.warned.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
         do {
             process = try ChildProcess(
-                path: Self.bubblewrap, arguments: ["--json-status-fd", "4"] + arguments + ["--", manifest.executable],
+                confinedPath: Self.bubblewrap, arguments: ["--json-status-fd", "4"] + arguments + ["--", manifest.executable],
                 environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "OPENREPLAYKIT_BROADCAST_FD": "3"],
-                stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4)])
+                landlockScopes: scopes.enabled, stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4)])
         } catch {
             Glibc.close(fds[0])
             Glibc.close(status.write)
@@ -75,6 +88,19 @@ final class ExtensionProcess: ExtensionLink {
         statusPipe = status.read
         output = ExtensionOutput(fd: errors.read, extensionID: manifest.id, logger: logger)
         socket = fds[0]
+    }
+
+    static let landlockABI = ChildProcess.landlockABI
+    private static let warned = Atomic(false)
+
+    /// Whether bwrap starts inside a Landlock domain scoping abstract unix sockets and signals
+    /// (ABI 6, Linux 6.12); if not, why, in words for the log. Without it an extension can
+    /// still reach the X server through its abstract socket: the rest of the sandbox stands.
+    static func landlockScopes(abi: Int) -> (enabled: Bool, warning: String?) {
+        guard abi < 6 else { return (true, nil) }
+        let offered = abi == 0 ? "no Landlock" : "Landlock ABI \(abi)"
+        return (false, "this kernel offers \(offered), not ABI 6 (Linux 6.12): extensions run without abstract unix socket "
+            + "and signal scoping, so one could reach host services listening on abstract sockets, such as the X server")
     }
 
     /// The first line bwrap writes on its status descriptor: `{ "child-pid": N }`. nil if it
@@ -103,8 +129,12 @@ final class ExtensionProcess: ExtensionLink {
     }
 
     func send(_ bytes: [UInt8], descriptors: [Int32]) -> Bool {
+        if !descriptors.isEmpty {
+            let identities = descriptors.compactMap(FileIdentity.init(descriptor:))
+            lent.withLock { $0.formUnion(identities) }
+        }
         // Under the lock: a closed socket's number may already name another descriptor.
-        closed.withLock { closed in
+        return closed.withLock { closed in
             !closed && (try? DescriptorPassing.send(socket: socket, bytes: bytes, descriptors: descriptors)) != nil
         }
     }
@@ -125,8 +155,6 @@ final class ExtensionProcess: ExtensionLink {
         listener.withLock { $0 = watch }
     }
 
-    func footprint() -> Int { residentBytes() }
-
     func onExit(_ handler: @escaping @Sendable (String) -> Void) {
         process.onExit { [self] _ in handler(exitDescription ?? "exited") }
     }
@@ -142,36 +170,32 @@ final class ExtensionProcess: ExtensionLink {
     static let bubblewrap = "/usr/bin/bwrap"
 
     static func sandboxArguments(executable: String, hidden: [String], writable: [String]) -> [String] {
+        let size = String(tmpfsSize)
+        // Only /tmp and /dev/shm are writable, sized, and counted (`privateStorage`); the
+        // other tmpfs hide what is under them and become read-only once mounted on.
+        // Parents first, so a cover inside another (the store in the socket folder) is not hidden by it.
+        let covers = (["/home", "/root", "/run"] + hidden.filter { FileManager.default.fileExists(atPath: $0) }).sorted()
         var arguments = [
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--tmpfs", "/tmp", "--tmpfs", "/home", "--tmpfs", "/root", "--tmpfs", "/run",
-            // No --die-with-parent: it fires when the spawning *thread* ends. The extension ends
-            // instead when its socket closes, which the daemon's death also does.
-            "--unshare-all", "--share-net", "--new-session", "--cap-drop", "ALL",
+            "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm",
+            // bwrap is started from a thread that lives as long as replayd (`SpawnThread`):
+            // the sandbox dies with replayd, even by SIGKILL.
+            "--die-with-parent", "--unshare-all", "--share-net", "--new-session", "--cap-drop", "ALL",
         ]
-        for path in hidden where FileManager.default.fileExists(atPath: path) { arguments += ["--tmpfs", path] }
+        for path in covers { arguments += ["--tmpfs", path] }
         // Its own executable stays visible even when it lives under a hidden directory.
         let folder = URL(fileURLWithPath: executable).deletingLastPathComponent().path
         arguments += ["--ro-bind", folder, folder]
         for path in writable { arguments += ["--bind", path, path] }
+        for path in ["/dev"] + covers { arguments += ["--remount-ro", path] }
         return arguments
     }
 
-    /// The extension's memory footprint, summed over the sandbox's processes: what it cannot
-    /// give back, its anonymous memory resident or swapped (RssAnon + VmSwap). That is what
-    /// iOS's 50 MB limit counts (phys_footprint) and what a cgroup limit cannot reclaim.
-    /// Clean file-backed pages (library code, shared with every process that maps the same
-    /// file and dropped by the kernel whenever it likes) do not count, nor do the shared
-    /// surfaces it maps (RssShmem), which are the daemon's memory.
-    func residentBytes() -> Int {
-        var total = 0
-        var pending = [process.pid]
-        var seen = Set<Int32>()
-        while let pid = pending.popLast(), seen.insert(pid).inserted {
-            if pid != process.pid { total += Self.footprint(pid) }
-            pending += Self.children(of: pid)
-        }
-        return total
+    /// What the sandbox holds (`SandboxUsage`): without cgroup v2 controllers this walk is the
+    /// only count.
+    func usage() -> ExtensionUsage {
+        SandboxUsage.measure(bwrap: process.pid, storageRoot: process.isRunning ? sandboxInit : nil,
+                             lent: lent.withLock { $0 }, processLimit: Self.processLimit)
     }
 
     /// Ends the whole sandbox: SIGKILL to its init (pid 1 of its pid namespace) takes every
@@ -193,19 +217,5 @@ final class ExtensionProcess: ExtensionLink {
             return "crashed (\(name))"
         }
         return status == 0 ? "exited" : "exited with status \(status)"
-    }
-
-    private static func children(of pid: Int32) -> [Int32] {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/children", encoding: .utf8) else { return [] }
-        return text.split(separator: " ").compactMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
-    }
-
-    private static func footprint(_ pid: Int32) -> Int {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return 0 }
-        var kilobytes = 0
-        for line in status.split(separator: "\n") where line.hasPrefix("RssAnon:") || line.hasPrefix("VmSwap:") {
-            kilobytes += Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "0") ?? 0
-        }
-        return kilobytes * 1024
     }
 }

@@ -27,7 +27,7 @@ final class ClientListener: Sendable {
     /// it may stay: it returns what makes its connection, or nil after telling it why and
     /// closing the socket.
     func serve(admit: @escaping @Sendable (_ fd: Int32) -> (@Sendable (any Channel) -> ClientConnection)?) {
-        var lastComplaint = Int64.min
+        var complaints = RateLimit(perSecond: 1)
         while !stopping.load(ordering: .acquiring) {
             let fd: Int32
             do {
@@ -38,10 +38,9 @@ final class ClientListener: Sendable {
                 if error == EINTR || error == ECONNABORTED { continue }
                 // Out of descriptors: a flood. Say so once a second at most, and give closing
                 // connections a moment instead of spinning on the same error.
-                let now = MonotonicClock.nanoseconds()
-                if now - lastComplaint > 1_000_000_000 {
-                    lastComplaint = now
-                    logger.warning("cannot accept a client: \(String(cString: strerror(error)))")
+                if let unsaid = complaints.admit() {
+                    logger.warning("cannot accept a client: \(String(cString: strerror(error)))",
+                                   metadata: unsaid > 0 ? ["times since last said": "\(unsaid)"] : [:])
                 }
                 if error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM {
                     MonotonicClock.sleep(until: MonotonicClock.nanoseconds() + 50_000_000)

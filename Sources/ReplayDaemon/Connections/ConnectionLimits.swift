@@ -2,14 +2,28 @@ import Synchronization
 
 /// How many connections replayd holds, per user and in all. Past a cap a new client is
 /// told why and closed at once: a flood from one user cannot take the daemon, or the
-/// person's own tools, down. The person's tools have their own allowance, so `replay
-/// status` answers even while an app of theirs holds every connection it may.
+/// person's own tools, down. The person's tools have their own allowance, outside the apps'
+/// total, so `replay status` answers even while apps hold every connection they may.
 final class ConnectionLimits: Sendable {
     struct Caps: Sendable {
         var perUser = 256
         var person = 64
+        /// Apps' connections, all users together.
         var total = 2048
         static let standard = Caps()
+
+        /// Descriptors kept free for everything but apps' connections: recordings, extensions,
+        /// the store, logs, the event loop.
+        static let reserved = 192
+
+        /// These caps, with the apps' total cut to what `descriptors` (the open-file limit)
+        /// leaves once the person's allowance and the reserve are set aside: past it a
+        /// client is told "busy" instead of `accept` failing with EMFILE for everyone.
+        func fitting(descriptors: Int) -> Caps {
+            var caps = self
+            caps.total = max(16, min(total, descriptors - person - Self.reserved))
+            return caps
+        }
     }
 
     let caps: Caps
@@ -20,29 +34,33 @@ final class ConnectionLimits: Sendable {
     /// Takes a place for a client; a sentence for it when there is none.
     func admit(uid: UInt32, isPerson: Bool) -> String? {
         open.withLock { open in
-            guard open.total < caps.total else {
-                return "replayd serves at most \(caps.total) connections at once; try again later"
-            }
             if isPerson {
                 guard open.person < caps.person else {
                     return "at most \(caps.person) connections of the person's own replay tools at once"
                 }
                 open.person += 1
             } else {
+                guard open.total < caps.total else {
+                    return "replayd serves at most \(caps.total) app connections at once; try again later"
+                }
                 guard open.apps[uid, default: 0] < caps.perUser else {
                     return "user \(uid) already has \(caps.perUser) connections open to replayd, the most allowed; close some first"
                 }
                 open.apps[uid, default: 0] += 1
+                open.total += 1
             }
-            open.total += 1
             return nil
         }
     }
 
     func release(uid: UInt32, isPerson: Bool) {
         open.withLock { open in
-            if isPerson { open.person -= 1 } else { open.apps[uid, default: 1] -= 1 }
-            open.total -= 1
+            if isPerson {
+                open.person -= 1
+            } else {
+                open.apps[uid, default: 1] -= 1
+                open.total -= 1
+            }
         }
     }
 }

@@ -50,12 +50,10 @@ public final class ConsentBroker: Sendable {
 
     private final class Pending: Sendable {
         let prompt: ConsentPrompt
-        let token: String
         let answered = DispatchSemaphore(value: 0)
         let answer = Mutex<Bool?>(nil)
-        init(prompt: ConsentPrompt, token: String) {
+        init(prompt: ConsentPrompt) {
             self.prompt = prompt
-            self.token = token
         }
     }
 
@@ -70,10 +68,16 @@ public final class ConsentBroker: Sendable {
     private let state = Mutex(State())
     /// Builds the consent page's URL for a request and its token, once the pages are up.
     private let pageURL: @Sendable (String, String) -> String?
+    /// The consent page's one-time links: keyed by request, and never outliving it.
+    private let pageLinks: PageLinks
 
-    init(settings: Settings, pageURL: @escaping @Sendable (String, String) -> String?) {
+    /// - Parameter pageLinks: the page's links (a fake clock's, in tests); by default a link
+    ///   and the page it opens last as long as the app waits for an answer, at most 5 minutes.
+    init(settings: Settings, pageLinks: PageLinks? = nil, pageURL: @escaping @Sendable (String, String) -> String?) {
         self.settings = settings
         self.pageURL = pageURL
+        let lifetime = min(settings.timeout, .seconds(300))
+        self.pageLinks = pageLinks ?? PageLinks(lifetimes: PageLinks.Lifetimes(link: lifetime, session: lifetime).capped())
     }
 
     /// Blocks until the app may capture, or is refused. `waiting` runs once if a person is asked.
@@ -102,17 +106,20 @@ public final class ConsentBroker: Sendable {
         }
 
         let requestID = "consent-" + LoopbackServer.randomToken(bytes: 8)
-        let token = LoopbackServer.randomToken(bytes: 16)
+        let token = pageLinks.issue(for: requestID)
         let prompt = ConsentPrompt(
             requestID: requestID, executable: peer.executable ?? "unknown app", pid: peer.pid, uid: peer.uid,
             screen: capabilities.contains(.screen), appAudio: capabilities.contains(.appAudio),
             microphone: capabilities.contains(.microphone), pageURL: pageURL(requestID, token))
-        let pending = Pending(prompt: prompt, token: token)
+        let pending = Pending(prompt: prompt)
         let agents = state.withLock { state -> [ClientOutbox] in
             state.pending[requestID] = pending
             return Array(state.agents.values)
         }
-        defer { _ = state.withLock { $0.pending.removeValue(forKey: requestID) } }
+        defer {
+            _ = state.withLock { $0.pending.removeValue(forKey: requestID) }
+            pageLinks.revoke(requestID)
+        }
         var reached = 0
         for agent in agents where (try? agent.send(DaemonEvent.consentRequested(prompt: prompt))) != nil { reached += 1 }
         guard reached > 0 else {
@@ -135,11 +142,12 @@ public final class ConsentBroker: Sendable {
         return .allowed
     }
 
-    /// An answer from an agent (no token needed: agents are the person's own tools) or from
-    /// the page (which must show the request's token). Returns false for an unknown request.
-    func answer(requestID: String, allow: Bool, token: String?) -> Bool {
+    /// An answer from an agent (no session needed: agents are the person's own tools) or from
+    /// the page (which must show the session its one-time link was exchanged for). Returns
+    /// false for an unknown request or a wrong session.
+    func answer(requestID: String, allow: Bool, session: String?) -> Bool {
         guard let pending = state.withLock({ $0.pending[requestID] }) else { return false }
-        if let token, !LoopbackServer.constantTimeEqual(token, pending.token) { return false }
+        if let session, !pageLinks.isSession(session, for: requestID) { return false }
         let first = pending.answer.withLock { answer -> Bool in
             guard answer == nil else { return false }
             answer = allow
@@ -149,10 +157,18 @@ public final class ConsentBroker: Sendable {
         return true
     }
 
-    /// The request behind a consent page, if `token` is its token.
-    func prompt(requestID: String, token: String) -> ConsentPrompt? {
+    /// Opens the consent page with its one-time link: the request and the session for the
+    /// page's cookie, or nil when the link is unknown, spent or expired.
+    func openPage(requestID: String, token: String) -> (prompt: ConsentPrompt, session: String)? {
         guard let pending = state.withLock({ $0.pending[requestID] }),
-              LoopbackServer.constantTimeEqual(token, pending.token) else { return nil }
+              let session = pageLinks.redeem(token, for: requestID) else { return nil }
+        return (pending.prompt, session)
+    }
+
+    /// The request behind a consent page, if `session` is that page's.
+    func prompt(requestID: String, session: String) -> ConsentPrompt? {
+        guard let pending = state.withLock({ $0.pending[requestID] }),
+              pageLinks.isSession(session, for: requestID) else { return nil }
         return pending.prompt
     }
 

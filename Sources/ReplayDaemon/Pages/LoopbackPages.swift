@@ -7,8 +7,11 @@ import Synchronization
 
 /// The pages replayd serves on loopback, out of every app's process: the consent page
 /// (which app asks, what it will capture, Allow / Don't Allow) and the preview page (watch a
-/// recording, Save or Delete it). Every page needs a token that only the person's own
-/// tools are given, and an unknown id answers exactly as a wrong token does.
+/// recording, Save or Delete it) and the broadcast picker. Every page opens with a one-time
+/// link that only the person's own tools are given, exchanged for a cookie on first use (see
+/// `PageLinks`); an unknown id answers exactly as a wrong, spent or expired link does. Only
+/// requests to the loopback address and port, and forms from the page itself, get through
+/// (`LoopbackRequestGuard`).
 final class LoopbackPages: Sendable {
     private let consent: ConsentBroker
     private let previews: PreviewTokens
@@ -40,7 +43,10 @@ final class LoopbackPages: Sendable {
         var pageLogger = logger
         pageLogger.logLevel = .warning
         do {
-            let (bound, runner) = try LoopbackServer.start(router: router(), port: port, serverName: "replayd", logger: pageLogger)
+            let listening = LoopbackRequestGuard<BasicRequestContext>.Port()
+            let (bound, runner) = try LoopbackServer.start(router: router(port: listening), port: port, serverName: "replayd",
+                                                           logger: pageLogger)
+            listening.set(bound)
             task.withLock { $0 = runner }
             return "http://127.0.0.1:\(bound)"
         } catch {
@@ -90,62 +96,72 @@ final class PagesAddress: Sendable {
 }
 
 extension LoopbackPages {
-    private func router() -> Router<BasicRequestContext> {
+    private func router(port: LoopbackRequestGuard<BasicRequestContext>.Port) -> Router<BasicRequestContext> {
         let router = Router()
+        router.add(middleware: LoopbackRequestGuard(port: port))
         router.get("consent/:request") { [consent] request, context -> Response in
             let id = context.parameters.get("request") ?? ""
-            guard let prompt = consent.prompt(requestID: id, token: request.uri.queryParameters.get("token") ?? "") else {
-                return Self.notFound()
+            if let session = Self.session(request), let prompt = consent.prompt(requestID: id, session: session) {
+                return Self.html(PageTemplates.consent(prompt, lapse: consent.idleLimit))
             }
-            return Self.html(PageTemplates.consent(prompt, token: request.uri.queryParameters.get("token") ?? "",
-                                                   lapse: consent.idleLimit))
+            guard let token = request.uri.queryParameters.get("token"),
+                  let (prompt, session) = consent.openPage(requestID: id, token: String(token)) else { return Self.notFound() }
+            return Self.html(PageTemplates.consent(prompt, lapse: consent.idleLimit), session: session, path: "/consent/\(id)")
         }
         router.post("consent/:request") { [consent] request, context -> Response in
             let id = context.parameters.get("request") ?? ""
             let form = try await Self.form(request)
-            guard let prompt = consent.prompt(requestID: id, token: form["token"] ?? ""),
+            guard let session = Self.session(request), let prompt = consent.prompt(requestID: id, session: session),
                   let answer = form["answer"], answer == "allow" || answer == "deny" else { return Self.notFound() }
-            _ = consent.answer(requestID: id, allow: answer == "allow", token: form["token"])
+            _ = consent.answer(requestID: id, allow: answer == "allow", session: session)
             return Self.html(PageTemplates.answered(prompt, allowed: answer == "allow"))
         }
         router.get("preview/:recording") { [store, previews] request, context -> Response in
             let id = context.parameters.get("recording") ?? ""
-            let token = request.uri.queryParameters.get("token") ?? ""
-            guard previews.isValid(token, for: id), let info = store.info(id: id) else { return Self.notFound() }
-            return Self.html(PageTemplates.preview(info, token: token))
+            guard let info = store.info(id: id), let session = Self.openSession(request, links: previews.links, subject: id) else {
+                return Self.notFound()
+            }
+            return Self.html(PageTemplates.preview(info), session: session.new, path: "/preview/\(id)")
         }
         router.get("preview/:recording/movie") { [store, previews] request, context -> Response in
             let id = context.parameters.get("recording") ?? ""
-            guard previews.isValid(request.uri.queryParameters.get("token") ?? "", for: id),
+            guard let session = Self.session(request), previews.links.isSession(session, for: id),
                   let path = store.moviePath(id: id) else { return Self.notFound() }
             return try await Self.movie(path: path.path, id: id, request: request, context: context)
         }
         router.post("preview/:recording/delete") { [store, previews] request, context -> Response in
             let id = context.parameters.get("recording") ?? ""
-            let form = try await Self.form(request)
-            guard previews.isValid(form["token"] ?? "", for: id), store.delete(id: id) else { return Self.notFound() }
+            guard let session = Self.session(request), previews.links.isSession(session, for: id), store.delete(id: id) else {
+                return Self.notFound()
+            }
             previews.revoke(id)
             return Self.html(PageTemplates.deleted(id))
         }
-        router.get("picker/:token") { [self] _, context -> Response in
-            guard let daemon, let token = context.parameters.get("token"), let picker = daemon.pickers.picker(token) else {
-                return Self.notFound()
-            }
+        router.get("picker/:picker") { [self] request, context -> Response in
+            let id = context.parameters.get("picker") ?? ""
+            guard let daemon, let session = Self.openSession(request, links: daemon.pickers.links, subject: id),
+                  let picker = daemon.pickers.picker(id, session: session.value) else { return Self.notFound() }
             let choices = daemon.catalog.list().filter { picker.preferredExtension == nil || $0.manifest.id == picker.preferredExtension }
-            return Self.html(PageTemplates.picker(choices, picker: picker, token: token))
+            return Self.html(PageTemplates.picker(choices, picker: picker, pickerID: id), session: session.new, path: "/picker/\(id)")
         }
-        router.post("picker/:token") { [self] request, context -> Response in
-            guard let daemon, let token = context.parameters.get("token"), let picker = daemon.pickers.picker(token) else {
+        router.post("picker/:picker") { [self] request, context -> Response in
+            let id = context.parameters.get("picker") ?? ""
+            guard let daemon, let session = Self.session(request), let picker = daemon.pickers.picker(id, session: session) else {
                 return Self.notFound()
             }
             let form = try await Self.form(request)
-            guard let id = form["extension"], picker.preferredExtension == nil || picker.preferredExtension == id else {
-                return Self.html(PageTemplates.pickerResult(nil, error: "Choose a broadcast service."))
+            guard let extensionID = form["extension"], picker.preferredExtension == nil || picker.preferredExtension == extensionID else {
+                return Self.html(PageTemplates.pickerResult(nil, error: "Choose a broadcast service."), status: .badRequest)
+            }
+            // One picker, one broadcast: a page (or whoever got hold of its session) cannot start more.
+            guard daemon.pickers.claimStart(id) else {
+                return Self.html(PageTemplates.pickerResult(nil, error: "This picker has already started a broadcast; the app must ask again for another."),
+                                 status: .conflict)
             }
             var setup: [String: String] = [:]
             for (key, value) in form where key.hasPrefix("setup.") && !value.isEmpty { setup[String(key.dropFirst(6))] = value }
             // The scope is the app's request, shown on the page; nothing in the form changes it.
-            let broadcast = BroadcastRequest(extensionID: id, setup: setup, microphone: form["microphone"] == "on" || picker.microphone,
+            let broadcast = BroadcastRequest(extensionID: extensionID, setup: setup, microphone: form["microphone"] == "on" || picker.microphone,
                                              scope: picker.scope)
             // Starting waits for the extension to be ready: off the server's threads.
             let outcome = await withCheckedContinuation { continuation in
@@ -159,28 +175,60 @@ extension LoopbackPages {
                 }
             }
             switch outcome {
-            case .success(let status): return Self.html(PageTemplates.pickerResult(status, error: nil, token: token))
+            case .success(let status):
+                daemon.pickers.finishStart(id, broadcastID: status.id)
+                return Self.html(PageTemplates.pickerResult(status, error: nil, pickerID: id))
             case .failure(let error):
+                daemon.pickers.finishStart(id, broadcastID: nil)
                 let message = (error as? ClientConnection.Refusal)?.message ?? "\(error)"
                 return Self.html(PageTemplates.pickerResult(nil, error: message))
             }
         }
-        router.post("picker/:token/stop") { [self] request, context -> Response in
-            guard let daemon, let token = context.parameters.get("token"), daemon.pickers.picker(token) != nil else {
+        router.post("picker/:picker/stop") { [self] request, context -> Response in
+            let id = context.parameters.get("picker") ?? ""
+            // Only the broadcast this picker started: never the person's own, nor another app's.
+            guard let daemon, let session = Self.session(request), daemon.pickers.picker(id, session: session) != nil,
+                  let broadcastID = daemon.pickers.broadcastID(of: id), let broadcast = daemon.broadcast(broadcastID) else {
                 return Self.notFound()
             }
-            let form = try await Self.form(request)
-            guard let id = form["broadcast"], let session = daemon.broadcast(id) else { return Self.notFound() }
             let final = await withCheckedContinuation { continuation in
                 Thread.detachNewThread {
-                    session.stop()
-                    continuation.resume(returning: session.waitUntilFinished())
+                    broadcast.stop()
+                    continuation.resume(returning: broadcast.waitUntilFinished())
                 }
             }
             return Self.html(PageTemplates.pickerResult(final, error: nil))
         }
         return router
     }
+
+    /// Why the pages refuse a request to `host` from `origin` (see `LoopbackRequestGuard`), or nil.
+    static func requestProblem(host: String?, origin: String?, readsOnly: Bool, port: Int) -> String? {
+        LoopbackRequestCheck.problem(host: host, origin: origin, readsOnly: readsOnly, port: port)
+    }
+
+    /// The session a page is opened with: its cookie's, or one its one-time link in the URL is
+    /// exchanged for now (`new`, to be set as the cookie).
+    private static func openSession(_ request: Request, links: PageLinks, subject: String) -> (value: String, new: String?)? {
+        if let session = session(request), links.isSession(session, for: subject) { return (session, nil) }
+        guard let token = request.uri.queryParameters.get("token"), let session = links.redeem(String(token), for: subject) else {
+            return nil
+        }
+        return (session, session)
+    }
+
+    /// The page's session from its cookie (each page's cookie is scoped to its own path).
+    private static func session(_ request: Request) -> String? {
+        for header in request.headers[values: .cookie] {
+            for pair in header.split(separator: ";") {
+                let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
+                if parts.count == 2, parts[0] == cookieName { return String(parts[1]) }
+            }
+        }
+        return nil
+    }
+
+    private static let cookieName = "replay-page"
 
     /// The movie, whole or the byte range a player asks for (browsers seek with Range).
     private static func movie(path: String, id: String, request: Request, context: BasicRequestContext) async throws -> Response {
@@ -223,17 +271,32 @@ extension LoopbackPages {
         return fields
     }
 
-    private static func html(_ page: String) -> Response {
-        Response(status: .ok, headers: [
+    /// - Parameters:
+    ///   - session: the session a one-time link was just exchanged for, set as the page's
+    ///     cookie: HttpOnly (no script reads it), SameSite=Strict (no other site's page sends
+    ///     it), scoped to `path` (this page, its movie and its forms only).
+    private static func html(_ page: String, status: HTTPResponse.Status = .ok, session: String? = nil, path: String = "/") -> Response {
+        var headers: HTTPFields = [
             .contentType: "text/html; charset=utf-8",
-            // The pages are never framed by another site, and keep their tokens to themselves.
+            // The pages are never framed by another site, and keep their addresses to themselves.
             .contentSecurityPolicy: "default-src 'self'; style-src 'unsafe-inline'; frame-ancestors 'none'",
             .cacheControl: "no-store",
-        ], body: .init(byteBuffer: ByteBuffer(string: page)))
+            // Not no-referrer: with it, browsers send "Origin: null" on the page's own forms.
+            .init("Referrer-Policy")!: "same-origin",
+        ]
+        if let session {
+            headers[.setCookie] = "\(cookieName)=\(session); Path=\(path); HttpOnly; SameSite=Strict"
+        }
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: page)))
     }
 
+    /// Unknown page, wrong, spent or expired link: the same answer, so none tells which.
     private static func notFound() -> Response {
-        Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8"],
-                 body: .init(byteBuffer: ByteBuffer(string: "Not found, or the link has expired.\n")))
+        Response(status: .notFound, headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"],
+                 body: .init(byteBuffer: ByteBuffer(string: """
+                    404 Not Found: no such page, or its link was already used or has expired.
+                    A link opens its page once, in the first browser that follows it; ask for a new one.
+
+                    """)))
     }
 }

@@ -4,7 +4,7 @@ import ReplayIPC
 /// The HTML of the loopback pages. Everything that comes from an app (its executable path
 /// above all) is escaped: an app must not be able to restyle the page that asks about it.
 enum PageTemplates {
-    static func consent(_ prompt: ConsentPrompt, token: String, lapse: Duration = .seconds(480)) -> String {
+    static func consent(_ prompt: ConsentPrompt, lapse: Duration = .seconds(480)) -> String {
         let app = escape(prompt.executable)
         let name = escape(URL(fileURLWithPath: prompt.executable).lastPathComponent)
         return page(title: "Allow \(name) to capture?", body: """
@@ -17,7 +17,6 @@ enum PageTemplates {
             </ul>
             <p>Until this app quits, or goes \(minutes(lapse)) without focus or capture. Windows it marks as protected stay black.</p>
             <form method="post" action="/consent/\(escape(prompt.requestID))">
-              <input type="hidden" name="token" value="\(escape(token))">
               <button id="deny" name="answer" value="deny">Don't Allow</button>
               <button id="allow" name="answer" value="allow" class="primary">Allow</button>
             </form>
@@ -37,17 +36,16 @@ enum PageTemplates {
             """)
     }
 
-    static func preview(_ info: RecordingInfo, token: String) -> String {
+    static func preview(_ info: RecordingInfo) -> String {
         let id = escape(info.id)
-        let movie = "/preview/\(id)/movie?token=\(escape(token))"
+        let movie = "/preview/\(id)/movie"
         return page(title: "Recording \(id)", body: """
             <h1>Recording \(id)</h1>
             <video id="movie" controls autoplay muted src="\(movie)"></video>
             <p class="who">\(String(format: "%.1f", info.duration)) s, \(info.width)x\(info.height)\
             \(info.error.map { ", ended early: " + escape($0) } ?? "")</p>
-            <p><a id="save" class="button primary" href="\(movie)&amp;download=1" download="\(id).mp4">Save</a></p>
+            <p><a id="save" class="button primary" href="\(movie)?download=1" download="\(id).mp4">Save</a></p>
             <form method="post" action="/preview/\(id)/delete">
-              <input type="hidden" name="token" value="\(escape(token))">
               <button id="delete">Delete</button>
             </form>
             """)
@@ -57,7 +55,7 @@ enum PageTemplates {
         page(title: "Deleted", body: "<h1 id=\"result\">Deleted</h1><p>Recording \(escape(id)) is gone from the store.</p>")
     }
 
-    static func picker(_ extensions: [ExtensionInfo], picker: BroadcastPickers.Picker, token: String) -> String {
+    static func picker(_ extensions: [ExtensionInfo], picker: BroadcastPickers.Picker, pickerID: String) -> String {
         let app = escape(URL(fileURLWithPath: picker.hostPeer.executable ?? "An app").lastPathComponent)
         guard !extensions.isEmpty else {
             return page(title: "Broadcast", body: "<h1>No broadcast service is installed</h1><p>\(app) asked to go live.</p>")
@@ -99,7 +97,7 @@ enum PageTemplates {
         return page(title: "Start broadcast", body: """
             <h1>\(heading)</h1>
             <p>\(what)</p>
-            <form method="post" action="/picker/\(escape(token))">
+            <form method="post" action="/picker/\(escape(pickerID))">
               \(choices)
               <label><input type="checkbox" name="microphone" id="microphone"\(picker.microphone ? " checked" : "")> Microphone</label>
               <p><button id="start" class="primary">Start Broadcast</button></p>
@@ -107,14 +105,13 @@ enum PageTemplates {
             """)
     }
 
-    static func pickerResult(_ status: BroadcastStatus?, error: String?, token: String? = nil) -> String {
+    static func pickerResult(_ status: BroadcastStatus?, error: String?, pickerID: String? = nil) -> String {
         guard let status else {
             return page(title: "Not started", body: "<h1 id=\"result\">Not started</h1><p id=\"error\">\(escape(error ?? ""))</p>")
         }
-        let stop = token.map { token in
+        let stop = pickerID.map { pickerID in
             """
-            <form method="post" action="/picker/\(escape(token))/stop">
-              <input type="hidden" name="broadcast" value="\(escape(status.id))">
+            <form method="post" action="/picker/\(escape(pickerID))/stop">
               <button id="stop">Stop Broadcast</button>
             </form>
             """

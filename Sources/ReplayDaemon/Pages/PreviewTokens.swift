@@ -1,28 +1,24 @@
 import Synchronization
-import ReplayLoopbackServer
 
-/// Per-recording tokens for the preview page. A token is handed to the person (the CLI, a
+/// Links to the preview page of a recording. A link is handed to the person (the CLI, a
 /// consent agent) and never to an app, so an app that knows a recording's id still cannot
-/// watch, save or delete it.
+/// watch, save or delete it. Each request for a preview gets a fresh link that works once,
+/// within 5 minutes; the browser that opens it keeps the page for 30 minutes.
 final class PreviewTokens: Sendable {
-    private let tokens = Mutex<[String: String]>([:])
+    static let lifetimes = PageLinks.Lifetimes(link: .seconds(300), session: .seconds(1800))
 
-    /// The recording's token, made on first use.
-    func token(for recordingID: String) -> String {
-        tokens.withLock { tokens in
-            if let token = tokens[recordingID] { return token }
-            let token = LoopbackServer.randomToken(bytes: 16)
-            tokens[recordingID] = token
-            return token
-        }
+    let links: PageLinks
+
+    init(links: PageLinks = PageLinks(lifetimes: PreviewTokens.lifetimes.capped())) {
+        self.links = links
     }
 
-    func isValid(_ token: String, for recordingID: String) -> Bool {
-        guard let expected = tokens.withLock({ $0[recordingID] }) else { return false }
-        return LoopbackServer.constantTimeEqual(token, expected)
+    /// A fresh one-time link token for the recording's page.
+    func token(for recordingID: String) -> String {
+        links.issue(for: recordingID)
     }
 
     func revoke(_ recordingID: String) {
-        _ = tokens.withLock { $0.removeValue(forKey: recordingID) }
+        links.revoke(recordingID)
     }
 }

@@ -3,6 +3,7 @@ import Logging
 import ReplayCapture
 import ReplayIPC
 import ReplayMedia
+import ReplayProcessing
 import ReplaySystem
 import Synchronization
 
@@ -51,6 +52,8 @@ final class BroadcastSession: Sendable {
     private let queue = BoundedQueue<SampleBuffer>(capacity: 2)
     private let stopFlag = StopFlag()
     private let readiness = DispatchSemaphore(value: 0)
+    /// Signalled when the extension has handled `started` (or the broadcast ended first).
+    private let acceptance = DispatchSemaphore(value: 0)
     /// The capture and sending threads; surfaces are unmapped only once both are done.
     private let pipeline = DispatchGroup()
     private let completion = Completion<BroadcastStatus>()
@@ -74,12 +77,17 @@ final class BroadcastSession: Sendable {
         var lastPong = MonotonicClock.nanoseconds()
         var lastPing = Int64(0)
         var pingSequence: UInt32 = 0
+        /// The ping sent right after `started`: its pong says the handler took the start.
+        var acceptancePing: UInt32?
         var watchdog: RepeatingTimer?
         var exited = false
         var peakMemory = 0
         /// Frames the extension's socket would not take in time.
         var unsentFrames = 0
         var counters: CaptureCounters?
+        /// The status once the broadcast is over: what was logged and reported stays what
+        /// `status` says, even if capture counts a late drop while it winds down.
+        var final: BroadcastStatus?
         /// Paused spans, by capture time: a sample captured while paused is never sent, even
         /// when it is handed on after the resume.
         var pauses = MovieTimeline(origin: .zero)
@@ -103,13 +111,13 @@ final class BroadcastSession: Sendable {
         state = Mutex(State(status: BroadcastStatus(id: id, extensionID: request.extensionID, scope: request.scope, state: .starting)))
     }
 
-    var status: BroadcastStatus {
-        state.withLock { state in
-            var status = state.status
-            status.framesDropped = (state.counters?.dropped ?? 0) + state.unsentFrames
-            status.extensionPeakMemory = state.peakMemory
-            return status
-        }
+    var status: BroadcastStatus { state.withLock { $0.final ?? Self.liveStatus($0) } }
+
+    private static func liveStatus(_ state: State) -> BroadcastStatus {
+        var status = state.status
+        status.framesDropped = (state.counters?.dropped ?? 0) + state.unsentFrames
+        status.extensionPeakMemory = state.peakMemory
+        return status
     }
     var phase: SessionPhase { state.withLock { $0.lifecycle.phase } }
     /// Shared surfaces still mapped for this broadcast (none once it is over).
@@ -164,7 +172,7 @@ final class BroadcastSession: Sendable {
         // The pool must hold the only references to the storages: it lends one only while
         // nobody else refers to it. A local array kept alive until start() returns made every
         // frame captured meanwhile "in use" and dropped, so this is a function of its own.
-        lendVideoSurfaces(surfaces, link: link, to: capture)
+        let videoSurfaces = lendVideoSurfaces(surfaces, link: link, to: capture)
         let limits = BroadcastCodec.Surfaces(count: UInt16(surfaces.count), size: UInt64(surfaces[0].size))
         link.listen { [self] utterance in heard(utterance, limits: limits, from: link) }
         link.onExit { [self] how in extensionExited(how) }
@@ -183,6 +191,20 @@ final class BroadcastSession: Sendable {
         }
         send(.started(setupInfo: request.setup))
         send(.annotated(applicationInfo: applicationInfo))
+        // The extension handles messages in order, so the answer to this ping comes after its
+        // `broadcastStarted` returned: a handler that gives up there (a refused key, no
+        // server) fails the start itself, and the person hears it from `broadcast start`.
+        let probe = state.withLock { state in
+            state.pingSequence &+= 1
+            state.acceptancePing = state.pingSequence
+            return state.pingSequence
+        }
+        send(.ping(probe))
+        _ = acceptance.wait(timeout: .now() + timing.ready)
+        if let why = state.withLock({ $0.isEnding ? ($0.status.lastError ?? "was stopped") : nil }) {
+            _ = waitUntilFinished()
+            throw DaemonError(code: .captureFailed, message: "cannot start the broadcast: \(why)")
+        }
         // Not over an end that came meanwhile (a malformed message right after `ready`):
         // a failed broadcast stays failed, and its stop flag keeps capture from starting.
         state.withLock { state in
@@ -196,17 +218,19 @@ final class BroadcastSession: Sendable {
         Thread.detachNewThread { [self] in
             defer { pipeline.leave() }
             do throws(CaptureError) {
-                try captureBox.value.run(output: BroadcastOutput(queue: queue, session: self), stop: stopFlag)
+                try captureBox.value.run(output: BroadcastOutput(queue: queue, session: self, video: videoSurfaces), stop: stopFlag)
             } catch {
                 end(failure: error.description)
             }
             queue.close()
         }
+        // Every audio source's periods lie on one grid from here (SteadyAudioTrack).
+        let audioOrigin = parts.clock.now()
         startAudio()
         pipeline.enter()
         Thread.detachNewThread { [self] in
             defer { pipeline.leave() }
-            sendSamples()
+            sendSamples(audioOrigin: audioOrigin)
         }
         logger.info("broadcast started", metadata: ["broadcast": "\(id)", "extension": "\(manifest.id)",
                                                     "size": "\(capture.frameSize.width)x\(capture.frameSize.height)",
@@ -224,8 +248,10 @@ final class BroadcastSession: Sendable {
         return DaemonError(code: .captureFailed, message: "cannot start the broadcast: \(why)")
     }
 
-    /// Video surfaces as the capture's fixed pool, each known by its index.
-    private func lendVideoSurfaces(_ surfaces: [SharedSurface], link: any ExtensionLink, to capture: any ScreenCapturing) {
+    /// Video surfaces as the capture's fixed pool, each known by its index; returned with the
+    /// broadcast's picture size, for pictures of another size to be fitted into.
+    private func lendVideoSurfaces(_ surfaces: [SharedSurface], link: any ExtensionLink, to capture: any ScreenCapturing)
+        -> BroadcastOutput.VideoSurfaces {
         let videoStorages = surfaces.prefix(Self.videoSurfaces).map { surface in
             PixelStorage(borrowing: surface.mutableBytes!) {}  // created writable above
         }
@@ -234,7 +260,10 @@ final class BroadcastSession: Sendable {
             state.surfaces = surfaces
             for (index, storage) in videoStorages.enumerated() { state.surfaceOfStorage[ObjectIdentifier(storage)] = index }
         }
-        capture.pool = PixelBufferPool(fixed: videoStorages)
+        let size = capture.frameSize
+        let pool = PixelBufferPool(fixed: videoStorages, size: size)
+        capture.pool = pool
+        return BroadcastOutput.VideoSurfaces(pool: pool, width: size.width, height: size.height)
     }
 
     /// Calls `observer` with the status now and after every change, until the broadcast ends.
@@ -300,19 +329,31 @@ final class BroadcastSession: Sendable {
         }
     }
 
-    /// Hands samples to the extension as messages naming surfaces.
-    private func sendSamples() {
+    /// Hands samples to the extension as messages naming surfaces; audio as ReplayKit's
+    /// steady 1024-frame periods, whatever rhythm and clock each source keeps.
+    private func sendSamples(audioOrigin: MediaTime) {
+        var audioTracks: [AudioSource: SteadyAudioTrack] = [:]
         while let sample = queue.pop() {
-            let time = switch sample {
-            case .video(let frame): frame.time
-            case .audio(let buffer): buffer.time
-            }
-            if state.withLock({ $0.lifecycle.phase != .running || $0.pauses.movieTime(of: time) == nil }) { continue }
             switch sample {
-            case .video(let frame): sendVideo(frame)
-            case .audio(let buffer): sendAudio(buffer)
+            case .video(let frame):
+                if isSending(at: frame.time) { sendVideo(frame) }
+            case .audio(let buffer):
+                // Appended in place: a copy taken out of the table would copy its pending samples.
+                let periods = audioTracks[buffer.source, default: SteadyAudioTrack(origin: audioOrigin)].append(buffer)
+                for period in periods where isSending(at: period.time) { sendAudio(period) }
             }
         }
+        for (source, track) in audioTracks {
+            let (inserted, dropped) = track.corrections
+            logger.debug("broadcast audio kept on the clock", metadata: [
+                "broadcast": "\(id)", "source": "\(source)", "silence inserted": "\(inserted) frames", "samples dropped": "\(dropped) frames",
+            ])
+        }
+    }
+
+    /// Live and not paused at `time` (capture time): a sample captured while paused is never sent.
+    private func isSending(at time: MediaTime) -> Bool {
+        state.withLock { $0.lifecycle.phase == .running && $0.pauses.movieTime(of: time) != nil }
     }
 
     private func sendVideo(_ frame: VideoSample) {
@@ -326,9 +367,10 @@ final class BroadcastSession: Sendable {
             BroadcastMessage.VideoFrame.Plane(offset: UInt64(pixels.offset(ofPlane: plane)), stride: UInt32(pixels.stride(ofPlane: plane)),
                                               rows: UInt32(pixels.height(ofPlane: plane)))
         }
-        let message = BroadcastMessage.video(.init(surface: UInt16(index), width: UInt32(pixels.width), height: UInt32(pixels.height),
+        let message = BroadcastMessage.video(.init(surface: UInt16(index), picture: pixels.format,
+                                                   width: UInt32(pixels.width), height: UInt32(pixels.height),
                                                    planes: planes, time: frame.time.nanoseconds,
-                                                   orientation: .init(rawValue: frame.orientation.rawValue) ?? .up))
+                                                   orientation: .init(frame.orientation)))
         if send(message) {
             state.withLock { $0.status.framesSent += 1 }
         } else {
@@ -416,9 +458,16 @@ final class BroadcastSession: Sendable {
         case .ready:
             state.withLock { $0.isReady = true }
             readiness.signal()
-        case .pong: state.withLock { $0.lastPong = MonotonicClock.nanoseconds() }
+        case .pong(let sequence):
+            let accepted = state.withLock { state in
+                state.lastPong = MonotonicClock.nanoseconds()
+                return state.acceptancePing == sequence
+            }
+            if accepted { acceptance.signal() }
         case .release(let surface): release(surface: Int(surface))
-        case .finish(let error): end(failure: "the extension ended the broadcast: \(error)")
+        // The extension chose to end: it is told `finished` and given the time to close its
+        // stream, as at a stop.
+        case .finish(let error): end(failure: "the extension ended the broadcast: \(error)", extensionAsked: true)
         case .serviceInfo(let info):
             state.withLock { $0.status.serviceInfo = info }
             notifyObservers()
@@ -434,15 +483,20 @@ final class BroadcastSession: Sendable {
     /// Heartbeat and memory, on every tick of the watchdog timer until the extension is gone.
     private func watch(_ link: any ExtensionLink) {
         let now = MonotonicClock.nanoseconds()
-        let footprint = link.footprint()
+        let usage = link.usage()
         let (lastPong, ready, lastPing) = state.withLock { state in
-            state.peakMemory = max(state.peakMemory, footprint)
+            state.peakMemory = max(state.peakMemory, usage.bytes)
             return (state.lastPong, state.isReady, state.lastPing)
         }
         let timeout = Int64(timing.heartbeatTimeout * 1e9)
         // The reason is recorded before the kill, so it is not taken for a crash.
-        if footprint > ExtensionProcess.memoryLimit {
-            end(failure: "the extension used more than \(ExtensionProcess.memoryLimit >> 20) MB of memory (\(footprint >> 20) MB) and was stopped")
+        // Processes first: a fork bomb's copies also add up to too much memory.
+        if usage.processes > ExtensionProcess.processLimit {
+            end(failure: "the extension '\(manifest.id)' ran more than \(ExtensionProcess.processLimit) processes and was stopped")
+            link.kill()
+        } else if usage.bytes > ExtensionProcess.memoryLimit {
+            end(failure: "the extension '\(manifest.id)' used more than \(ExtensionProcess.memoryLimit >> 20) MB of memory "
+                + "(\(usage.bytes >> 20) MB) and was stopped")
             link.kill()
         } else if ready && now - lastPong > timeout {
             end(failure: "the extension stopped responding (no heartbeat for \(timing.heartbeatTimeout.formatted()) s) and was stopped")
@@ -459,8 +513,9 @@ final class BroadcastSession: Sendable {
 
     /// Ends the broadcast once: with `failure`, it failed; without, it finished. The
     /// extension gets `finished` and `finishGrace` to exit (an upload extension sends what it
-    /// has queued and closes its stream properly) before it is killed.
-    private func end(failure: String?) {
+    /// has queued and closes its stream properly) before it is killed; after a failure it did
+    /// not ask for (a crash, a hang, garbage, the watchdog) it gets `failureGrace` and nothing.
+    private func end(failure: String?, extensionAsked: Bool = false) {
         let (first, link, exited) = state.withLock { state -> (Bool, (any ExtensionLink)?, Bool) in
             let wasEnding = state.isEnding
             if let failure { _ = state.lifecycle.fail(failure) } else { _ = state.lifecycle.stop() }
@@ -472,11 +527,13 @@ final class BroadcastSession: Sendable {
         guard first else { return }
         stopFlag.raise()
         readiness.signal()
+        acceptance.signal()
         if let failure { logger.error("broadcast failed: \(failure)", metadata: ["broadcast": "\(id)"]) }
         notifyObservers()
         guard let link, !exited else { return }
-        if failure == nil { _ = link.send(BroadcastCodec.encode(.finished), descriptors: []) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + (failure == nil ? timing.finishGrace : timing.failureGrace)) {
+        let orderly = failure == nil || extensionAsked
+        if orderly { _ = link.send(BroadcastCodec.encode(.finished), descriptors: []) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + (orderly ? timing.finishGrace : timing.failureGrace)) {
             link.kill()
         }
     }
@@ -497,8 +554,9 @@ final class BroadcastSession: Sendable {
 
     /// Closes the connection, unmaps the surfaces, stops the watchdog: nothing of it is left.
     private func release() {
-        let (link, watchdog) = state.withLock { state in
+        let (link, watchdog, final) = state.withLock { state in
             state.lifecycle.didFinish()
+            state.final = Self.liveStatus(state)
             defer {
                 state.link = nil
                 state.watchdog = nil
@@ -507,11 +565,10 @@ final class BroadcastSession: Sendable {
                 state.surfaceOfStorage = [:]
                 state.audioInFlight = []
             }
-            return (state.link, state.watchdog)
+            return (state.link, state.watchdog, state.final ?? state.status)
         }
         watchdog?.cancel()
         link?.close()
-        let final = self.status
         notifyObservers()
         observers.withLock { $0 = [] }
         logger.info("broadcast ended", metadata: [
@@ -521,17 +578,42 @@ final class BroadcastSession: Sendable {
         completion.complete(final)
     }
 
-    fileprivate func captureEnded(_ why: String) { end(failure: why) }
+    fileprivate func contentResized(to content: (width: Int, height: Int), fittedInto size: (width: Int, height: Int)) {
+        logger.info("content resized: fitted into the broadcast's size", metadata: [
+            "broadcast": "\(id)", "content": "\(content.width)x\(content.height)", "broadcastSize": "\(size.width)x\(size.height)"])
+    }
 }
 
-/// The sending queue as capture's output: a broadcast keeps its size, so a new screen size
-/// ends it with that reason.
+/// The sending queue as capture's output. A broadcast keeps the size it started with (an
+/// extension's encoder is set up for it): a picture of another size, from a screen or window
+/// that changed, is letter-boxed into a shared surface, one copy that only such frames pay.
 private struct BroadcastOutput: CaptureOutput {
+    /// The capture's fixed pool of shared surfaces, and the size its pictures have.
+    struct VideoSurfaces {
+        let pool: PixelBufferPool
+        let width: Int
+        let height: Int
+    }
+
     let queue: BoundedQueue<SampleBuffer>
     let session: BroadcastSession
-    func offer(_ frame: VideoSample) -> Bool { queue.offer(.video(frame)) }
+    /// Nil for the audio sources' output.
+    var video: VideoSurfaces?
+
+    func offer(_ frame: VideoSample) -> Bool {
+        guard let video, frame.pixels.width != video.width || frame.pixels.height != video.height else {
+            return queue.offer(.video(frame))
+        }
+        // All surfaces with the extension: the frame is dropped, and counted, as any other.
+        guard let surface = video.pool.take(width: video.width, height: video.height, format: frame.pixels.format) else { return false }
+        PictureTransform.fit(frame.pixels, into: surface)
+        var fitted = frame
+        fitted.pixels = surface
+        return queue.offer(.video(fitted))
+    }
+
     func append(_ audio: AudioBuffer) { queue.append(.audio(audio)) }
     func formatChanged(width: Int, height: Int) {
-        session.captureEnded("content resized: the screen changed to \(width)x\(height) during the broadcast")
+        if let video { session.contentResized(to: (width, height), fittedInto: (video.width, video.height)) }
     }
 }

@@ -90,7 +90,8 @@ final class RecordingSession: Sendable {
         let sink: any MovieSink
         do {
             sink = try parts.movies.makeMovieSink(path: path.path, format: MovieFormat(
-                width: size.width, height: size.height, fps: options.fps, preset: options.video.preset,
+                // Both capture backends convert with PixelConverter.
+                width: size.width, height: size.height, picture: PixelConverter.format, fps: options.fps, preset: options.video.preset,
                 bitRate: options.video.bitRate, crf: options.video.crf,
                 keyframeInterval: options.video.keyframeInterval, audioSources: audioSources))
         } catch {
@@ -217,6 +218,7 @@ final class RecordingSession: Sendable {
             audioTimelines[source] = AudioTimeline(origin: origin, sampleRate: AudioCapture.sampleRate, channels: AudioCapture.channels)
         }
         let size = state.withLock { ($0.width, $0.height) }
+        let fitter = PictureTransform()
         var lastVideo: (sample: VideoSample, movieTime: MediaTime)?
         var lastSave = parts.clock.now()
         var writeFailed = false
@@ -226,11 +228,12 @@ final class RecordingSession: Sendable {
             do throws(CodecError) {
                 switch input {
                 case .formatChanged(let width, let height):
-                    if (width, height) != size {
-                        fail("content resized: the screen changed to \(width)x\(height) during the recording")
-                    }
-                case .sample(.video(let frame)):
+                    logger.info("screen resized: fitted into the movie's size", metadata: [
+                        "recording": "\(id)", "screen": "\(width)x\(height)", "movie": "\(size.0)x\(size.1)"])
+                case .sample(.video(var frame)):
                     guard let time = movieTime(of: frame.time) else { continue }
+                    // The movie keeps the size it started with: another screen size is letter-boxed into it.
+                    frame.pixels = fitter.fit(frame.pixels, width: size.0, height: size.1)
                     try sink.append(frame, at: time)
                     lastVideo = (frame, time)
                 case .sample(.audio(let buffer)):

@@ -48,6 +48,8 @@ public enum BroadcastCodec {
             out.byte(Tag.video.rawValue)
             out.u16(frame.surface)
             out.byte(frame.format.rawValue)
+            out.byte(frame.matrix.rawValue)
+            out.byte(frame.range.rawValue)
             out.u32(frame.width)
             out.u32(frame.height)
             out.byte(UInt8(frame.planes.count))
@@ -128,6 +130,8 @@ public enum BroadcastCodec {
     private static func decodeVideo(_ input: inout Reader, surfaces: Surfaces) throws(DecodeError) -> BroadcastMessage.VideoFrame {
         let surface = try input.u16()
         guard let format = BroadcastMessage.PixelFormat(rawValue: try input.byte()) else { throw DecodeError("unknown pixel format") }
+        guard let matrix = BroadcastMessage.ColorMatrix(rawValue: try input.byte()) else { throw DecodeError("unknown colour matrix") }
+        guard let range = BroadcastMessage.ColorRange(rawValue: try input.byte()) else { throw DecodeError("unknown colour range") }
         let width = try input.u32(), height = try input.u32()
         let planeCount = try input.byte()
         guard surface < surfaces.count else { throw DecodeError("video in surface \(surface), of \(surfaces.count)") }
@@ -149,7 +153,8 @@ public enum BroadcastCodec {
         }
         let time = try input.i64()
         guard let orientation = BroadcastMessage.Orientation(rawValue: try input.byte()) else { throw DecodeError("unknown orientation") }
-        return .init(surface: surface, format: format, width: width, height: height, planes: planes, time: time, orientation: orientation)
+        return .init(surface: surface, format: format, matrix: matrix, range: range, width: width, height: height, planes: planes,
+                     time: time, orientation: orientation)
     }
 
     private static func decodeAudio(_ input: inout Reader, surfaces: Surfaces) throws(DecodeError) -> BroadcastMessage.AudioPeriod {

@@ -51,6 +51,18 @@ public enum BroadcastMessage: Sendable, Equatable {
         case i420 = 1
     }
 
+    /// The RGB ↔ Y′CbCr coefficients a picture was coded with.
+    public enum ColorMatrix: UInt8, Sendable {
+        case bt601 = 1
+        case bt709 = 2
+    }
+
+    /// The code values of black and white: video (limited, Y 16–235) or full (Y 0–255).
+    public enum ColorRange: UInt8, Sendable {
+        case video = 1
+        case full = 2
+    }
+
     /// One picture in one surface: its format, size, planes, time and orientation.
     public struct VideoFrame: Sendable, Equatable {
         public struct Plane: Sendable, Equatable {
@@ -67,6 +79,8 @@ public enum BroadcastMessage: Sendable, Equatable {
 
         public var surface: UInt16
         public var format: PixelFormat
+        public var matrix: ColorMatrix
+        public var range: ColorRange
         public var width: UInt32
         public var height: UInt32
         public var planes: [Plane]
@@ -74,10 +88,12 @@ public enum BroadcastMessage: Sendable, Equatable {
         public var time: Int64
         public var orientation: Orientation
 
-        public init(surface: UInt16, format: PixelFormat = .i420, width: UInt32, height: UInt32, planes: [Plane], time: Int64,
-                    orientation: Orientation = .up) {
+        public init(surface: UInt16, format: PixelFormat = .i420, matrix: ColorMatrix, range: ColorRange, width: UInt32, height: UInt32,
+                    planes: [Plane], time: Int64, orientation: Orientation = .up) {
             self.surface = surface
             self.format = format
+            self.matrix = matrix
+            self.range = range
             self.width = width
             self.height = height
             self.planes = planes

@@ -30,11 +30,17 @@ public import ReplayMedia
 /// There is no "mixed" `AudioSource`; periods are tagged `outputSource` (`.app` by default,
 /// the stream a single-track consumer reads).
 public struct AudioMixer: Sendable {
+    /// The output's frames per second; every source is resampled to it.
     public let sampleRate: Int
+    /// The output's channels (2: stereo).
     public let channels: Int
+    /// Frames in each mixed period.
     public let periodFrames: Int
+    /// How long a period waits for a late source beyond that source's recent delivery size.
     public let maxWait: MediaTime
+    /// The most audio queued per source; older periods are dropped past it.
     public let capacity: MediaTime
+    /// The source the mixed periods are tagged with.
     public let outputSource: AudioSource
 
     /// Where period 0 starts: the first buffer's stamp.
@@ -44,6 +50,7 @@ public struct AudioMixer: Sendable {
     private var lanes: [Lane]
     private var limiter = Limiter()
 
+    /// A mixer of both sources; `gains` scales each (1.0 unless given).
     public init(sampleRate: Int = 48_000, channels: Int = 2, periodFrames: Int = 1024,
                 maxWait: MediaTime = MediaTime(nanoseconds: 100_000_000),
                 capacity: MediaTime = MediaTime(nanoseconds: 1_000_000_000),
@@ -62,13 +69,16 @@ public struct AudioMixer: Sendable {
         }
     }
 
+    /// The factor `source`'s samples are scaled by before mixing.
     public func gain(for source: AudioSource) -> Float { lanes[slot(source)].gain }
+    /// Scales `source` by `gain` from the next period on (1.0: unchanged, 0: muted).
     public mutating func setGain(_ gain: Float, for source: AudioSource) { lanes[slot(source)].gain = gain }
 
     /// Frames waiting in `source`'s queue (whole periods, not yet mixed).
     public func queuedFrames(_ source: AudioSource) -> Int { lanes[slot(source)].queuedPeriods * periodFrames }
     /// Frames of `source` dropped because its queue was over `capacity`.
     public func droppedFrames(_ source: AudioSource) -> Int64 { lanes[slot(source)].dropped }
+    /// Frames of both sources dropped because a queue was over `capacity`.
     public var droppedFrames: Int64 { lanes.reduce(0) { $0 + $1.dropped } }
     /// Frames of `source` that came after their period was mixed, overlapped earlier audio or
     /// preceded the origin.

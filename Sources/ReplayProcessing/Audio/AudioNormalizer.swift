@@ -3,13 +3,17 @@ public import ReplayMedia
 /// Turns raw PCM in any `PCMFormat` into the pipeline's one representation: interleaved,
 /// host-endian Float32 in [-1, 1] (`AudioBuffer`), so nothing downstream looks at bytes.
 public enum AudioNormalizer {
+    /// Why a buffer's description cannot be trusted: its samples are refused, not guessed at.
     public enum Error: Swift.Error, Equatable, CustomStringConvertible {
+        /// A rate of zero or less (Hz).
         case invalidSampleRate(Int)
+        /// A channel count of zero or less.
         case invalidChannelCount(Int)
         /// The byte count is not a whole number of frames: a truncated or misdescribed buffer,
         /// refused rather than decoded with every later sample shifted into the wrong channel.
         case partialFrame(byteCount: Int, bytesPerFrame: Int)
 
+        /// The reason in words, for logs and errors.
         public var description: String {
             switch self {
             case .invalidSampleRate(let rate): "invalid sample rate \(rate) Hz"

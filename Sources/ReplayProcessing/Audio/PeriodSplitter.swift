@@ -21,8 +21,12 @@ public import ReplayMedia
 /// A stamp more than `tolerance` behind is an overlap: its frames that would land before the
 /// current position are dropped (counted in `droppedFrames`), as are frames before the origin.
 public struct PeriodSplitter: Sendable {
+    /// Frames per second of the input and the periods (the splitter does not resample).
     public let sampleRate: Int
+    /// Frames in each period.
     public let periodFrames: Int
+    /// How far a stamp may stray from where the audio so far ends before it counts as a gap
+    /// (later) or an overlap (earlier) rather than jitter.
     public let tolerance: MediaTime
     /// Where period 0 starts; nil until the first buffer when not given.
     public private(set) var origin: MediaTime?
@@ -38,6 +42,7 @@ public struct PeriodSplitter: Sendable {
     /// The current, incomplete period's frames (interleaved).
     private var pending: [Float] = []
 
+    /// A splitter whose grid starts at `origin`, or at the first buffer's stamp when nil.
     public init(sampleRate: Int = 48_000, periodFrames: Int = 1024, origin: MediaTime? = nil,
                 tolerance: MediaTime = MediaTime(nanoseconds: 20_000_000)) {
         precondition(sampleRate > 0 && periodFrames > 0)

@@ -22,14 +22,19 @@ public import ReplayMedia
 /// down to mono is averaged, and otherwise output channel c takes input channel c (channels
 /// beyond the input's repeat it cyclically, extra input channels are dropped).
 public struct Resampler: Sendable {
+    /// Frames per second of the output.
     public let outputRate: Int
+    /// Channels of the output.
     public let outputChannels: Int
+    /// How far a buffer's stamp may stray from where the segment's audio ends before it
+    /// starts a new segment.
     public let discontinuity: MediaTime
 
     private var segment: Segment?
     /// The last kernel built, reused when a new segment has the same rates.
     private var kernel: Kernel?
 
+    /// A resampler to `outputRate` and `outputChannels`, from whatever rate each buffer has.
     public init(outputRate: Int = 48_000, outputChannels: Int = 2,
                 discontinuity: MediaTime = MediaTime(nanoseconds: 20_000_000)) {
         precondition(outputRate > 0 && outputChannels > 0)

@@ -1,6 +1,9 @@
 /// The size an extension wants pictures in: as captured, or scaled down to fit a box
 /// (Twilio's 886 and 1280 are common), keeping the aspect ratio, in even sizes for 4:2:0.
+///
+/// Only the size: pictures keep their `PictureFormat` (I420, matrix, range) when scaled.
 public enum VideoFormatRequest: Sendable, Equatable {
+    /// As captured (an odd edge dropped).
     case native
     /// The longer side at most `maxDimension` pixels; never scaled up.
     case fit(maxDimension: Int)

@@ -10,13 +10,19 @@ public import ReplayMedia
 ///   really change arrive at 22–27 a second (24 or 25 fps playback drawn by an app), the cap
 ///   rises to 30 so the film's cadence is kept, and falls back once that ends.
 public final class VideoSource {
+    /// What the stream is for, which sets the default size and frame-rate cap.
     public enum Mode: Sendable, Equatable {
+        /// Conferencing: native size, at most 15 fps, detail first.
         case screencast
+        /// Streaming: fitted in 1280, 15 fps, 30 while film-rate playback is detected.
         case video
     }
 
+    /// How to shape the frames; fixed for the source's life.
     public struct Settings: Sendable, Equatable {
+        /// Sets the defaults for the size and the frame-rate cap.
         public var mode: Mode
+        /// The output size: native or fitted in a box (the picture format is never changed).
         public var format: VideoFormatRequest
         /// Turn pictures upright instead of passing the rotation tag on.
         public var applyRotation: Bool
@@ -24,6 +30,7 @@ public final class VideoSource {
         /// wants a steady 30 fps whatever is on the screen.
         public var frameRateCap: Int?
 
+        /// Settings for `mode`; `format` nil takes the mode's default size.
         public init(mode: Mode, format: VideoFormatRequest? = nil, applyRotation: Bool = false, frameRateCap: Int? = nil) {
             self.mode = mode
             // Screencast keeps every pixel; video fits 1280 unless asked otherwise.
@@ -33,12 +40,16 @@ public final class VideoSource {
         }
     }
 
+    /// Frames per second let through for app content (video mode) and screencasts.
     public static let appContentCap = 15
+    /// Frames per second let through while film-rate playback is detected (video mode).
     public static let playbackCap = 30
+    /// After this long without a frame, the last one is sent again (`idle(now:)`).
     public static let idleRepeat = MediaTime(nanoseconds: 250_000_000)
     /// How long the content rate must stay in (or out of) the playback band to switch.
     static let switchAfter: Int64 = 1_000_000_000
 
+    /// How this source shapes frames.
     public let settings: Settings
     private let transform = PictureTransform()
     private var changeTimes: [Int64] = []
@@ -46,8 +57,10 @@ public final class VideoSource {
     private var lastOutput: VideoSample?
     private var bandSince: Int64?
     private var outsideSince: Int64?
+    /// True while the content changes at 22–27 fps (a film playing), in video mode.
     public private(set) var isPlaybackDetected = false
 
+    /// A source shaping frames as `settings` say. Use it from one thread (the handler's).
     public init(settings: Settings) {
         self.settings = settings
     }

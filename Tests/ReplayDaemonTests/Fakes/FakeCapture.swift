@@ -23,14 +23,15 @@ final class FakeScreen: ScreenCapturing, @unchecked Sendable {
         case fail(String)
     }
 
-    let frameSize: (width: Int, height: Int)
+    private let size: Mutex<(width: Int, height: Int)>
+    var frameSize: (width: Int, height: Int) { size.withLock { $0 } }
     var pool = PixelBufferPool()
     let counters = CaptureCounters()
     private let commands = BoundedQueue<Command>(capacity: .max)
     private let running = Mutex(false)
     let finished = Completion<Void>()
 
-    init(width: Int = 64, height: Int = 48) { frameSize = (width, height) }
+    init(width: Int = 64, height: Int = 48) { size = Mutex((width, height)) }
 
     func send(_ command: Command) { commands.append(command) }
     var isRunning: Bool { running.withLock { $0 } }
@@ -47,18 +48,20 @@ final class FakeScreen: ScreenCapturing, @unchecked Sendable {
             switch command {
             case .frame(let seconds):
                 // A fake waits for a free picture where a real source drops: the test decides what is captured.
-                var taken = pool.take(width: frameSize.width, height: frameSize.height)
+                let (width, height) = frameSize
+                var taken = pool.take(width: width, height: height, format: .bt601VideoRange)
                 while taken == nil && !stop.isRaised {
                     sched_yield()
-                    taken = pool.take(width: frameSize.width, height: frameSize.height)
+                    taken = pool.take(width: width, height: height, format: .bt601VideoRange)
                 }
                 guard let pixels = taken else { return }
                 let frame = VideoSample(time: MediaTime(seconds: seconds), pixels: pixels)
                 while !output.offer(frame) && !stop.isRaised { sched_yield() }
                 counters.count(delivered: true, repeated: false)
             case .resize(let width, let height):
+                // As the X11 source: reported, then pictures go on at the new size.
+                size.withLock { $0 = (width, height) }
                 output.formatChanged(width: width, height: height)
-                return
             case .fail(let why):
                 throw CaptureError(.connectionLost, why)
             }

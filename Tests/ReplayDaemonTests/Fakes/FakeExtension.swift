@@ -12,6 +12,8 @@ final class FakeExtension: ExtensionLink, ExtensionHost, @unchecked Sendable {
         var getsReady = true
         var answersPings = true
         var exitsOnFinished = true
+        /// Gives up in `broadcastStarted` with this error (a refused stream key).
+        var refusesStart: String?
     }
 
     struct State {
@@ -78,6 +80,7 @@ final class FakeExtension: ExtensionLink, ExtensionHost, @unchecked Sendable {
         case .video(let frame): say(.release(surface: frame.surface))
         case .audio(let period): say(.release(surface: period.surface))
         case .finished where behaviour.exitsOnFinished: exit("exited")
+        case .started: if let error = behaviour.refusesStart { say(.finish(error: error)) }
         default: break
         }
         return true
@@ -91,10 +94,14 @@ final class FakeExtension: ExtensionLink, ExtensionHost, @unchecked Sendable {
         if ready { say(.ready) }
     }
 
-    func footprint() -> Int { state.withLock { $0.footprint } }
+    func usage() -> ExtensionUsage { ExtensionUsage(bytes: state.withLock { $0.footprint }, processes: 1) }
 
+    /// As for a real process, killing one that already exited does nothing.
     func kill() {
-        state.withLock { $0.killed = true }
+        guard state.withLock({ state in
+            if state.exited == nil { state.killed = true }
+            return state.killed
+        }) else { return }
         exit("crashed (SIGKILL)")
     }
 

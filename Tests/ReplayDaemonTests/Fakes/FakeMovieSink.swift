@@ -8,6 +8,8 @@ final class FakeMovieSink: MovieSink, MovieSinkFactory, @unchecked Sendable {
     // @unchecked: all state is behind `state`.
     struct Written {
         var videoTimes: [MediaTime] = []
+        /// Each picture's size, as "WxH".
+        var videoSizes: [String] = []
         var audioFrames: [AudioSource: Int] = [:]
         var finished = false
         var abandoned = false
@@ -32,6 +34,7 @@ final class FakeMovieSink: MovieSink, MovieSinkFactory, @unchecked Sendable {
         let full = state.withLock { state -> Bool in
             if let limit = state.failAfterFrames, state.written.videoTimes.count >= limit { return true }
             state.written.videoTimes.append(time)
+            state.written.videoSizes.append("\(sample.pixels.width)x\(sample.pixels.height)")
             return false
         }
         if full { throw CodecError(.writeFailed, "cannot write the movie: No space left on device") }

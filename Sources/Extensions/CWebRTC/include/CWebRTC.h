@@ -76,12 +76,15 @@ CWebRTCSession *cwebrtc_session_new(const CWebRTCConfig *config, char **error);
 void cwebrtc_session_free(CWebRTCSession *session);
 
 /*
- * One I420 picture, tightly packed (Y, U, V), at `pts_ns` on CLOCK_MONOTONIC. Without
+ * One I420 picture, tightly packed (Y, U, V), at `pts_ns` on CLOCK_MONOTONIC, its colour coded
+ * with the BT.709 matrix if `bt709` (else BT.601), in full range if `full_range` (else video
+ * range, Y 16-235): the stream is tagged so. Without
  * `release` the bytes are copied; with it they are used in place until `release` runs.
  * Returns 0, or -1 if the pipeline is not running (the picture is released at once).
  */
 int cwebrtc_push_video(CWebRTCSession *session, const uint8_t *i420, size_t size, int32_t width, int32_t height,
-                       int64_t pts_ns, CWebRTCReleaseCallback release, void *release_context);
+                       int32_t bt709, int32_t full_range, int64_t pts_ns, CWebRTCReleaseCallback release,
+                       void *release_context);
 /* Interleaved float32 stereo at 48 kHz, `frames` frames, first one at `pts_ns` (CLOCK_MONOTONIC). */
 int cwebrtc_push_audio(CWebRTCSession *session, const float *samples, int32_t frames, int64_t pts_ns);
 

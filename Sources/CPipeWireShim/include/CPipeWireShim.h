@@ -1,0 +1,60 @@
+#ifndef CPIPEWIRE_SHIM_H_INCLUDED
+#define CPIPEWIRE_SHIM_H_INCLUDED
+// What Swift cannot call in libpipewire/libspa: the loop's inline methods, the SPA pod
+// builders (macros over varargs), format parsing, and the stream's C callback table.
+#include <stdint.h>
+#include <pipewire/pipewire.h>
+
+/// Runs one iteration of `loop` (enter, iterate, leave): dispatches what is ready, waiting
+/// at most `timeout_ms`. Returns the number of dispatched sources or a negative errno.
+int CPW_loop_iterate(struct pw_loop *loop, int timeout_ms);
+
+/// A raw video EnumFormat param accepting any of `formats` (SPA_VIDEO_FORMAT_*, most
+/// preferred first), any size up to 8192x8192 (preferring width x height) and a maximum
+/// frame rate up to `max_fps`. SHM only: no modifier property, so no DMA-BUF is offered.
+/// Built into `buffer`; NULL when it does not fit.
+const struct spa_pod *CPW_build_enum_format(uint8_t *buffer, uint32_t size, const uint32_t *formats, uint32_t count,
+                                            uint32_t width, uint32_t height, uint32_t max_fps);
+
+/// The Buffers param (data types as a bit mask of 1 << SPA_DATA_*) and the Meta params
+/// this consumer reads (header). Writes up to `max` pods into `params`; returns how many.
+uint32_t CPW_build_buffer_params(uint8_t *buffer, uint32_t size, uint32_t data_types,
+                                 const struct spa_pod **params, uint32_t max);
+
+typedef struct {
+    uint32_t format;        // SPA_VIDEO_FORMAT_*
+    uint32_t width, height;
+    uint32_t max_fps_num, max_fps_den;
+    int has_modifier;       // a DMA-BUF format
+} CPW_video_format;
+
+/// Parses a negotiated Format param; 0 on success, negative when it is not raw video.
+int CPW_parse_video_format(const struct spa_pod *param, CPW_video_format *out);
+
+typedef struct {
+    const uint8_t *data;    // mapped first plane at the chunk's offset; NULL when not mapped
+    uint32_t size;          // bytes of valid data in the chunk
+    int32_t stride;
+    uint32_t type;          // SPA_DATA_*
+    int corrupted;          // chunk or header says the content is not valid
+    int64_t pts;            // the header's presentation time (the producer's clock, ns); -1 when none
+} CPW_frame_view;
+
+/// Looks into a dequeued buffer's first plane.
+void CPW_buffer_view(struct pw_buffer *buffer, CPW_frame_view *out);
+
+/// The stream events, as plain C function pointers with one context.
+typedef struct {
+    void *context;
+    void (*state_changed)(void *context, enum pw_stream_state old_state, enum pw_stream_state state, const char *error);
+    void (*param_changed)(void *context, uint32_t id, const struct spa_pod *param);
+    void (*process)(void *context);
+} CPW_stream_handlers;
+
+typedef struct CPW_stream_listener CPW_stream_listener;
+
+/// Registers `handlers` (copied) on `stream`; remove with CPW_stream_unlisten before the stream goes.
+CPW_stream_listener *CPW_stream_listen(struct pw_stream *stream, const CPW_stream_handlers *handlers);
+void CPW_stream_unlisten(CPW_stream_listener *listener);
+
+#endif

@@ -1,0 +1,4 @@
+#ifndef CSDBUS_SHIM_H
+#define CSDBUS_SHIM_H
+#include <systemd/sd-bus.h>
+#endif

@@ -1,0 +1,198 @@
+import CPipeWire
+import CPipeWireShim
+import ReplaySystem
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A PipeWire video stream read on the caller's thread: the portal's node, on the remote
+/// the portal handed us. The loop runs only inside `iterate`, so every callback (format,
+/// state) and every buffer is handled on the one thread that drives it.
+final class PipeWireStream {
+    private static let initialized: Void = pw_init(nil, nil)
+
+    private let loop: UnsafeMutablePointer<pw_loop>
+    private let context: OpaquePointer
+    private let core: OpaquePointer
+    private let stream: OpaquePointer
+    private var listener: OpaquePointer?
+    /// The newest frame, kept from the producer until it is converted.
+    private var held: UnsafeMutablePointer<pw_buffer>?
+    /// When the held frame was drawn (monotonic nanoseconds): its time.
+    private(set) var heldSince: Int64 = 0
+
+    /// The negotiated format; nil until the producer and we agree on one.
+    private(set) var format: StreamFormat?
+    /// How many pictures the producer sent (each change of the screen, up to the frame-rate cap).
+    private(set) var received = 0
+    /// Why the stream cannot go on; set by the callbacks, thrown by `iterate`.
+    private var failure: String?
+    private var wasStreaming = false
+    /// Set once the producer left after streaming: its node was destroyed (the compositor
+    /// closed the screen cast), so this stream will get nothing more.
+    private(set) var producerGone = false
+
+    /// Connects to `node` through `remote` (a descriptor PipeWire takes over, even on failure).
+    init(remote: Int32, node: UInt32, preferredWidth: Int, preferredHeight: Int, maxFPS: Int) throws(CaptureError) {
+        _ = Self.initialized
+        guard let loop = pw_loop_new(nil) else {
+            close(remote)
+            throw CaptureError(.pipeWireFailed, "cannot make a PipeWire loop")
+        }
+        guard let context = pw_context_new(loop, nil, 0) else {
+            close(remote)
+            pw_loop_destroy(loop)
+            throw CaptureError(.pipeWireFailed, "cannot make a PipeWire context")
+        }
+        guard let core = pw_context_connect_fd(context, remote, nil, 0) else {
+            let reason = String(cString: strerror(errno))
+            pw_context_destroy(context)
+            pw_loop_destroy(loop)
+            throw CaptureError(.pipeWireFailed, "cannot connect to the portal's PipeWire remote: \(reason)")
+        }
+        let properties = pw_properties_new_string("media.type=Video media.category=Capture media.role=Screen")
+        guard let stream = pw_stream_new(core, "replayd", properties) else {
+            pw_core_disconnect(core)
+            pw_context_destroy(context)
+            pw_loop_destroy(loop)
+            throw CaptureError(.pipeWireFailed, "cannot make a PipeWire stream")
+        }
+        self.loop = loop
+        self.context = context
+        self.core = core
+        self.stream = stream
+
+        var handlers = CPW_stream_handlers(
+            context: Unmanaged.passUnretained(self).toOpaque(),
+            state_changed: { context, _, state, error in
+                Unmanaged<PipeWireStream>.fromOpaque(context!).takeUnretainedValue().stateChanged(state, error)
+            },
+            param_changed: { context, id, param in
+                Unmanaged<PipeWireStream>.fromOpaque(context!).takeUnretainedValue().paramChanged(id, param)
+            },
+            process: nil)
+        listener = CPW_stream_listen(stream, &handlers)
+
+        var podBuffer = [UInt8](repeating: 0, count: 1024)
+        let formats = PixelLayout.allCases.map(\.spaFormat)
+        let result = podBuffer.withUnsafeMutableBufferPointer { buffer -> Int32 in
+            guard var pod = CPW_build_enum_format(buffer.baseAddress, UInt32(buffer.count), formats, UInt32(formats.count),
+                                                  UInt32(max(1, preferredWidth)), UInt32(max(1, preferredHeight)),
+                                                  UInt32(max(1, maxFPS))) else { return -ENOSPC }
+            let flags = pw_stream_flags(rawValue: PW_STREAM_FLAG_AUTOCONNECT.rawValue | PW_STREAM_FLAG_MAP_BUFFERS.rawValue)
+            return withUnsafeMutablePointer(to: &pod) { params in
+                params.withMemoryRebound(to: UnsafePointer<spa_pod>?.self, capacity: 1) {
+                    pw_stream_connect(stream, SPA_DIRECTION_INPUT, node, flags, $0, 1)
+                }
+            }
+        }
+        guard result >= 0 else {
+            throw CaptureError(.pipeWireFailed, "cannot connect to PipeWire node \(node): \(String(cString: strerror(-result)))")
+        }
+    }
+
+    /// Stops reading: the producer's buffers go back and the node is unlinked.
+    func disconnect() {
+        releaseHeld()
+        pw_stream_disconnect(stream)
+    }
+
+    deinit {
+        disconnect()
+        CPW_stream_unlisten(listener)
+        pw_stream_destroy(stream)
+        pw_core_disconnect(core)
+        pw_context_destroy(context)
+        pw_loop_destroy(loop)
+    }
+
+    /// Runs the loop for up to `timeout` seconds (returning early once something was
+    /// dispatched); throws once the stream failed or ended.
+    func iterate(timeout: Double) throws(CaptureError) {
+        let result = CPW_loop_iterate(loop, Int32(max(0, min(timeout, 1)) * 1000))
+        if result < 0 && result != -EINTR { failure = failure ?? "the PipeWire loop failed: \(String(cString: strerror(-result)))" }
+        if let failure { throw CaptureError(.connectionLost, failure) }
+    }
+
+    /// Takes every frame the producer has queued, keeping the newest with a picture (older
+    /// ones go straight back). True when a frame is held.
+    @discardableResult
+    func takeNewest() -> Bool {
+        while let buffer = pw_stream_dequeue_buffer(stream) {
+            var view = CPW_frame_view()
+            CPW_buffer_view(buffer, &view)
+            // An empty chunk is a cursor-only or damage-only update: nothing to show.
+            if view.data != nil && view.size > 0 && view.corrupted == 0 {
+                received += 1
+                releaseHeld()
+                held = buffer
+                heldSince = Self.captureTime(pts: view.pts, now: MonotonicClock.nanoseconds())
+            } else {
+                pw_stream_queue_buffer(stream, buffer)
+            }
+        }
+        return held != nil
+    }
+
+    var holdsFrame: Bool { held != nil }
+
+    /// When a frame was drawn: the producer's presentation time where it is on our clock
+    /// (mutter stamps frames with CLOCK_MONOTONIC as it paints them, up to a refresh before
+    /// we dequeue them), else the time we took it.
+    static func captureTime(pts: Int64, now: Int64) -> Int64 {
+        pts > 0 && pts <= now && now - pts < 200_000_000 ? pts : now
+    }
+
+    /// Lends the held frame's pixels and row bytes; nil when none is held or it is too short
+    /// for the format.
+    func withHeldFrame<R>(_ body: (UnsafeRawPointer, Int, StreamFormat) -> R) -> R? {
+        guard let held, let format else { return nil }
+        var view = CPW_frame_view()
+        CPW_buffer_view(held, &view)
+        guard let data = view.data, let rowBytes = format.rowBytes(stride: view.stride, size: view.size) else { return nil }
+        return body(UnsafeRawPointer(data), rowBytes, format)
+    }
+
+    /// Gives the held frame back to the producer.
+    func releaseHeld() {
+        if let held { pw_stream_queue_buffer(stream, held) }
+        held = nil
+    }
+
+    private func stateChanged(_ state: pw_stream_state, _ error: UnsafePointer<CChar>?) {
+        switch state {
+        case PW_STREAM_STATE_ERROR:
+            failure = "the PipeWire stream failed: \(error.map { String(cString: $0) } ?? "no reason given")"
+        case PW_STREAM_STATE_STREAMING:
+            wasStreaming = true
+        case PW_STREAM_STATE_PAUSED where wasStreaming, PW_STREAM_STATE_UNCONNECTED where wasStreaming:
+            // Unlinked: the producer's node is gone.
+            producerGone = true
+        default:
+            break
+        }
+    }
+
+    private func paramChanged(_ id: UInt32, _ param: UnsafePointer<spa_pod>?) {
+        guard id == SPA_PARAM_Format.rawValue, let param else { return }
+        var parsed = CPW_video_format()
+        guard CPW_parse_video_format(param, &parsed) == 0, let layout = PixelLayout(spaFormat: parsed.format),
+              parsed.width > 0, parsed.height > 0 else {
+            failure = "the PipeWire producer chose a format this consumer cannot read"
+            return
+        }
+        // The frame held was drawn in the old format.
+        releaseHeld()
+        format = StreamFormat(layout: layout, width: Int(parsed.width), height: Int(parsed.height))
+        // Shared memory (MemFd, or MemPtr) now; DMA-BUF needs a modifier in the format, which is not offered.
+        var podBuffer = [UInt8](repeating: 0, count: 1024)
+        var params = [UnsafePointer<spa_pod>?](repeating: nil, count: 4)
+        let dataTypes = UInt32(1 << SPA_DATA_MemFd.rawValue | 1 << SPA_DATA_MemPtr.rawValue)
+        podBuffer.withUnsafeMutableBufferPointer { buffer in
+            params.withUnsafeMutableBufferPointer { params in
+                let count = CPW_build_buffer_params(buffer.baseAddress, UInt32(buffer.count), dataTypes, params.baseAddress, 4)
+                _ = pw_stream_update_params(stream, params.baseAddress, count)
+            }
+        }
+    }
+}

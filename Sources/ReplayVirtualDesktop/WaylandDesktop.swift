@@ -1,0 +1,482 @@
+public import Foundation
+import ReplayDBus
+import ReplaySystem
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A headless Wayland desktop of our own, for tests and for machines without one: GNOME's
+/// compositor (`mutter --headless --virtual-monitor`), PipeWire with WirePlumber (and
+/// pipewire-pulse for sound), xdg-desktop-portal with its GNOME backend, all on a private
+/// session bus in a private `XDG_RUNTIME_DIR`; the machine's own bus is never touched.
+///
+/// GNOME's portal shows a dialog before sharing a screen unless the permission store holds
+/// a restore token for the monitor, so the desktop seeds one, as a person's earlier choice
+/// would have; `restoreToken` is it. `stop()` ends every process this desktop started,
+/// including those the bus started on demand (found by session id: each program we start
+/// leads a session, and what it spawns stays in it).
+public final class WaylandDesktop: @unchecked Sendable {
+    // @unchecked: the process list is only changed by start (before sharing) and stop (under `lock`).
+    public struct Options: Sendable {
+        public var width: Int
+        public var height: Int
+        /// pipewire-pulse with a null sink and source, as `VirtualDesktop` has with PulseAudio.
+        public var audio: Bool
+        /// A fullscreen picture to show, or nil for the compositor's empty background.
+        public var scene: Scene?
+
+        public init(width: Int = 1280, height: Int = 720, audio: Bool = false, scene: Scene? = Scene()) {
+            self.width = width
+            self.height = height
+            self.audio = audio
+            self.scene = scene
+        }
+    }
+
+    /// A fullscreen Wayland client (GStreamer into waylandsink): a known background colour
+    /// with, when `moving`, a ball that moves every frame. Either way it commits a new buffer
+    /// `frameRate` times a second, so the compositor sends as many frames; for a still
+    /// screen, start the desktop without a scene.
+    ///
+    /// With `flashesAndBeeps` (it needs `audio`) it is the demo scene's lip-sync pattern as a
+    /// Wayland client: black with a moving grey box, and on every whole second of the
+    /// monotonic clock a white flash of 100 ms and a 50 ms 1 kHz beep. It lasts `seconds`.
+    public struct Scene: Sendable {
+        /// 0xRRGGBB.
+        public var background: UInt32
+        public var moving: Bool
+        public var frameRate: Int
+        public var flashesAndBeeps: Bool
+        public var seconds: Int
+
+        public init(background: UInt32 = 0x2060E0, moving: Bool = true, frameRate: Int = 30) {
+            self.background = background
+            self.moving = moving
+            self.frameRate = frameRate
+            flashesAndBeeps = false
+            seconds = 0
+        }
+
+        /// The flash-and-beep pattern for `seconds`.
+        public static func flashesAndBeeps(seconds: Int, frameRate: Int = 30) -> Scene {
+            var scene = Scene(background: 0, moving: true, frameRate: frameRate)
+            scene.flashesAndBeeps = true
+            scene.seconds = seconds
+            return scene
+        }
+    }
+
+    public let directory: URL
+    public let runtimeDirectory: URL
+    /// `unix:path=…` of the private session bus.
+    public let busAddress: String
+    public let waylandDisplay = "wayland-0"
+    /// `unix:PATH` of pipewire-pulse, when audio was asked for.
+    public private(set) var pulseServer: String?
+    /// The token seeded into the permission store: ScreenCast with it needs no dialog.
+    public private(set) var restoreToken = ""
+    /// "vendor:product:serial" of the virtual monitor, as the portal's restore data names it.
+    public private(set) var monitor = ""
+    /// Seconds from start to a portal that answers.
+    public private(set) var startupSeconds = 0.0
+    private var processes: [(name: String, process: ChildProcess)] = []
+    private let lock = NSLock()
+
+    /// What a client of this desktop needs: the runtime directory, Wayland display, session bus, and audio server.
+    public var environment: [String: String] {
+        var environment = [
+            "XDG_RUNTIME_DIR": runtimeDirectory.path,
+            "WAYLAND_DISPLAY": waylandDisplay,
+            "DBUS_SESSION_BUS_ADDRESS": busAddress,
+            "XDG_SESSION_TYPE": "wayland",
+            "XDG_CURRENT_DESKTOP": "GNOME",
+        ]
+        if let pulseServer { environment["PULSE_SERVER"] = pulseServer }
+        return environment
+    }
+
+    /// What the desktop's own programs run with: the client environment plus a private home
+    /// (no dconf, no accessibility bus, nothing of the machine's X display or bus).
+    private var serverEnvironment: [String: String] {
+        var environment = ChildProcess.environment(adding: [:])
+        for key in ["DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "PULSE_SERVER", "XAUTHORITY"] {
+            environment[key] = nil
+        }
+        let home = directory.appendingPathComponent("home").path
+        environment.merge([
+            "HOME": home, "XDG_CONFIG_HOME": home + "/.config", "XDG_DATA_HOME": home + "/.local/share",
+            "XDG_CACHE_HOME": home + "/.cache", "XDG_STATE_HOME": home + "/.local/state",
+            "GSETTINGS_BACKEND": "memory", "GDK_BACKEND": "wayland", "NO_AT_BRIDGE": "1", "GTK_A11Y": "none",
+        ]) { $1 }
+        environment.merge(self.environment) { $1 }
+        environment["PULSE_SERVER"] = nil
+        return environment
+    }
+
+    public static func start(_ options: Options = Options()) throws -> WaylandDesktop {
+        let started = MonotonicClock.nanoseconds()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("openreplaykit-wayland-\(UUID().uuidString.prefix(8))")
+        let desktop = WaylandDesktop(directory: directory)
+        do {
+            try desktop.startServices(options)
+            desktop.startupSeconds = Double(MonotonicClock.nanoseconds() - started) / 1e9
+            return desktop
+        } catch {
+            desktop.stop()
+            throw error
+        }
+    }
+
+    private init(directory: URL) {
+        self.directory = directory
+        runtimeDirectory = directory.appendingPathComponent("run")
+        busAddress = "unix:path=\(runtimeDirectory.path)/bus"
+    }
+
+    private func startServices(_ options: Options) throws {
+        let services = directory.appendingPathComponent("dbus-services")
+        for folder in [runtimeDirectory, services, directory.appendingPathComponent("home/.config")] {
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        // Only the permission store may be started on demand: it keeps the restore tokens.
+        let permissionStore = "/usr/share/dbus-1/services/org.freedesktop.impl.portal.PermissionStore.service"
+        guard FileManager.default.fileExists(atPath: permissionStore) else {
+            throw VirtualDesktop.StartError(description: "no \(permissionStore) (is xdg-desktop-portal installed?)")
+        }
+        try FileManager.default.copyItem(atPath: permissionStore, toPath: services.appendingPathComponent("permission-store.service").path)
+        let configuration = directory.appendingPathComponent("bus.conf")
+        try Self.busConfiguration(socket: runtimeDirectory.appendingPathComponent("bus").path, services: services.path)
+            .write(to: configuration, atomically: true, encoding: .utf8)
+
+        try launch("dbus", "/usr/bin/dbus-daemon", ["--config-file=\(configuration.path)", "--nofork", "--nopidfile"])
+        try waitFor("the session bus", file: "bus")
+        let bus = try connectBus()
+
+        try launch("pipewire", "/usr/bin/pipewire", [])
+        try waitFor("PipeWire", file: "pipewire-0")
+        try launch("wireplumber", "/usr/bin/wireplumber", [])
+        if options.audio {
+            try launch("pipewire-pulse", "/usr/bin/pipewire-pulse", [])
+            try waitFor("pipewire-pulse", file: "pulse/native")
+            pulseServer = "unix:\(runtimeDirectory.path)/pulse/native"
+        }
+        try launch("mutter", "/usr/bin/mutter", [
+            "--headless", "--virtual-monitor", "\(options.width)x\(options.height)", "--wayland", "--no-x11",
+            "--wayland-display", waylandDisplay,
+        ])
+        try waitFor("mutter's screen cast service", name: "org.gnome.Mutter.ScreenCast", on: bus)
+        try waitFor("mutter's Wayland socket", file: waylandDisplay)
+        try launch("xdg-desktop-portal-gnome", "/usr/libexec/xdg-desktop-portal-gnome", [])
+        try waitFor("the GNOME portal backend", name: "org.freedesktop.impl.portal.desktop.gnome", on: bus)
+        try launch("xdg-desktop-portal", "/usr/libexec/xdg-desktop-portal", [])
+        try waitFor("xdg-desktop-portal", name: "org.freedesktop.portal.Desktop", on: bus)
+        try waitForSessionManager()
+        if options.audio { try setUpAudio() }
+
+        monitor = try Self.virtualMonitor(on: bus)
+        restoreToken = UUID().uuidString.lowercased()
+        try Self.seedPermission(token: restoreToken, monitor: monitor, on: bus)
+        if let scene = options.scene { try showScene(scene, width: options.width, height: options.height) }
+    }
+
+    // MARK: stopping
+
+    /// Stops everything this desktop started, newest first, then whatever is left in their
+    /// sessions (programs the bus or the compositor started). Safe to call more than once.
+    public func stop() {
+        let running = lock.withLock {
+            let running = processes
+            processes = []
+            return running
+        }
+        let sessions = Set(running.map(\.process.pid))
+        for entry in running.reversed() { entry.process.terminate(grace: 3) }
+        for signal in [SIGTERM, SIGKILL] {
+            let left = Self.members(of: sessions)
+            if left.isEmpty { break }
+            for pid in left { kill(pid, signal) }
+            let deadline = Date().addingTimeInterval(2)
+            while !Self.members(of: sessions).isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Every live process in the sessions of the programs this desktop started (they lead
+    /// their own sessions), for tests that check nothing is left behind.
+    public var processIDs: [Int32] {
+        lock.withLock { Self.members(of: Set(processes.map(\.process.pid))) }
+    }
+
+    deinit { stop() }
+
+    /// Live (not zombie) processes whose session is one of `sessions`.
+    public static func members(of sessions: Set<Int32>) -> [Int32] {
+        guard !sessions.isEmpty else { return [] }
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap(Int32.init).filter { pid in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let end = stat.lastIndex(of: ")") else { return false }
+            // After "pid (comm)": state, ppid, pgrp, session.
+            let fields = stat[stat.index(after: end)...].split(separator: " ")
+            guard fields.count > 3, fields[0] != "Z", let session = Int32(fields[3]) else { return false }
+            return sessions.contains(session)
+        }
+    }
+
+    // MARK: parts
+
+    private func launch(_ name: String, _ path: String, _ arguments: [String], environment extra: [String: String] = [:]) throws {
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw VirtualDesktop.StartError(description: "\(path) is missing: install the Wayland desktop's packages (scripts/install-deps)")
+        }
+        let log = open(directory.appendingPathComponent("\(name).log").path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        defer { if log >= 0 { close(log) } }
+        let output: ChildProcess.Stream = log >= 0 ? .descriptor(log) : .null
+        let process: ChildProcess
+        do {
+            process = try ChildProcess(path: path, arguments: arguments, environment: serverEnvironment.merging(extra) { $1 },
+                                       stdout: output, stderr: output)
+        } catch {
+            throw VirtualDesktop.StartError(description: "cannot run \(path): \(error)")
+        }
+        lock.withLock { processes.append((name, process)) }
+    }
+
+    /// The last lines a part wrote, for errors.
+    private func logTail(_ name: String) -> String {
+        let text = (try? String(contentsOf: directory.appendingPathComponent("\(name).log"), encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").suffix(5).joined(separator: "\n")
+    }
+
+    private func checkRunning() throws {
+        for entry in lock.withLock({ processes }) where !entry.process.isRunning {
+            throw VirtualDesktop.StartError(description: "\(entry.name) exited at start:\n\(logTail(entry.name))")
+        }
+    }
+
+    private func waitFor(_ what: String, timeout: Double = 15, _ ready: () -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !ready() {
+            try checkRunning()
+            guard Date() < deadline else { throw VirtualDesktop.StartError(description: "\(what) did not start within \(Int(timeout)) s") }
+            Thread.sleep(forTimeInterval: 0.02)
+        }
+    }
+
+    private func waitFor(_ what: String, file: String) throws {
+        let path = runtimeDirectory.appendingPathComponent(file).path
+        try waitFor(what) { FileManager.default.fileExists(atPath: path) }
+    }
+
+    private func waitFor(_ what: String, name: String, on bus: DBusConnection) throws {
+        try waitFor(what) {
+            let reply = try? bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                      member: "NameHasOwner", [.string(name)], timeout: 2)
+            return reply?.first == .bool(true)
+        }
+    }
+
+    private func connectBus() throws -> DBusConnection {
+        do {
+            return try DBusConnection(address: busAddress)
+        } catch {
+            throw VirtualDesktop.StartError(description: "cannot connect to the desktop's bus: \(error)")
+        }
+    }
+
+    /// WirePlumber links the portal's stream to its reader; until it is connected to
+    /// PipeWire a screen cast would wait forever.
+    private func waitForSessionManager() throws {
+        try waitFor("WirePlumber") {
+            guard let result = try? run("/usr/bin/pw-cli", ["ls", "Client"]) else { return false }
+            return result.contains("WirePlumber")
+        }
+    }
+
+    private func setUpAudio() throws {
+        guard let pulseServer else { return }
+        for arguments in [
+            ["load-module", "module-null-sink", "sink_name=replay_speakers", "sink_properties=device.description=Speakers"],
+            ["load-module", "module-null-sink", "media.class=Audio/Source/Virtual", "sink_name=replay_microphone"],
+            ["set-default-sink", "replay_speakers"],
+            ["set-default-source", "replay_microphone"],
+        ] {
+            guard (try? run("/usr/bin/pactl", ["--server=\(pulseServer)"] + arguments)) != nil else {
+                throw VirtualDesktop.StartError(description: "pactl \(arguments.joined(separator: " ")) failed on pipewire-pulse")
+            }
+        }
+    }
+
+    private func showScene(_ scene: Scene, width: Int, height: Int) throws {
+        if scene.flashesAndBeeps { return try showFlashesAndBeeps(scene, width: width, height: height) }
+        let colour = String(format: "0xff%06x", scene.background & 0xFF_FFFF)
+        let pattern = scene.moving ? ["pattern=ball", "background-color=\(colour)", "foreground-color=0xffffffff"]
+            : ["pattern=solid-color", "foreground-color=\(colour)"]
+        try launch("scene", "/usr/bin/gst-launch-1.0", ["-q", "videotestsrc", "is-live=true"] + pattern + [
+            "!", "video/x-raw,format=BGRx,width=\(width),height=\(height),framerate=\(scene.frameRate)/1",
+            "!", "waylandsink", "fullscreen=true",
+        ])
+        // Mapped and drawn takes a few frames; a scene that cannot reach the compositor exits.
+        Thread.sleep(forTimeInterval: 0.5)
+        try checkRunning()
+    }
+
+    /// The pattern as the X11 demo scene makes it: flash and beep on the same whole seconds
+    /// of the monotonic clock. The picture is a clip (FFmpeg's generators: white for the first
+    /// 100 ms of every second) played fullscreen by GStreamer with its base time set to such
+    /// a second, so clip second k shows at epoch + k; the sound is `replay-demo-scene --beeps`,
+    /// which places each beep in its stream by the stream's latency.
+    private func showFlashesAndBeeps(_ scene: Scene, width: Int, height: Int) throws {
+        guard let pulseServer else {
+            throw VirtualDesktop.StartError(description: "the flash-and-beep scene needs the desktop's audio (Options.audio)")
+        }
+        let clip = directory.appendingPathComponent("flashes.mkv").path
+        let seconds = max(1, scene.seconds)
+        let video = "color=c=black:s=\(width)x\(height):r=\(scene.frameRate):d=\(seconds),"
+            + "drawbox=x='mod(t*\(width / 4)\\,iw-40)':y=ih/2-20:w=40:h=40:c=gray:t=fill,"
+            + "drawbox=x=0:y=0:w=iw:h=ih:c=white:t=fill:enable='lt(mod(t\\,1)\\,0.1)'"
+        guard (try? run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", video, "-c:v", "mjpeg", "-q:v", "4", clip])) != nil else {
+            throw VirtualDesktop.StartError(description: "ffmpeg could not write the flash clip")
+        }
+        // Two seconds ahead: the picture client starts and the beep stream settles first.
+        let epoch = (MonotonicClock.nanoseconds() / 1_000_000_000 + 2) * 1_000_000_000
+        try launch("scene", "/usr/bin/python3", ["-c", Self.clipPlayer, clip, String(epoch)])
+        try launch("beeps", VirtualDesktop.siblingExecutable("replay-demo-scene").path, ["--beeps", String(epoch)],
+                   environment: ["PULSE_SERVER": pulseServer])
+        Thread.sleep(forTimeInterval: 0.5)
+        try checkRunning()
+    }
+
+    /// Plays a clip fullscreen on the Wayland display, clip time 0 at EPOCH_NS of
+    /// CLOCK_MONOTONIC (GStreamer's system clock), through GObject introspection: gst-launch
+    /// cannot choose its base time.
+    private static let clipPlayer = """
+        import sys, gi
+        gi.require_version("Gst", "1.0")
+        from gi.repository import Gst, GLib
+        Gst.init(None)
+        clip, epoch = sys.argv[1], int(sys.argv[2])
+        pipeline = Gst.parse_launch("filesrc name=clip ! matroskademux ! jpegdec ! videoconvert ! waylandsink fullscreen=true")
+        pipeline.get_by_name("clip").set_property("location", clip)
+        pipeline.use_clock(Gst.SystemClock.obtain())
+        pipeline.set_start_time(Gst.CLOCK_TIME_NONE)
+        pipeline.set_base_time(epoch)
+        loop = GLib.MainLoop()
+        bus = pipeline.get_bus()
+        bus.add_signal_watch()
+        bus.connect("message::eos", lambda *_: loop.quit())
+        bus.connect("message::error", lambda _, message: (print(message.parse_error()[0].message, file=sys.stderr), sys.exit(1)))
+        pipeline.set_state(Gst.State.PLAYING)
+        loop.run()
+        """
+
+    /// Turns the virtual monitor by `quarterTurns` × 90° (0 puts it back), as a person rotating
+    /// a screen would: the compositor's picture changes size (640x480 becomes 480x640) and a
+    /// screen cast renegotiates its format.
+    public func rotate(quarterTurns: Int) throws {
+        let bus = try connectBus()
+        let displayConfig = (destination: "org.gnome.Mutter.DisplayConfig", path: "/org/gnome/Mutter/DisplayConfig")
+        do {
+            let state = try bus.call(destination: displayConfig.destination, path: displayConfig.path, interface: displayConfig.destination,
+                                     member: "GetCurrentState", [], timeout: 5)
+            // (serial, monitors [((connector, vendor, product, serial), modes [(id, …)], …)], …)
+            guard let serial = state.first?.uint32, let monitor = state.dropFirst().first?.elements?.first?.elements,
+                  let connector = monitor.first?.elements?.first?.string,
+                  let mode = monitor.dropFirst().first?.elements?.first?.elements?.first?.string else {
+                throw VirtualDesktop.StartError(description: "mutter's DisplayConfig described no monitor")
+            }
+            let transform = UInt32(((quarterTurns % 4) + 4) % 4)
+            let logicalMonitor = DBusValue.structure([
+                .int32(0), .int32(0), .double(1), .uint32(transform), .bool(true),
+                .array(element: "(ssa{sv})", [.structure([.string(connector), .string(mode), .array(element: "{sv}", [])])]),
+            ])
+            // Method 1: temporary, as a person's change that is not saved.
+            _ = try bus.call(destination: displayConfig.destination, path: displayConfig.path, interface: displayConfig.destination,
+                             member: "ApplyMonitorsConfig",
+                             [.uint32(serial), .uint32(1), .array(element: "(iiduba(ssa{sv}))", [logicalMonitor]), .array(element: "{sv}", [])],
+                             timeout: 5)
+        } catch let error as VirtualDesktop.StartError {
+            throw error
+        } catch {
+            throw VirtualDesktop.StartError(description: "mutter refused to rotate the monitor: \(error)")
+        }
+    }
+
+    /// Runs a helper to completion; its standard output, or nil when it failed.
+    private func run(_ path: String, _ arguments: [String]) throws -> String? {
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { return nil }
+        _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
+        let process: ChildProcess
+        do {
+            process = try ChildProcess(path: path, arguments: arguments, environment: serverEnvironment, stdout: .descriptor(ends[1]))
+        } catch {
+            close(ends[0])
+            close(ends[1])
+            throw VirtualDesktop.StartError(description: "cannot run \(path): \(error)")
+        }
+        close(ends[1])
+        var output = Data()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = read(ends[0], &buffer, buffer.count)
+            if count <= 0 { break }
+            output.append(contentsOf: buffer[0..<count])
+        }
+        close(ends[0])
+        return process.wait() == 0 ? String(decoding: output, as: UTF8.self) : nil
+    }
+
+    // MARK: D-Bus
+
+    private static func busConfiguration(socket: String, services: String) -> String {
+        """
+        <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+         "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+        <busconfig>
+          <type>session</type>
+          <keep_umask/>
+          <listen>unix:path=\(socket)</listen>
+          <auth>EXTERNAL</auth>
+          <servicedir>\(services)</servicedir>
+          <policy context="default">
+            <allow send_destination="*" eavesdrop="true"/>
+            <allow eavesdrop="true"/>
+            <allow own="*"/>
+          </policy>
+        </busconfig>
+        """
+    }
+
+    /// The virtual monitor as "vendor:product:serial", from mutter's DisplayConfig.
+    private static func virtualMonitor(on bus: DBusConnection) throws -> String {
+        let state = try? bus.call(destination: "org.gnome.Mutter.DisplayConfig", path: "/org/gnome/Mutter/DisplayConfig",
+                                  interface: "org.gnome.Mutter.DisplayConfig", member: "GetCurrentState", [], timeout: 5)
+        // (serial, monitors a((ssss)a(…)a{sv}), logical monitors, properties): connector, vendor, product, serial.
+        guard let monitors = state?.dropFirst().first?.elements, let spec = monitors.first?.elements?.first?.elements,
+              spec.count == 4, let vendor = spec[1].string, let product = spec[2].string, let serial = spec[3].string else {
+            throw VirtualDesktop.StartError(description: "mutter's DisplayConfig named no monitor")
+        }
+        return "\(vendor):\(product):\(serial)"
+    }
+
+    /// Stores a screen-cast permission for `monitor` under `token`, for unsandboxed apps
+    /// (app id ""), in the format xdg-desktop-portal-gnome restores from:
+    /// ("GNOME", 1, <(created, last used, [(id, source type MONITOR, <match string>)])>).
+    private static func seedPermission(token: String, monitor: String, on bus: DBusConnection) throws {
+        let store = (destination: "org.freedesktop.impl.portal.PermissionStore", path: "/org/freedesktop/impl/portal/PermissionStore")
+        let restoreData = DBusValue.structure([
+            .string("GNOME"), .uint32(1),
+            .variant(.structure([.int64(0), .int64(0), .array(element: "(uuv)", [.structure([.uint32(0), .uint32(1), .variant(.string(monitor))])])])),
+        ])
+        do {
+            _ = try bus.call(destination: store.destination, path: store.path, interface: store.destination, member: "SetPermission",
+                             [.string("screencast"), .bool(true), .string(token), .string(""), .array(element: "s", [.string("yes")])],
+                             timeout: 10)
+            _ = try bus.call(destination: store.destination, path: store.path, interface: store.destination, member: "SetValue",
+                             [.string("screencast"), .bool(true), .string(token), .variant(restoreData)], timeout: 10)
+        } catch {
+            throw VirtualDesktop.StartError(description: "cannot seed the portal's permission store: \(error)")
+        }
+    }
+}

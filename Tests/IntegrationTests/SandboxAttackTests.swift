@@ -1,0 +1,151 @@
+import Foundation
+import ReplaySystem
+import ReplayTesting
+import ReplayVirtualDesktop
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension IntegrationTests {
+    /// A hostile upload extension, written as an attacker would write it, against a real
+    /// replayd, bubblewrap and X server. Each attack must fail or end the broadcast, and
+    /// nothing of the sandbox may be left afterwards.
+    @Suite struct SandboxAttack {
+        /// A daemon with the hostile extension installed, broadcasting with `behaviour`.
+        static func attack(_ behaviour: String) throws -> (fixture: ReplayFixture, extensionPath: String) {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240))
+            do {
+                try fixture.startDaemon(Broadcast.installExtensions(in: fixture))
+                let start = try fixture.replay(["broadcast", "start", "--extension", "hostile", "--setup", "behaviour=\(behaviour)"])
+                // An attack that trips the watchdog inside broadcastStarted fails the start
+                // itself; the broadcast's status says why either way.
+                #expect(start.status == 0 || start.stderr.contains("cannot start the broadcast: the extension"),
+                        "\(start)\n\(fixture.daemonLog.suffix(2000))")
+            } catch {
+                fixture.stop()
+                throw error
+            }
+            // The extension runs from where it is installed, which is what /proc/PID/exe names.
+            return (fixture, fixture.file("extensions/replay-hostile-extension").path)
+        }
+
+        static func serviceInfo(_ fixture: ReplayFixture, has key: String, timeout: Double = 20) throws -> [String: String] {
+            let status = try Broadcast.waitForStatus(fixture, timeout: timeout) { ($0["serviceInfo"] as? [String: String])?[key] != nil }
+            return status?["serviceInfo"] as? [String: String] ?? [:]
+        }
+
+        /// Ends the broadcast if it still runs; the sandbox must then be gone.
+        static func expectNothingLeft(_ fixture: ReplayFixture, _ extensionPath: String) throws {
+            if try Broadcast.latestStatus(fixture)?["state"] as? String == "live" { _ = try fixture.replay(["broadcast", "stop"]) }
+            _ = try Broadcast.waitUntilOver(fixture)
+            let left = sandboxLeftovers(running: extensionPath, timeout: 10)
+            #expect(left.isEmpty, "still running: \(left)")
+        }
+
+        /// Ends with `expected` in the broadcast's error, the daemon unharmed, the sandbox gone.
+        static func expectFailure(_ fixture: ReplayFixture, _ extensionPath: String, containing expected: String) throws {
+            let final = try #require(try Broadcast.waitUntilOver(fixture, timeout: 30), "\(fixture.daemonLog.suffix(2000))")
+            #expect(final["state"] as? String == "failed", "\(final)")
+            #expect((final["lastError"] as? String ?? "").contains(expected), "\(final)")
+            #expect(fixture.daemon?.isRunning == true)
+            try expectNothingLeft(fixture, extensionPath)
+        }
+
+        /// The X server listens on an abstract socket in the network namespace the sandbox
+        /// shares; without its own Xauthority-free session it could read the screen and type.
+        @Test func anExtensionCannotConnectToTheXServersAbstractSocket() throws {
+            let (fixture, path) = try Self.attack("x11")
+            defer { fixture.stop() }
+            let x11 = try Self.serviceInfo(fixture, has: "x11")["x11"] ?? ""
+            #expect(x11 == "connect: EPERM", "the extension knocked on the X server: \(x11)")
+            try Self.expectNothingLeft(fixture, path)
+        }
+
+        /// ptrace and process_vm_readv/writev, on the sandbox's init, on a child of its own and
+        /// on itself, and an x32 system call: all refused by the seccomp filter.
+        @Test func anExtensionCannotTraceOrReadAnotherProcesssMemory() throws {
+            let (fixture, path) = try Self.attack("ptrace")
+            defer { fixture.stop() }
+            let info = try Self.serviceInfo(fixture, has: "vm-read-self")
+            for key in ["ptrace-init", "ptrace-child", "vm-read-init", "vm-read-self", "vm-write-self", "x32"] {
+                #expect(info[key] == "EPERM", "\(key): \(info[key] ?? "no answer")")
+            }
+            try Self.expectNothingLeft(fixture, path)
+        }
+
+        /// 2,000 MB written into /tmp: the tmpfs is 64 MB, and what is in it counts as the
+        /// extension's memory.
+        @Test func fillingTmpIsBoundedAndCountsAsItsMemory() throws {
+            let (fixture, path) = try Self.attack("fill-tmp")
+            defer { fixture.stop() }
+            let size = Int(try Self.serviceInfo(fixture, has: "tmp-size-mb")["tmp-size-mb"] ?? "") ?? .max
+            #expect(size <= 64, "its /tmp holds \(size) MB")
+            try Self.expectFailure(fixture, path, containing: "more than 50 MB")
+        }
+
+        /// 500 MB in a memfd it never maps (named like replayd's surfaces): no RssAnon, no
+        /// RssShmem, still its memory.
+        @Test func aMemfdItHoldsCountsAsItsMemory() throws {
+            let (fixture, path) = try Self.attack("memfd")
+            defer { fixture.stop() }
+            try Self.expectFailure(fixture, path, containing: "more than 50 MB")
+        }
+
+        /// 500 MB in a memfd it maps and closes: only its mapping (RssShmem) holds it.
+        @Test func aMemfdItMapsAndClosesCountsAsItsMemory() throws {
+            let (fixture, path) = try Self.attack("memfd-mapped")
+            defer { fixture.stop() }
+            try Self.expectFailure(fixture, path, containing: "more than 50 MB")
+        }
+
+        /// A System V segment is no process's memory once detached: refused.
+        @Test func anExtensionCannotMakeASystemVSharedMemorySegment() throws {
+            let (fixture, path) = try Self.attack("sysv-shm")
+            defer { fixture.stop() }
+            let shmget = try Self.serviceInfo(fixture, has: "shmget")["shmget"]
+            #expect(shmget == "EPERM", "shmget: \(shmget ?? "no answer")")
+            try Self.expectNothingLeft(fixture, path)
+        }
+
+        /// 300 MB in a child forked from a thread other than the main one, which the main
+        /// thread's children list does not show.
+        @Test func aChildForkedFromAThreadCountsAsItsMemory() throws {
+            let (fixture, path) = try Self.attack("thread-child")
+            defer { fixture.stop() }
+            try Self.expectFailure(fixture, path, containing: "more than 50 MB")
+        }
+
+        @Test func aForkBombEndsTheBroadcast() throws {
+            let (fixture, path) = try Self.attack("fork-bomb")
+            defer { fixture.stop() }
+            try Self.expectFailure(fixture, path, containing: "more than 64 processes")
+        }
+
+        /// It ignores SIGTERM and "finished", blocks exit() and leaves a child in a session of
+        /// its own: stopping the broadcast still leaves nothing.
+        @Test func anExtensionThatWillNotGoIsKilledWithEverythingItStarted() throws {
+            let (fixture, path) = try Self.attack("linger")
+            defer { fixture.stop() }
+            _ = try Self.serviceInfo(fixture, has: "lingering")
+            #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
+            let final = try Broadcast.waitUntilOver(fixture)
+            #expect(final?["state"] as? String == "finished", "\(final ?? [:])")
+            try Self.expectNothingLeft(fixture, path)
+        }
+
+        /// replayd killed outright while such an extension runs: nothing closes its connection
+        /// in order, and the extension would outlive it but for --die-with-parent.
+        @Test func killingReplaydTakesItsExtensionWithIt() throws {
+            let (fixture, path) = try Self.attack("linger")
+            defer { fixture.stop() }
+            _ = try Self.serviceInfo(fixture, has: "lingering")
+            #expect(!sandboxProcesses(running: path).isEmpty, "the sandbox is not found running")
+            let daemon = try #require(fixture.daemon)
+            daemon.signal(SIGKILL)
+            daemon.wait()
+            let left = sandboxLeftovers(running: path, timeout: 10)
+            #expect(left.isEmpty, "still running after replayd died: \(left)")
+        }
+    }
+}
