@@ -89,7 +89,7 @@ let package = Package(
         .target(
             name: "ReplayDaemon",
             dependencies: [
-                "ReplayMedia", "ReplayProcessing", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplaySystem", "ReplayLoopbackServer",
+                "ReplayMedia", "ReplayProcessing", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplaySystem", "ReplayLoopbackServer", "ReplayDBus",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -116,7 +116,7 @@ let package = Package(
         .executableTarget(
             name: "replay",
             dependencies: [
-                "ReplayIPC", "ReplaySystem",
+                "ReplayIPC", "ReplayMedia", "ReplaySystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: strictSettings),

@@ -12,11 +12,18 @@ public final class AudioCapture: AudioCapturing {
     private let stream: PulseRecordStream
     public let source: AudioSource
 
-    /// Opens the stream; throws `audioUnavailable` when no audio server answers.
-    public init(source: AudioSource) throws(CaptureError) {
+    /// Opens the stream; throws `audioUnavailable` when no audio server answers, or the
+    /// device or application `selection` names is not there.
+    public init(source: AudioSource, selection: AudioSelection = AudioSelection()) throws(CaptureError) {
         self.source = source
+        let device: String? = switch (source, selection.device) {
+        // An output is recorded through its monitor.
+        case (.app, let sink?): sink.hasSuffix(".monitor") ? sink : "\(sink).monitor"
+        case (.app, nil): PulseRecordStream.defaultMonitor
+        case (.microphone, let input): input
+        }
         stream = try PulseRecordStream(
-            device: source == .app ? PulseRecordStream.defaultMonitor : nil,
+            device: device, application: source == .app ? selection.application : nil,
             streamName: source == .app ? "app audio" : "microphone",
             sampleRate: Self.sampleRate, channels: Self.channels, periodFrames: Self.readFrames)
     }

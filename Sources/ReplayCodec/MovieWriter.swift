@@ -12,13 +12,19 @@ public struct MovieFormat: Sendable {
     public var bitRate: Int?
     public var crf: Int
     public var keyframeInterval: Int?
+    public var codec: VideoCodec
+    /// Constant quality for the codec; nil uses `crf`.
+    public var quality: VideoQuality?
     /// One AAC track per source, in this order.
     public var audioSources: [AudioSource]
     public var sampleRate: Int
     public var channels: Int
 
     public init(width: Int, height: Int, picture: PictureFormat, fps: Int, preset: String = "ultrafast", bitRate: Int? = nil, crf: Int = 23,
-                keyframeInterval: Int? = nil, audioSources: [AudioSource], sampleRate: Int = 48_000, channels: Int = 2) {
+                keyframeInterval: Int? = nil, codec: VideoCodec = .h264, quality: VideoQuality? = nil,
+                audioSources: [AudioSource], sampleRate: Int = 48_000, channels: Int = 2) {
+        self.codec = codec
+        self.quality = quality
         self.width = width
         self.height = height
         self.picture = picture
@@ -55,9 +61,9 @@ public final class MovieWriter {
         do { sink = try FileSink(path: path) } catch {
             throw CodecError(.writeFailed, "cannot create the movie file: \(error)")
         }
-        video = try VideoEncoder(width: format.width, height: format.height, pictureFormat: format.picture,
-                                 fps: format.fps, preset: format.preset,
-                                 bitRate: format.bitRate, crf: format.crf, keyframeInterval: format.keyframeInterval)
+        video = try VideoEncoder(codec: format.codec, width: format.width, height: format.height, pictureFormat: format.picture,
+                                 fps: format.fps, preset: format.preset, bitRate: format.bitRate, crf: format.crf,
+                                 quality: format.quality, keyframeInterval: format.keyframeInterval)
         var encoders: [AudioSource: AudioEncoder] = [:]
         for source in format.audioSources {
             encoders[source] = try AudioEncoder(sampleRate: format.sampleRate, channels: format.channels)

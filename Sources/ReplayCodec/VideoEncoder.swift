@@ -1,7 +1,8 @@
 import CFFmpeg
 import ReplayMedia
 
-/// H.264 through libavcodec's libx264, for variable-frame-rate input stamped in 1/90000 s.
+/// H.264 (x264), HEVC (x265) or AV1 (SVT-AV1) through libavcodec, for variable-frame-rate
+/// input stamped in 1/90000 s.
 final class VideoEncoder {
     static let timescale: Int32 = 90_000
     private let encoder: EncoderContext
@@ -10,23 +11,31 @@ final class VideoEncoder {
     private var lastPTS: Int64 = .min
     /// What every picture must be; the stream's colour tags say it.
     let pictureFormat: PictureFormat
+    let codec: VideoCodec
     /// Makes the next picture a keyframe (a stream that reconnected needs one at once).
     var keyframeRequested = false
 
-    /// - Parameter fixedKeyframes: keyframes exactly every `keyframeInterval` pictures and never at
-    ///   scene cuts, as live ingest (and 2 s HLS segments) want.
-    init(width: Int, height: Int, pictureFormat: PictureFormat, fps: Int, preset: String, bitRate: Int?, crf: Int,
-         keyframeInterval: Int?, fixedKeyframes: Bool = false) throws(CodecError) {
-        guard let codec = avcodec_find_encoder_by_name("libx264") else {
-            throw CodecError(.encoderUnavailable, "FFmpeg was built without libx264")
+    /// - Parameters:
+    ///   - preset: x264's preset names, mapped to each encoder's own speed steps.
+    ///   - quality: constant quality (the codec's `crf` for it, or lossless); nil uses `crf`.
+    ///   - fixedKeyframes: keyframes exactly every `keyframeInterval` pictures and never at
+    ///     scene cuts, as live ingest (and 2 s HLS segments) want.
+    init(codec: VideoCodec = .h264, width: Int, height: Int, pictureFormat: PictureFormat, fps: Int, preset: String, bitRate: Int?,
+         crf: Int, quality: VideoQuality? = nil, keyframeInterval: Int?, fixedKeyframes: Bool = false) throws(CodecError) {
+        if quality == .lossless && codec == .av1 {
+            throw CodecError(.encoderUnavailable, "SVT-AV1 has no lossless mode: use --codec h264 or hevc for lossless")
         }
-        encoder = try EncoderContext(codec: codec)
+        guard let found = avcodec_find_encoder_by_name(Self.encoderName(codec)) else {
+            throw CodecError(.encoderUnavailable, "FFmpeg was built without \(Self.encoderName(codec)) (\(codec.rawValue))")
+        }
+        encoder = try EncoderContext(codec: found)
         self.pictureFormat = pictureFormat
+        self.codec = codec
         let context = encoder.context
         context.pointee.width = Int32(width)
         context.pointee.height = Int32(height)
         context.pointee.pix_fmt = Self.pixelFormat(pictureFormat)
-        // x264 writes these into the stream's VUI, so players read the colours as they were coded.
+        // The encoders write these into the stream, so players read the colours as they were coded.
         context.pointee.colorspace = Self.colorspace(pictureFormat)
         context.pointee.color_range = Self.colorRange(pictureFormat)
         context.pointee.color_primaries = AVCOL_PRI_BT709   // the screen's sRGB
@@ -37,20 +46,64 @@ final class VideoEncoder {
         context.pointee.max_b_frames = 0
         // MP4 keeps the parameter sets in the track header, not in every keyframe.
         context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
-        av_opt_set(context.pointee.priv_data, "preset", preset, 0)
-        av_opt_set(context.pointee.priv_data, "tune", "zerolatency", 0)
-        av_opt_set(context.pointee.priv_data, "forced-idr", "1", 0)
-        if fixedKeyframes { av_opt_set(context.pointee.priv_data, "x264-params", "scenecut=0", 0) }
+        let options = context.pointee.priv_data
+        switch codec {
+        case .h264, .hevc:
+            av_opt_set(options, "preset", preset, 0)
+            av_opt_set(options, "tune", "zerolatency", 0)
+            av_opt_set(options, "forced-idr", "1", 0)
+            var parameters = codec == .hevc ? ["log-level=error"] : []
+            if fixedKeyframes { parameters.append("scenecut=0") }
+            if quality == .lossless { parameters.append(codec == .hevc ? "lossless=1" : "qp=0") }
+            if !parameters.isEmpty {
+                av_opt_set(options, codec == .hevc ? "x265-params" : "x264-params", parameters.joined(separator: ":"), 0)
+            }
+        case .av1:
+            av_opt_set(options, "preset", String(Self.svtPreset(preset)), 0)
+        }
         if let bitRate {
             // A one-second VBV caps the rate as well as averaging it: what an ingest server
             // (and a viewer's connection) can take.
             context.pointee.bit_rate = Int64(bitRate)
             context.pointee.rc_max_rate = Int64(bitRate)
             context.pointee.rc_buffer_size = Int32(clamping: bitRate)
-        } else {
-            av_opt_set(context.pointee.priv_data, "crf", String(crf), 0)
+        } else if quality != .lossless {
+            av_opt_set(options, "crf", String(quality.map { Self.crf($0, codec: codec) } ?? crf), 0)
         }
-        try encoder.open(describing: "the H.264 encoder (preset \(preset))")
+        try encoder.open(describing: "the \(codec.rawValue) encoder (preset \(preset))")
+    }
+
+    static func encoderName(_ codec: VideoCodec) -> String {
+        switch codec {
+        case .h264: "libx264"
+        case .hevc: "libx265"
+        case .av1: "libsvtav1"
+        }
+    }
+
+    /// Each codec's constant-quality value for a quality step: the lossy steps chosen to look
+    /// alike across codecs (x265's and SVT-AV1's scales run higher than x264's for the same look).
+    static func crf(_ quality: VideoQuality, codec: VideoCodec) -> Int {
+        switch (codec, quality) {
+        case (.h264, .low): 30
+        case (.h264, .medium): 23
+        case (.h264, .high): 18
+        case (.hevc, .low): 32
+        case (.hevc, .medium): 27
+        case (.hevc, .high): 22
+        case (.av1, .low): 45
+        case (.av1, .medium): 35
+        case (.av1, .high): 27
+        case (_, .lossless): 0
+        }
+    }
+
+    /// SVT-AV1's presets run from 0 (slowest) to 13: x264's names mapped onto them. Even its
+    /// fastest costs several times x264's ultrafast on screen content.
+    static func svtPreset(_ x264Preset: String) -> Int {
+        let steps = ["ultrafast": 12, "superfast": 11, "veryfast": 10, "faster": 9, "fast": 8, "medium": 7,
+                     "slow": 5, "slower": 3, "veryslow": 1]
+        return steps[x264Preset] ?? 10
     }
 
     /// Encodes one picture shown at `pts` (1/90000 s); packets go to `emit`.
@@ -95,7 +148,7 @@ final class VideoEncoder {
         frame.pointee.pict_type = keyframeRequested ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
         keyframeRequested = false
         let status = avcodec_send_frame(context, frame)
-        guard status >= 0 else { throw CodecError(.encoderFailed, "H.264 encoding failed", status: status) }
+        guard status >= 0 else { throw CodecError(.encoderFailed, "\(codec.rawValue) encoding failed", status: status) }
         try drain(emit: emit)
     }
 
@@ -125,7 +178,7 @@ final class VideoEncoder {
     }
 
     private func drain(emit: (UnsafeMutablePointer<AVPacket>) throws(CodecError) -> Void) throws(CodecError) {
-        try receivePackets(from: context, what: "H.264", emit: emit)
+        try receivePackets(from: context, what: codec.rawValue, emit: emit)
     }
 }
 

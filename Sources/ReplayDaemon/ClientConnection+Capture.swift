@@ -21,7 +21,10 @@ extension ClientConnection {
         let activity = CaptureMonitor.Activity.appCapture(pid: peer.pid, id: number)
         daemon.captureMonitor.begin(activity)
         let daemon = self.daemon
+        let indicated = "capture-\(peer.pid)-\(number)"
+        daemon.indicator.began(IndicatedCapture(id: indicated, kind: .appCapture, who: capturerName), stop: { session.stop() })
         session.onFinish {
+            daemon.indicator.ended(indicated)
             daemon.captureMonitor.end(activity)
             daemon.consent.markActive(pid: peer.pid)
         }

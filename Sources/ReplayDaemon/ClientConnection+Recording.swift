@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ReplayIPC
+import ReplayMedia
 import ReplaySystem
 
 /// Recording, and the store: what is recorded, and who may see it.
@@ -18,6 +19,18 @@ extension ClientConnection {
         if !presets.contains(options.video.preset) { return "unknown x264 preset '\(options.video.preset)'" }
         if let interval = options.video.keyframeInterval, !(1...1000).contains(interval) {
             return "keyframe interval must be between 1 and 1000 frames"
+        }
+        for (name, value) in [("audio device", options.audioDevice), ("microphone device", options.microphoneDevice),
+                              ("audio application", options.audioApplication)] {
+            if let value, value.isEmpty || value.count > 256 || value.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                return "the \(name) must be a name of 1 to 256 printable characters"
+            }
+        }
+        if options.video.quality != nil && options.video.bitRate != nil {
+            return "give a quality or a bit rate, not both"
+        }
+        if options.video.quality == .lossless && options.video.codec == .av1 {
+            return "SVT-AV1 has no lossless mode: use h264 or hevc for lossless"
         }
         return nil
     }
@@ -54,12 +67,18 @@ extension ClientConnection {
         ])
         try channel.send(DaemonEvent.recordingStarted(recording: started))
         recording = session
+        // Only the person's own tools may record unannounced (`--no-notify`, for scripts).
+        let announced = role != .person || options.notify != false
+        if announced {
+            daemon.indicator.began(IndicatedCapture(id: started.id, kind: .recording, who: capturerName), stop: { session.stop() })
+        }
 
         // Progress once a second until the movie is closed, then the summary.
         let channel = self.channel, daemon = self.daemon, pid = peer?.pid
         let progress = RepeatingTimer(interval: 1) { try? channel.send(DaemonEvent.progress(progress: session.progress())) }
         session.onFinish { summary in
             progress.cancel()
+            if announced { daemon.indicator.ended(summary.id) }
             daemon.unregister(session)
             if let pid { daemon.consent.markActive(pid: pid) }
             try? channel.send(DaemonEvent.recordingFinished(summary: summary))
@@ -71,6 +90,23 @@ extension ClientConnection {
             throw Refusal(code: .outOfOrder, message: "stopRecording without a recording running on this connection", closing: true)
         }
         recording.stop()
+    }
+
+    /// Pauses or resumes a recording: the person any running one (named, or the only one), an
+    /// app only the one its own connection started.
+    func controlRecording(_ id: String?, pause: Bool) throws {
+        let session: RecordingSession
+        if role == .person {
+            session = try daemon.runningRecording(id)
+        } else {
+            guard let own = recording, !own.isFinished, id == nil || id == own.id else {
+                throw Refusal(code: .notPermitted, message: "apps can pause and resume only the recording their connection started")
+            }
+            session = own
+        }
+        if pause { try session.pause() } else { try session.resume() }
+        daemon.logger.info(pause ? "recording paused" : "recording resumed", metadata: ["recording": "\(session.id)", "peer": "\(peerDescription)"])
+        try channel.send(pause ? DaemonEvent.recordingPaused(id: session.id) : DaemonEvent.recordingResumed(id: session.id))
     }
 
     func listRecordings() throws {

@@ -56,6 +56,12 @@ final class ClientConnection: @unchecked Sendable {
 
     var peerDescription: String { peer?.description ?? "unknown peer" }
 
+    /// Who captures, as the indicator names it: the person's `replay` command, or the app's
+    /// executable name (an app cannot choose how it is named).
+    var capturerName: String {
+        role == .person ? IndicatedCapture.person : IndicatedCapture.name(ofApp: peer?.executable)
+    }
+
     /// A framed request arrived (on the event loop): it is handled in turn on `queue`.
     func received(_ json: [UInt8]) {
         guard queuedRequests.add(1, ordering: .relaxed).newValue <= Self.maxQueuedRequests else {
@@ -126,6 +132,8 @@ final class ClientConnection: @unchecked Sendable {
         case .hello: break  // answered by `handshake` in serve()
         case .startRecording(let options): try startRecording(options)
         case .stopRecording: try stopRecording()
+        case .pauseRecording(let id): try controlRecording(id, pause: true)
+        case .resumeRecording(let id): try controlRecording(id, pause: false)
         case .listRecordings: try listRecordings()
         case .exportRecording(let id): try export(id: id)
         case .deleteRecording(let id): try delete(id: id)

@@ -43,10 +43,17 @@ extension Daemon {
             throw ClientConnection.Refusal(code: .notFound, message: "the app that asked to broadcast its own windows is gone")
         }
         captureMonitor.begin(.broadcast(session.id))
-        session.onFinish { [self] status in retire(session, status: status) }
+        session.onFinish { [self] status in
+            indicator.ended(session.id)
+            retire(session, status: status)
+        }
         if let hostChannel { session.observe { status in try? hostChannel.send(DaemonEvent.broadcastUpdated(status: status)) } }
         let hidden = [store.directory.path, URL(fileURLWithPath: configuration.socketPath).deletingLastPathComponent().path]
         try session.start(hidden: hidden, applicationInfo: host.map(Self.applicationInfo(of:)) ?? focusedApplication())
+        // Announced once it is live (a start that fails was never on screen).
+        indicator.began(IndicatedCapture(id: session.id, kind: .broadcast(service: info.manifest.displayName),
+                                         who: host.map { IndicatedCapture.name(ofApp: $0.executable) } ?? IndicatedCapture.person),
+                        stop: { session.stop() })
         return session.status
     }
 

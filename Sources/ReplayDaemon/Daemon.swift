@@ -43,6 +43,11 @@ public final class Daemon: Sendable, PickerBackend {
         /// Bytes of events queued for a client that does not read before it is disconnected.
         public var outboxLimit = ClientOutbox.defaultLimit
         var connectionCaps = ConnectionLimits.Caps.standard
+        /// A listening socket handed over by a service manager (socket activation), served
+        /// instead of binding `socketPath`; it is the manager's, so it is never unlinked.
+        public var inheritedListener: Int32?
+        /// Announce captures as desktop notifications on the session bus (`--no-notify`: never).
+        public var notifications = true
 
         public init(socketPath: String, store: URL, displayName: String?, idleExit: Duration? = nil,
                     mode: DaemonStatus.Mode = .user, ownerUID: UInt32 = getuid(), trustedExecutables: Set<String> = [],
@@ -70,6 +75,8 @@ public final class Daemon: Sendable, PickerBackend {
     let logger: Logger
     let consent: ConsentBroker
     let captureMonitor = CaptureMonitor()
+    /// Tells the person who captures their screen (desktop notifications with a Stop action).
+    let indicator: any CaptureIndicator
     let protectedWindows = ProtectedWindows()
     let previews = PreviewTokens()
     let windows: WindowOwnership
@@ -108,6 +115,7 @@ public final class Daemon: Sendable, PickerBackend {
                                                                                             dialogTimeout: configuration.screenChoiceTimeout),
                                                     extensions: SandboxedExtensionHost(logger: logger))
         store = try RecordingStore(directory: configuration.store)
+        indicator = (configuration.notifications ? DesktopNotifications(busAddress: nil, logger: logger) : nil) ?? NoCaptureIndicator()
         let pagesAddress = self.pagesAddress
         consent = ConsentBroker(settings: configuration.consent) { request, token in
             (try? pagesAddress.url()).flatMap { $0 }.map { "\($0)/consent/\(request)?token=\(token)" }
@@ -127,12 +135,13 @@ public final class Daemon: Sendable, PickerBackend {
         if configuration.mode == .system {
             // Clients of every user connect; what each may do is decided per request.
             try FileManager.default.createDirectory(at: socketDirectory, withIntermediateDirectories: true)
-            listener = try UnixSocket.listen(path: configuration.socketPath, mode: 0o666, backlog: 128)
+            listener = try configuration.inheritedListener
+                ?? UnixSocket.listen(path: configuration.socketPath, mode: 0o666, backlog: 128)
         } else {
             try ReplayPaths.makePrivateDirectory(socketDirectory)
-            listener = try UnixSocket.listen(path: configuration.socketPath, backlog: 128)
+            listener = try configuration.inheritedListener ?? UnixSocket.listen(path: configuration.socketPath, backlog: 128)
         }
-        clients = ClientListener(listener: listener, logger: logger)
+        clients = ClientListener(listener: listener, inherited: configuration.inheritedListener != nil, logger: logger)
         var descriptors = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &descriptors)
         limits = ConnectionLimits(caps: configuration.connectionCaps.fitting(descriptors: Int(clamping: descriptors.rlim_cur)))
@@ -229,11 +238,13 @@ public final class Daemon: Sendable, PickerBackend {
         for broadcast in broadcasts { _ = broadcast.waitUntilFinished() }
         for session in sessions { session.stop() }
         for session in sessions { _ = session.waitUntilFinished() }
-        unlink(configuration.socketPath)
+        if configuration.inheritedListener == nil { unlink(configuration.socketPath) }
         // Give each recording's client a moment to receive its summary and hang up.
         if !sessions.isEmpty && state.withLock({ $0.connections > 0 }) { _ = clientsGone.wait(timeout: .now() + 2) }
         clients.stop()
         pages.stop()
+        // The recordings' ends are announced before the daemon goes.
+        (indicator as? DesktopNotifications)?.close()
     }
 
     func register(_ session: RecordingSession) -> Bool {
@@ -269,4 +280,22 @@ public final class Daemon: Sendable, PickerBackend {
     }
 
     var activeRecordings: [String] { state.withLock { Array($0.sessions.keys).sorted() } }
+
+    /// The running recording named `id`, or with nil the only one running.
+    func runningRecording(_ id: String?) throws(DaemonError) -> RecordingSession {
+        let sessions = state.withLock { $0.sessions }
+        if let id {
+            guard let session = sessions[id], !session.isFinished else {
+                throw DaemonError(code: .notFound, message: "no recording '\(id)' is running")
+            }
+            return session
+        }
+        let running = sessions.values.filter { !$0.isFinished }
+        guard let only = running.first else { throw DaemonError(code: .notFound, message: "no recording is running") }
+        guard running.count == 1 else {
+            throw DaemonError(code: .notFound,
+                              message: "\(running.count) recordings are running; name one: \(running.map(\.id).sorted().joined(separator: ", "))")
+        }
+        return only
+    }
 }

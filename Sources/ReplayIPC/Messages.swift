@@ -1,3 +1,8 @@
+// VideoCodec and VideoQuality; the client-decoder fuzzer compiles their file into its one module instead.
+#if canImport(ReplayMedia)
+public import ReplayMedia
+#endif
+
 /// What a client asks of replayd. Every associated value is labelled: the label is the JSON
 /// field name (`{"startBroadcast":{"request":{…}}}`), docs/protocol.md lists every shape and
 /// `MessageGoldenTests` pins them.
@@ -12,6 +17,13 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     case startRecording(options: RecordingOptions)
     /// Stops the recording this connection started, keeping it.
     case stopRecording
+    /// Leaves what is captured from now out of a recording until `resumeRecording`: the movie
+    /// has no gap and no frozen span there. The person's tools may name any running
+    /// recording (nil: the only one); an app only the one its connection started. Answered
+    /// with `recordingPaused`.
+    case pauseRecording(id: String?)
+    /// Answered with `recordingResumed`.
+    case resumeRecording(id: String?)
     case listRecordings
     /// Streams a recording back as `exportBegin`, `exportChunk`s with the bytes as body, `exportEnd`.
     case exportRecording(id: String)
@@ -71,32 +83,56 @@ public struct RecordingOptions: Codable, Sendable, Equatable {
     public var appAudio: Bool
     public var showCursor: Bool
     public var video: VideoEncoding
+    /// false: no desktop notification for this recording; honoured for the person's own tools
+    /// only (an app's recording is always announced). nil (absent) is true.
+    public var notify: Bool?
+    /// App audio from this output (an audio server's sink, recorded through its monitor);
+    /// nil: the default output.
+    public var audioDevice: String?
+    /// The microphone from this input (a source); nil: the default input.
+    public var microphoneDevice: String?
+    /// App audio of this application only (its name, or its program's), wherever it plays.
+    public var audioApplication: String?
 
     public init(duration: Double? = nil, fps: Int = 30, microphone: Bool = false, appAudio: Bool = true,
-                showCursor: Bool = true, video: VideoEncoding = .default) {
+                showCursor: Bool = true, video: VideoEncoding = .default, notify: Bool? = nil,
+                audioDevice: String? = nil, microphoneDevice: String? = nil, audioApplication: String? = nil) {
         self.duration = duration
         self.fps = fps
         self.microphone = microphone
         self.appAudio = appAudio
         self.showCursor = showCursor
         self.video = video
+        self.notify = notify
+        self.audioDevice = audioDevice
+        self.microphoneDevice = microphoneDevice
+        self.audioApplication = audioApplication
     }
 }
 
-/// H.264 settings. The default favours low CPU: screen content compresses well even at `ultrafast`.
+/// Video settings. The default favours low CPU: H.264, and screen content compresses well even
+/// at `ultrafast`.
 public struct VideoEncoding: Codable, Sendable, Equatable {
+    /// x264's preset names, for every codec (each encoder's own speed steps are mapped from them).
     public var preset: String
-    /// Target bit rate in bits per second; nil uses constant quality (`crf`).
+    /// Target bit rate in bits per second; nil uses constant quality (`quality`, else `crf`).
     public var bitRate: Int?
     public var crf: Int
     /// Frames between keyframes; nil means one per second.
     public var keyframeInterval: Int?
+    /// nil (absent on the wire) is H.264.
+    public var codec: VideoCodec?
+    /// Constant quality in the same words for every codec; overrides `crf`. Not with `bitRate`.
+    public var quality: VideoQuality?
 
-    public init(preset: String = "ultrafast", bitRate: Int? = nil, crf: Int = 23, keyframeInterval: Int? = nil) {
+    public init(preset: String = "ultrafast", bitRate: Int? = nil, crf: Int = 23, keyframeInterval: Int? = nil,
+                codec: VideoCodec? = nil, quality: VideoQuality? = nil) {
         self.preset = preset
         self.bitRate = bitRate
         self.crf = crf
         self.keyframeInterval = keyframeInterval
+        self.codec = codec
+        self.quality = quality
     }
 
     public static let `default` = VideoEncoding()
@@ -109,6 +145,10 @@ public enum DaemonEvent: Codable, Sendable, Equatable {
     case recordingStarted(recording: RecordingStarted)
     case progress(progress: RecordingProgress)
     case recordingFinished(summary: RecordingSummary)
+    /// The answer to `pauseRecording` (also when it was paused already).
+    case recordingPaused(id: String)
+    /// The answer to `resumeRecording` (also when it was running already).
+    case recordingResumed(id: String)
     case recordings(list: [RecordingInfo])
     case exportBegin(size: Int64)
     case exportChunk

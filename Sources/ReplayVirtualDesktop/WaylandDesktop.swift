@@ -338,12 +338,14 @@ public final class WaylandDesktop: @unchecked Sendable {
         guard (try? run("/usr/bin/ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", video, "-c:v", "mjpeg", "-q:v", "4", clip])) != nil else {
             throw VirtualDesktop.StartError(description: "ffmpeg could not write the flash clip")
         }
-        // Two seconds ahead: the picture client starts and the beep stream settles first.
-        let epoch = (MonotonicClock.nanoseconds() / 1_000_000_000 + 2) * 1_000_000_000
+        // Four seconds ahead: the picture client starts, and the beep stream settles first
+        // (pipewire-pulse's latency estimate wanders while the null sink wakes up).
+        let epoch = (MonotonicClock.nanoseconds() / 1_000_000_000 + 4) * 1_000_000_000
         try launch("scene", "/usr/bin/python3", ["-c", Self.clipPlayer, clip, String(epoch)])
         try launch("beeps", VirtualDesktop.siblingExecutable("replay-demo-scene").path, ["--beeps", String(epoch)],
                    environment: ["PULSE_SERVER": pulseServer])
-        Thread.sleep(forTimeInterval: 0.5)
+        // Until the first flash: a recording that starts now has the whole pattern.
+        Thread.sleep(forTimeInterval: max(0.5, Double(epoch - MonotonicClock.nanoseconds()) / 1e9))
         try checkRunning()
     }
 

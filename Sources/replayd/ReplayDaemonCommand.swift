@@ -21,6 +21,10 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
             on demand, so running it by hand is only needed for a service manager. SIGTERM or \
             SIGINT stop it cleanly: running recordings are finished and kept.
 
+            Socket activation: started by systemd (replayd.socket) or systemd-socket-activate with \
+            LISTEN_FDS=1, replayd serves the listening Unix socket it is handed instead of binding \
+            its own, and leaves it in place when it exits.
+
             Apps must get the person's consent before they capture: a consent agent \
             ('replay consent-agent') or the loopback page it points to asks, or a policy file \
             answers on unattended machines, e.g. {"default": "ask", "apps": {"/usr/bin/obs": "allow"}}.
@@ -79,6 +83,9 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
     @Flag(help: "Serve no consent or preview pages.")
     var noPages = false
 
+    @Flag(help: "Announce no capture as a desktop notification (by default each recording, in-app capture and broadcast is announced, with a Stop action, on the session bus's notification server).")
+    var noNotify = false
+
     @Option(help: "Another directory of upload-extension manifests (besides /usr/share/openreplaykit/extensions and ~/.local/share/openreplaykit/extensions); may be repeated.")
     var extensionsDir: [String] = []
 
@@ -122,7 +129,10 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
             if let consentPolicy { policy = try ConsentPolicy.load(from: URL(fileURLWithPath: consentPolicy)) }
             let owner = ownerUID()
             var inspector = ProcessInspector()
-            let socketPath = socket ?? (system ? "/run/openreplaykit/replayd.sock" : ReplayPaths.defaultSocket().path)
+            // Socket activation: a service manager (systemd's replayd.socket) made the socket.
+            let inherited = try SocketActivation.adoptListener()
+            let socketPath = try inherited.map(Self.activatedSocketPath(option: socket))
+                ?? socket ?? (system ? "/run/openreplaykit/replayd.sock" : ReplayPaths.defaultSocket().path)
             let storeURL = store.map { URL(fileURLWithPath: $0) }
                 ?? (system ? URL(fileURLWithPath: "/var/lib/openreplaykit/recordings") : ReplayPaths.defaultStore())
             // The daemon's private state (the portal's restore token): beside the system store,
@@ -159,6 +169,8 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
             default: .automatic(environment: environment, tokens: tokens)
             }
             settings.screenChoiceTimeout = Double(screenChoiceTimeout)
+            settings.notifications = !noNotify
+            settings.inheritedListener = inherited
             settings.captureReason = capture == "auto" ? CaptureChoice.automaticReason(environment: environment) : "chosen with --capture \(capture)"
             daemon = try Daemon(configuration: settings, logger: logger)
         } catch {
@@ -171,6 +183,20 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
             services: [.init(service: DaemonService(daemon: daemon), successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await services.run()
+    }
+
+    /// Where a handed-over socket is bound, which is where clients find this daemon; with
+    /// `--socket` too, it must be the same path, or the service's two halves disagree.
+    private static func activatedSocketPath(option: String?) -> (Int32) throws -> String {
+        { fd in
+            guard let bound = SocketActivation.boundPath(fd) else {
+                throw SocketActivation.Failure.notAListeningUnixSocket("not bound to a path (abstract or unnamed)")
+            }
+            if let option, URL(fileURLWithPath: option).standardized.path != URL(fileURLWithPath: bound).standardized.path {
+                throw ValidationError("--socket \(option) differs from the socket handed over by the service manager (\(bound)); drop --socket or make them agree")
+            }
+            return bound
+        }
     }
 
     /// A user name or a uid; nil when it names nobody.

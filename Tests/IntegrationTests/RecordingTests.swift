@@ -56,6 +56,153 @@ extension IntegrationTests {
             print(fixture.daemonLog.split(separator: "\n").filter { $0.contains("audio timing corrections") }.joined(separator: "\n"))
         }
 
+        /// `replay pause` and `replay resume` from another terminal, three times: the movie is as
+        /// long as was recorded (pauses do not count), has no frozen span where it was paused,
+        /// and every flash keeps its beep within a frame.
+        @Test func threePausesFromAnotherTerminalLeaveNoFrozenSpanAndKeepLipSync() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let movie = fixture.file("paused.mp4")
+            let started = Date()
+            let recording = try fixture.startReplay(["record", "--duration", "12", "--json", "--output", movie.path])
+            let running = poll(timeout: 20, every: 0.1) { () -> String? in
+                let status = try? fixture.replay(["status", "--json"])
+                let object = status.flatMap { try? JSONSerialization.jsonObject(with: Data($0.stdout.utf8)) as? [String: Any] }
+                return (object?["activeRecordings"] as? [String])?.first
+            }
+            let id = try #require(running, "the recording did not start")
+            // The scene flashes and beeps on whole seconds of the monotonic clock; pausing and
+            // resuming half-way between keeps every flash whole with its beep (a pause that cut
+            // a flash from its beep would pair it with another beep).
+            func sleepUntilMidSecond(after seconds: Double) {
+                let earliest = MonotonicClock.nanoseconds() + Int64(seconds * 1e9)
+                var target = earliest / 1_000_000_000 * 1_000_000_000 + 450_000_000
+                if target < earliest { target += 1_000_000_000 }
+                Thread.sleep(forTimeInterval: Double(target - MonotonicClock.nanoseconds()) / 1e9)
+            }
+            var paused = 0.0
+            for round in 0..<3 {
+                sleepUntilMidSecond(after: 1.8)
+                let pause = try fixture.replay(["pause", "--json"])
+                #expect(pause.status == 0 && pause.stdout.contains("\"state\":\"paused\"") && pause.stdout.contains(id), "\(pause)")
+                let pausedAt = Date()
+                // The same again is fine; a named one that does not exist is not.
+                #expect(try fixture.replay(["pause", id]).status == 0)
+                let wrong = try fixture.replay(["pause", "rec-nope"])
+                #expect(wrong.status != 0 && wrong.stderr.contains("no recording 'rec-nope' is running"), "\(wrong)")
+                sleepUntilMidSecond(after: 0.8 + Double(round) * 0.5)
+                let resume = try fixture.replay(["resume"])
+                #expect(resume.status == 0 && resume.stdout.contains("Resumed \(id)"), "\(resume)")
+                paused += Date().timeIntervalSince(pausedAt)
+            }
+            let result = recording.finish(timeout: 60)
+            #expect(result.status == 0, "\(result)\n\(fixture.daemonLog.suffix(2000))")
+            let wall = Date().timeIntervalSince(started)
+            #expect(wall >= 12 + paused - 0.5, "the recording ended after \(wall) s, paused \(paused) s")
+
+            let probe = try MediaProbe(movie)
+            let duration = try #require(probe.duration)
+            print("three pauses (\(String(format: "%.1f", paused)) s in all): movie \(duration) s of \(String(format: "%.1f", wall)) s")
+            // Paused time is left out, and --duration counts what was recorded.
+            #expect(abs(duration - 12) <= 0.5, "movie \(duration) s")
+            // No frozen picture: the scene moves every frame, so any freeze is a pause left in.
+            let freezes = try Command.run(Command.which("ffmpeg"), [
+                "-v", "info", "-i", movie.path, "-map", "0:v:0", "-vf", "freezedetect=n=0.001:d=0.4", "-f", "null", "-",
+            ]).stderr.split(separator: "\n").filter { $0.contains("freeze_start") }
+            #expect(freezes.isEmpty, "\(freezes)")
+            let sync = try LipSync(movie)
+            print("lip sync after three pauses: audio minus video offsets (ms):", sync.offsets.map { ($0 * 10).rounded() / 10 })
+            #expect(sync.offsets.count >= 8, "flashes \(sync.flashes), beeps \(sync.beeps)")
+            #expect(sync.maxAbsoluteOffset <= 1000.0 / 30, "offsets \(sync.offsets)")
+        }
+
+        /// `--codec` and `--quality` reach the encoder; combinations that cannot work are refused
+        /// before anything is recorded.
+        @Test func hevcAndAV1RecordingsAtAQualityStepAndClearRefusals() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            for (codec, quality) in [("hevc", "high"), ("av1", "low")] {
+                let movie = fixture.file("\(codec).mp4")
+                let result = try fixture.replay(["record", "--duration", "2", "--codec", codec, "--quality", quality, "--output", movie.path])
+                #expect(result.status == 0, "\(result)\n\(fixture.daemonLog.suffix(1500))")
+                let probe = try MediaProbe(movie)
+                #expect(probe.video?.codec == codec && probe.video?.width == 640, "\(String(describing: probe.video))")
+                #expect(abs((probe.duration ?? 0) - 2) <= 0.4, "\(codec): \(probe.duration ?? 0) s")
+            }
+            let lossless = try fixture.replay(["record", "--duration", "1", "--codec", "av1", "--quality", "lossless"])
+            #expect(lossless.status != 0 && lossless.stderr.contains("SVT-AV1 has no lossless mode"), "\(lossless)")
+            let both = try fixture.replay(["record", "--duration", "1", "--quality", "high", "--bitrate", "4000"])
+            #expect(both.status != 0 && both.stderr.contains("not both"), "\(both)")
+            let unknown = try fixture.replay(["record", "--duration", "1", "--codec", "vp9"])
+            #expect(unknown.status != 0 && unknown.stderr.contains("h264") && unknown.stderr.contains("av1"), "\(unknown)")
+            #expect(fixture.storedMovies().count == 2)
+        }
+
+        /// `--audio-app`: one application's sound, not the rest of what plays (here another tone
+        /// and the demo scene's beeps), and a clear word when that application is not playing.
+        @Test func oneApplicationsSoundAloneWithAudioApp() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let tones = try [(300, "ToneLow"), (1200, "ToneHigh")].map { frequency, name in
+                try fixture.start(Command.which("gst-launch-1.0"), [
+                    "-q", "audiotestsrc", "is-live=true", "freq=\(frequency)", "volume=0.4", "!", "pulsesink", "client-name=\(name)",
+                ])
+            }
+            defer { tones.forEach { $0.process.terminate(grace: 2) } }
+            // Both playing.
+            let playing = poll(timeout: 10, every: 0.2) { () -> Bool? in
+                let inputs = (try? fixture.run(Command.which("pactl"), ["list", "sink-inputs"]))?.stdout ?? ""
+                return inputs.contains("ToneLow") && inputs.contains("ToneHigh") ? true : nil
+            }
+            try #require(playing != nil, "the tones did not start playing")
+
+            func dominantFrequency(_ movie: URL) throws -> Double {
+                let raw = fixture.file("audio-\(UUID().uuidString).f32")
+                defer { try? FileManager.default.removeItem(at: raw) }
+                let decoded = try Command.run(Command.which("ffmpeg"), [
+                    "-v", "error", "-i", movie.path, "-map", "0:a:0", "-ac", "1", "-ar", "48000", "-f", "f32le", "-y", raw.path,
+                ])
+                #expect(decoded.status == 0, "\(decoded)")
+                let samples = try Data(contentsOf: raw).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+                // The median time between swings from below -0.05 to above +0.05: one period of the
+                // tone that sounds; the near-silence around it (whose noise crosses zero at
+                // random) never swings that far.
+                var rises: [Int] = [], below = false
+                for (index, sample) in samples.enumerated() {
+                    if sample < -0.05 { below = true } else if sample > 0.05 && below {
+                        rises.append(index)
+                        below = false
+                    }
+                }
+                let periods = zip(rises, rises.dropFirst()).map { $1 - $0 }.sorted()
+                guard !periods.isEmpty else { return 0 }
+                return 48_000 / Double(periods[periods.count / 2])
+            }
+
+            for (name, frequency) in [("ToneLow", 300.0), ("tonehigh", 1200.0)] {
+                let movie = fixture.file("\(name).mp4")
+                let result = try fixture.replay(["record", "--duration", "2", "--audio-app", name, "--output", movie.path])
+                #expect(result.status == 0 && !result.stderr.contains("warning"), "\(result)")
+                let found = try dominantFrequency(movie)
+                print("--audio-app \(name): \(Int(found)) Hz")
+                #expect(abs(found - frequency) <= frequency * 0.05, "\(name): \(found) Hz, expected \(frequency)")
+            }
+            // Everything that plays, for contrast: the mix is no longer one clean 300 Hz period.
+            let everything = fixture.file("everything.mp4")
+            #expect(try fixture.replay(["record", "--duration", "2", "--output", everything.path]).status == 0)
+            let mixed = try dominantFrequency(everything)
+            #expect(abs(mixed - 300) > 15, "the whole mix measured \(mixed) Hz")
+
+            let missing = try fixture.replay(["record", "--duration", "1", "--audio-app", "nothing-plays"])
+            #expect(missing.stderr.contains("no application named 'nothing-plays' is playing sound now")
+                    && missing.stderr.contains("ToneLow"), "\(missing)")
+            let contradiction = try fixture.replay(["record", "--duration", "1", "--audio", "mic", "--audio-app", "ToneLow"])
+            #expect(contradiction.status != 0 && contradiction.stderr.contains("leaves out"), "\(contradiction)")
+        }
+
         @Test func theMicrophoneIsASecondAudioTrack() throws {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
             defer { fixture.stop() }

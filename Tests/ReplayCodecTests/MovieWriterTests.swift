@@ -100,3 +100,64 @@ import Testing
         }
     }
 }
+
+/// The three codecs and the quality steps, through Debian's FFmpeg.
+@Suite struct VideoCodecTests {
+    let pictures = MovieWriterTests()
+
+    func write(_ codec: VideoCodec, quality: VideoQuality?, frames: Int = 30) throws -> (URL, MediaProbe) {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("codec-\(UUID().uuidString).mp4")
+        let writer = try MovieWriter(path: path.path, format: MovieFormat(
+            width: 320, height: 240, picture: .bt601VideoRange, fps: 30, codec: codec, quality: quality, audioSources: []))
+        for index in 0..<frames {
+            try writer.append(VideoSample(time: .zero, pixels: pictures.frame(index)), at: MediaTime(seconds: Double(index) / 30))
+        }
+        try writer.finish()
+        return (path, try MediaProbe(path))
+    }
+
+    @Test(arguments: [(VideoCodec.h264, "h264"), (.hevc, "hevc"), (.av1, "av1")])
+    func eachCodecWritesAStreamFFprobeReads(codec: VideoCodec, name: String) throws {
+        let (path, probe) = try write(codec, quality: .medium)
+        defer { try? FileManager.default.removeItem(at: path) }
+        #expect(probe.video?.codec == name)
+        #expect(probe.video?.packets == 30)
+        #expect(probe.video?.colorSpace == "smpte170m", "\(String(describing: probe.video))")
+    }
+
+    /// Higher quality costs more bytes, for every codec.
+    @Test(arguments: VideoCodec.allCases)
+    func aHigherQualityMakesALargerFile(codec: VideoCodec) throws {
+        var sizes: [Int] = []
+        for quality in [VideoQuality.low, .medium, .high] {
+            let (path, _) = try write(codec, quality: quality)
+            sizes.append((try FileManager.default.attributesOfItem(atPath: path.path)[.size] as? Int) ?? 0)
+            try? FileManager.default.removeItem(at: path)
+        }
+        #expect(sizes[0] < sizes[1] && sizes[1] < sizes[2], "\(codec): low, medium, high = \(sizes) bytes")
+    }
+
+    /// Lossless gives back every pixel as it went in.
+    @Test(arguments: [VideoCodec.h264, .hevc])
+    func losslessDecodesToTheSamePixels(codec: VideoCodec) throws {
+        let (path, _) = try write(codec, quality: .lossless, frames: 3)
+        let raw = path.appendingPathExtension("yuv")
+        defer { [path, raw].forEach { try? FileManager.default.removeItem(at: $0) } }
+        let result = try Command.run(Command.which("ffmpeg"), [
+            "-v", "error", "-i", path.path, "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "yuv420p", "-y", raw.path,
+        ])
+        #expect(result.status == 0, "\(result)")
+        let decoded = try Data(contentsOf: raw)
+        let original = pictures.frame(0)
+        #expect(decoded.count == original.bytes.count)
+        #expect(decoded.elementsEqual(original.bytes), "\(codec) lossless is not bit-exact")
+    }
+
+    @Test func av1HasNoLosslessModeAndSaysSo() {
+        #expect {
+            _ = try write(.av1, quality: .lossless, frames: 1)
+        } throws: { error in
+            (error as? CodecError)?.message.contains("no lossless mode") == true
+        }
+    }
+}

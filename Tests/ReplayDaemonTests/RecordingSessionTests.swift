@@ -40,6 +40,25 @@ import Testing
 
     static let interval = 1.0 / 30
 
+    /// `duration` counts what is recorded: a pause holds the stop back by as long as it lasted.
+    @Test func aDurationDoesNotCountTimeSpentPaused() throws {
+        let rig = try Rig(options: RecordingOptions(duration: 0.2, appAudio: false))
+        defer { rig.cleanUp() }
+        rig.clock.set(100)
+        _ = try rig.session.start()
+        rig.clock.set(100.05)
+        try rig.session.pause()
+        // Well past the duration in real time, but only 0.05 s recorded: still going.
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(!rig.session.isFinished)
+        rig.clock.set(100.5)
+        try rig.session.resume()
+        // 0.15 s more of recording time passes; the stop comes at the next check.
+        rig.clock.set(100.66)
+        eventually("the recording stopped once 0.2 s were recorded") { rig.session.isFinished }
+        #expect(abs(rig.session.waitUntilFinished().duration - 0.2) < 0.02, "\(rig.session.waitUntilFinished())")
+    }
+
     @Test func pauseThenResumeLeavesNoGapAndNoOverlap() throws {
         let rig = try Rig(audio: [.app], options: RecordingOptions(appAudio: true))
         defer { rig.cleanUp() }

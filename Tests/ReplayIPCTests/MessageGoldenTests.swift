@@ -14,6 +14,8 @@ import Testing
             #"{"startRecording":{"options":{"appAudio":true,"duration":5,"fps":30,"microphone":true,"showCursor":false,"#
                 + #""video":{"bitRate":4000000,"crf":23,"keyframeInterval":60,"preset":"veryfast"}}}}"#
         case .stopRecording: #"{"stopRecording":{}}"#
+        case .pauseRecording: #"{"pauseRecording":{"id":"rec-1"}}"#
+        case .resumeRecording: #"{"resumeRecording":{}}"#
         case .listRecordings: #"{"listRecordings":{}}"#
         case .exportRecording: #"{"exportRecording":{"id":"rec-1"}}"#
         case .status: #"{"status":{}}"#
@@ -47,6 +49,8 @@ import Testing
             duration: 5, fps: 30, microphone: true, appAudio: true, showCursor: false,
             video: VideoEncoding(preset: "veryfast", bitRate: 4_000_000, crf: 23, keyframeInterval: 60))),
         .stopRecording,
+        .pauseRecording(id: "rec-1"),
+        .resumeRecording(id: nil),
         .listRecordings,
         .exportRecording(id: "rec-1"),
         .status,
@@ -78,6 +82,8 @@ import Testing
         case .recordingStarted: #"{"recordingStarted":{"recording":{"height":1080,"id":"rec-1","warnings":["no audio server"],"width":1920}}}"#
         case .progress: #"{"progress":{"progress":{"bytes":123456,"dropped":0,"elapsed":1.5,"frames":45}}}"#
         case .recordingFinished: #"{"recordingFinished":{"summary":{"dropped":1,"duration":5,"frames":150,"id":"rec-1"}}}"#
+        case .recordingPaused: #"{"recordingPaused":{"id":"rec-1"}}"#
+        case .recordingResumed: #"{"recordingResumed":{"id":"rec-1"}}"#
         case .recordings:
             #"{"recordings":{"list":[{"bytes":2000000,"created":1700000000.5,"dropped":1,"duration":5,"error":"No space left on device","#
                 + #""frames":150,"height":1080,"id":"rec-1","state":"interrupted","width":1920}]}}"#
@@ -138,6 +144,8 @@ import Testing
         .recordingStarted(recording: RecordingStarted(id: "rec-1", width: 1920, height: 1080, warnings: ["no audio server"])),
         .progress(progress: RecordingProgress(elapsed: 1.5, frames: 45, dropped: 0, bytes: 123_456)),
         .recordingFinished(summary: RecordingSummary(id: "rec-1", duration: 5, frames: 150, dropped: 1, error: nil)),
+        .recordingPaused(id: "rec-1"),
+        .recordingResumed(id: "rec-1"),
         .recordings(list: [RecordingInfo(
             id: "rec-1", created: 1_700_000_000.5, state: .interrupted, duration: 5, frames: 150, dropped: 1, width: 1920, height: 1080,
             bytes: 2_000_000, error: "No space left on device")]),
@@ -193,7 +201,7 @@ import Testing
 
     @Test func everyRequestHasItsPinnedJSON() throws {
         // One sample of every case (25): a new case needs a sample here as well as a golden.
-        #expect(Set(Self.requests.map(\.name)).count == 25 && Self.requests.count == 25)
+        #expect(Set(Self.requests.map(\.name)).count == 27 && Self.requests.count == 27)
         for request in Self.requests {
             #expect(try Self.encode(request) == Self.golden(request), "\(request.name)")
             // What another client sends, as written in docs/protocol.md, is understood.
@@ -202,7 +210,7 @@ import Testing
     }
 
     @Test func everyEventHasItsPinnedJSON() throws {
-        #expect(Set(Self.events.map { Self.name($0) }).count == 32 && Self.events.count == 32)
+        #expect(Set(Self.events.map { Self.name($0) }).count == 34 && Self.events.count == 34)
         for event in Self.events {
             #expect(try Self.encode(event) == Self.golden(event), "\(Self.name(event))")
             #expect(try JSONDecoder().decode(DaemonEvent.self, from: Data(Self.golden(event).utf8)) == event)

@@ -61,6 +61,11 @@ public final class ReplayFixture: @unchecked Sendable {
         environment["XDG_RUNTIME_DIR"] = directory.path
         environment["XDG_DATA_HOME"] = directory.appendingPathComponent("data").path
         environment["XDG_STATE_HOME"] = directory.appendingPathComponent("state").path
+        // Never the machine's session bus (its notification server, its portal): an X11
+        // fixture has none unless a test brings one.
+        if environment["DBUS_SESSION_BUS_ADDRESS"] == nil {
+            environment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=\(directory.path)/no-session-bus"
+        }
         for (key, value) in overrides { environment[key] = value }
         return environment
     }

@@ -248,7 +248,7 @@ public struct PortalCaptureBackend: CaptureBackend {
         return try PortalScreenCapture(options: options, request: request, busAddress: busAddress) { tokens.keep($0) }
     }
 
-    public func makeAudioCapture(_ source: AudioSource) throws(CaptureError) -> any AudioCapturing {
-        try AudioCapture(source: source)
+    public func makeAudioCapture(_ source: AudioSource, selection: AudioSelection) throws(CaptureError) -> any AudioCapturing {
+        try AudioCapture(source: source, selection: selection)
     }
 }

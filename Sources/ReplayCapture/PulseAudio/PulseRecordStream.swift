@@ -16,7 +16,9 @@ final class PulseRecordStream {
     private var fragmentOffset = 0
 
     /// `device` nil means the default source; "@DEFAULT_MONITOR@" is what the default sink plays.
-    init(device: String?, streamName: String, sampleRate: Int, channels: Int, periodFrames: Int) throws(CaptureError) {
+    /// With `application`, only that application's playback is recorded (wherever it plays).
+    init(device: String?, application: String? = nil, streamName: String, sampleRate: Int, channels: Int,
+         periodFrames: Int) throws(CaptureError) {
         self.sampleRate = sampleRate
         self.channels = channels
         guard let mainloop = pa_threaded_mainloop_new() else { throw CaptureError(.audioUnavailable, "out of memory") }
@@ -48,12 +50,26 @@ final class PulseRecordStream {
         // pipewire-pulse (0.3.65, Debian 12's) takes "@DEFAULT_MONITOR@" for the default
         // *source*: "app audio" recorded the microphone. The default sink's monitor is named
         // outright, as every server understands it.
-        let device = device == Self.defaultMonitor ? Self.defaultSinkMonitor(context, mainloop) ?? device : device
+        var device = device == Self.defaultMonitor ? Self.defaultSinkMonitor(context, mainloop) ?? device : device
+        // One application: its playback stream (a sink input) through its sink's monitor.
+        var onlyStream: UInt32?
+        if let application {
+            let playing = Self.playbackStreams(context, mainloop)
+            guard let found = playing.first(where: { $0.names.contains { $0.lowercased() == application.lowercased() } }),
+                  let sink = Self.sinkName(index: found.sink, context, mainloop) else {
+                let names = Set(playing.compactMap(\.names.first)).sorted()
+                throw CaptureError(.audioUnavailable, "no application named '\(application)' is playing sound now"
+                    + (names.isEmpty ? "" : " (playing: \(names.joined(separator: ", ")))"))
+            }
+            device = "\(sink).monitor"
+            onlyStream = found.index
+        }
         var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: UInt32(sampleRate), channels: UInt8(channels))
         guard let stream = pa_stream_new(context, streamName, &spec, nil) else {
             throw CaptureError(.audioUnavailable, "cannot create an audio stream (\(Self.errorText(context)))")
         }
         self.stream = stream
+        if let onlyStream { pa_stream_set_monitor_stream(stream, onlyStream) }
         pa_stream_set_state_callback(stream, { _, userdata in pa_threaded_mainloop_signal(OpaquePointer(userdata), 0) }, loop)
         pa_stream_set_read_callback(stream, { _, _, userdata in pa_threaded_mainloop_signal(OpaquePointer(userdata), 0) }, loop)
         // Small fragments keep each buffer's date close to its capture.
@@ -80,25 +96,47 @@ final class PulseRecordStream {
     /// "<default sink>.monitor", asked of the server (its main loop locked by the caller); nil
     /// when it names no default sink.
     private static func defaultSinkMonitor(_ context: OpaquePointer, _ mainloop: OpaquePointer) -> String? {
-        final class Answer {
-            let mainloop: OpaquePointer
-            var sink: String?
-            var arrived = false
-            init(_ mainloop: OpaquePointer) { self.mainloop = mainloop }
-        }
-        let answer = Unmanaged.passRetained(Answer(mainloop))
-        defer { answer.release() }
-        guard let operation = pa_context_get_server_info(context, { _, info, userdata in
-            let answer = Unmanaged<Answer>.fromOpaque(userdata!).takeUnretainedValue()
-            answer.sink = info?.pointee.default_sink_name.map { String(cString: $0) }
-            answer.arrived = true
-            pa_threaded_mainloop_signal(answer.mainloop, 0)
-        }, answer.toOpaque()) else { return nil }
-        defer { pa_operation_unref(operation) }
-        while !answer.takeUnretainedValue().arrived && pa_operation_get_state(operation) == PA_OPERATION_RUNNING {
-            pa_threaded_mainloop_wait(mainloop)
-        }
-        return answer.takeUnretainedValue().sink.flatMap { $0.isEmpty ? nil : "\($0).monitor" }
+        let sink = Introspection.ask(mainloop) { answer in
+            pa_context_get_server_info(context, { _, info, userdata in
+                let answer = Introspection.of(userdata)
+                answer.text = info?.pointee.default_sink_name.map { String(cString: $0) }
+                answer.finish()
+            }, answer)
+        }.text
+        return sink.flatMap { $0.isEmpty ? nil : "\($0).monitor" }
+    }
+
+    /// A playback stream: its index, the sink it plays on, and the names of its application.
+    fileprivate struct PlaybackStream {
+        let index: UInt32
+        let sink: UInt32
+        let names: [String]
+    }
+
+    /// Every application's playback stream now (the main loop locked by the caller).
+    private static func playbackStreams(_ context: OpaquePointer, _ mainloop: OpaquePointer) -> [PlaybackStream] {
+        Introspection.ask(mainloop) { answer in
+            pa_context_get_sink_input_info_list(context, { _, info, end, userdata in
+                let answer = Introspection.of(userdata)
+                guard let info, end == 0 else { return answer.finish() }
+                let keys: [String] = ["application.name", "application.process.binary"]
+                let names = keys.compactMap { (key: String) -> String? in
+                    pa_proplist_gets(info.pointee.proplist, key).map { String(cString: $0) }
+                }
+                answer.streams.append(PlaybackStream(index: info.pointee.index, sink: info.pointee.sink, names: names))
+            }, answer)
+        }.streams
+    }
+
+    /// The name of the sink with this index (the main loop locked by the caller).
+    private static func sinkName(index: UInt32, _ context: OpaquePointer, _ mainloop: OpaquePointer) -> String? {
+        Introspection.ask(mainloop) { answer in
+            pa_context_get_sink_info_by_index(context, index, { _, info, end, userdata in
+                let answer = Introspection.of(userdata)
+                guard let info, end == 0 else { return answer.finish() }
+                answer.text = info.pointee.name.map { String(cString: $0) }
+            }, answer)
+        }.text
     }
 
     deinit {
@@ -173,5 +211,40 @@ final class PulseRecordStream {
 
     private static func errorText(_ context: OpaquePointer) -> String {
         String(cString: pa_strerror(pa_context_errno(context)))
+    }
+}
+
+/// One answer of the audio server's introspection, filled in by its C callback (which gets
+/// this object as its user data) on the main loop's thread.
+private final class Introspection {
+    let mainloop: OpaquePointer
+    var done = false
+    var text: String?
+    var streams: [PulseRecordStream.PlaybackStream] = []
+
+    private init(_ mainloop: OpaquePointer) { self.mainloop = mainloop }
+
+    static func of(_ userdata: UnsafeMutableRawPointer?) -> Introspection {
+        Unmanaged<Introspection>.fromOpaque(userdata!).takeUnretainedValue()
+    }
+
+    /// The request's last callback: wakes the caller.
+    func finish() {
+        done = true
+        pa_threaded_mainloop_signal(mainloop, 0)
+    }
+
+    /// Starts `request` (its callbacks get the answer as user data) and waits for it to
+    /// finish, the main loop locked by the caller (waiting unlocks it).
+    static func ask(_ mainloop: OpaquePointer, _ request: (UnsafeMutableRawPointer) -> OpaquePointer?) -> Introspection {
+        let answer = Introspection(mainloop)
+        let retained = Unmanaged.passRetained(answer)
+        defer { retained.release() }
+        guard let operation = request(retained.toOpaque()) else { return answer }
+        defer { pa_operation_unref(operation) }
+        while !answer.done && pa_operation_get_state(operation) == PA_OPERATION_RUNNING {
+            pa_threaded_mainloop_wait(mainloop)
+        }
+        return answer
     }
 }

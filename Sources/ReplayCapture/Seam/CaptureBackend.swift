@@ -9,8 +9,32 @@ public protocol CaptureBackend: Sendable {
     var name: String { get }
     /// Opens the screen, or the windows `options.filter` keeps; throws a clear error when there is none.
     func makeScreenCapture(_ options: ScreenCaptureOptions) throws(CaptureError) -> any ScreenCapturing
-    /// Opens one audio source; throws `audioUnavailable` when no audio server answers.
-    func makeAudioCapture(_ source: AudioSource) throws(CaptureError) -> any AudioCapturing
+    /// Opens one audio source from the device or application `selection` names; throws
+    /// `audioUnavailable` when no audio server answers or there is no such device or application.
+    func makeAudioCapture(_ source: AudioSource, selection: AudioSelection) throws(CaptureError) -> any AudioCapturing
+}
+
+extension CaptureBackend {
+    /// The default device of `source`.
+    public func makeAudioCapture(_ source: AudioSource) throws(CaptureError) -> any AudioCapturing {
+        try makeAudioCapture(source, selection: AudioSelection())
+    }
+}
+
+/// Where one audio source is taken from: its default device, a device by name, or (app
+/// audio) the sound of one application only.
+public struct AudioSelection: Sendable, Equatable {
+    /// App audio: an output (PulseAudio sink) whose monitor is recorded, or a monitor source
+    /// by its own name; the microphone: an input (source). nil: the default.
+    public var device: String?
+    /// App audio only: just this application's sound (its streams' `application.name` or
+    /// `application.process.binary`, in any case), wherever it plays.
+    public var application: String?
+
+    public init(device: String? = nil, application: String? = nil) {
+        self.device = device
+        self.application = application
+    }
 }
 
 /// A source of pictures dated on the monotonic clock, with its size and the changes of it.
@@ -62,7 +86,7 @@ public struct X11CaptureBackend: CaptureBackend {
         try ScreenCapture(displayName: displayName, options: options)
     }
 
-    public func makeAudioCapture(_ source: AudioSource) throws(CaptureError) -> any AudioCapturing {
-        try AudioCapture(source: source)
+    public func makeAudioCapture(_ source: AudioSource, selection: AudioSelection) throws(CaptureError) -> any AudioCapturing {
+        try AudioCapture(source: source, selection: selection)
     }
 }

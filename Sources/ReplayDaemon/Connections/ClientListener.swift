@@ -17,10 +17,30 @@ final class ClientListener: Sendable {
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let stopping = Atomic<Bool>(false)
     private let logger: Logger
+    /// Set for a socket a service manager handed over (socket activation). That socket is
+    /// shared with the manager, so stopping must not shut it down (it would refuse every
+    /// later client); instead the accept loop waits in poll() beside `wake`, and connections
+    /// that arrive after the stop stay queued for the next replayd the manager starts.
+    private let wake: (read: Int32, write: Int32)?
 
-    init(listener: Int32, logger: Logger) {
+    init(listener: Int32, inherited: Bool = false, logger: Logger) {
         self.listener = listener
         self.logger = logger
+        wake = inherited ? try? Pipe.make() : nil
+    }
+
+    /// For an inherited socket: waits until a client is waiting (true) or `stop()` (false).
+    private func waitForClient() -> Bool {
+        guard let wake else { return true }
+        while !stopping.load(ordering: .acquiring) {
+            var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 2, -1)
+            if ready < 0 && errno != EINTR { return false }
+            if fds[1].revents != 0 { return false }
+            if fds[0].revents & Int16(POLLIN) != 0 { return true }
+            if fds[0].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { return false }
+        }
+        return false
     }
 
     /// Accepts until `stop()`. `admit` decides, from the socket, who the client is and whether
@@ -29,13 +49,15 @@ final class ClientListener: Sendable {
     func serve(admit: @escaping @Sendable (_ fd: Int32) -> (@Sendable (any Channel) -> ClientConnection)?) {
         var complaints = RateLimit(perSecond: 1)
         while !stopping.load(ordering: .acquiring) {
+            guard waitForClient() else { break }
             let fd: Int32
             do {
                 fd = try UnixSocket.accept(listener)
             } catch {
                 let error = error.errno
                 if stopping.load(ordering: .acquiring) { break }
-                if error == EINTR || error == ECONNABORTED { continue }
+                // EAGAIN: an inherited socket may be non-blocking, and its client gone again.
+                if error == EINTR || error == ECONNABORTED || error == EAGAIN { continue }
                 // Out of descriptors: a flood. Say so once a second at most, and give closing
                 // connections a moment instead of spinning on the same error.
                 if let unsaid = complaints.admit() {
@@ -67,7 +89,12 @@ final class ClientListener: Sendable {
     /// Stops accepting; open connections close with the event loop.
     func stop() {
         stopping.store(true, ordering: .releasing)
-        Glibc.shutdown(listener, Int32(SHUT_RDWR))
+        if let wake {
+            var byte: UInt8 = 1
+            _ = Glibc.write(wake.write, &byte, 1)
+        } else {
+            Glibc.shutdown(listener, Int32(SHUT_RDWR))
+        }
     }
 
     /// Tells a client it may not stay, without waiting for it, and closes its socket.

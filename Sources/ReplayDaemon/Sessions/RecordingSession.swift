@@ -79,7 +79,9 @@ final class RecordingSession: Sendable {
         for source in [AudioSource.app, .microphone]
         where (source == .app && options.appAudio) || (source == .microphone && options.microphone) {
             do {
-                audioCaptures.append(try parts.capture.makeAudioCapture(source))
+                let selection = source == .app ? AudioSelection(device: options.audioDevice, application: options.audioApplication)
+                    : AudioSelection(device: options.microphoneDevice)
+                audioCaptures.append(try parts.capture.makeAudioCapture(source, selection: selection))
             } catch {
                 warnings.append("\(source == .app ? "app audio" : "microphone") not recorded: \(error.description)")
             }
@@ -92,8 +94,8 @@ final class RecordingSession: Sendable {
             sink = try parts.movies.makeMovieSink(path: path.path, format: MovieFormat(
                 // Both capture backends convert with PixelConverter.
                 width: size.width, height: size.height, picture: PixelConverter.format, fps: options.fps, preset: options.video.preset,
-                bitRate: options.video.bitRate, crf: options.video.crf,
-                keyframeInterval: options.video.keyframeInterval, audioSources: audioSources))
+                bitRate: options.video.bitRate, crf: options.video.crf, keyframeInterval: options.video.keyframeInterval,
+                codec: options.video.codec ?? .h264, quality: options.video.quality, audioSources: audioSources))
         } catch {
             try? FileManager.default.removeItem(at: path)
             throw failStart(DaemonError(code: .captureFailed, message: error.description))
@@ -140,9 +142,7 @@ final class RecordingSession: Sendable {
 
         // A stop (or a failure) that came while starting winds the recording down now.
         if state.withLock({ $0.lifecycle.didStart() }) == .finishing { windDown() }
-        if let duration = options.duration {
-            DispatchQueue.global().asyncAfter(deadline: .now() + duration) { [self] in stop() }
-        }
+        if let duration = options.duration { stop(afterRecording: MediaTime(seconds: duration)) }
         for warning in warnings { logger.warning("\(warning)", metadata: ["recording": "\(id)"]) }
         // Time zero of the movie on the monotonic clock, to relate the movie to other clocks' events.
         logger.debug("recording origin", metadata: ["recording": "\(id)", "monotonicNs": "\(origin.nanoseconds)"])
@@ -181,6 +181,18 @@ final class RecordingSession: Sendable {
             return outcome
         }
         if outcome == .finish { windDown() }
+    }
+
+    /// Stops once the movie holds `duration`: time spent paused does not count, so a
+    /// recording paused for a while still records as long as it was asked to.
+    private func stop(afterRecording duration: MediaTime) {
+        let now = parts.clock.now()
+        let recorded = state.withLock { $0.timeline.duration(stoppedAt: now) }
+        guard recorded < duration else { return stop() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + (duration - recorded).seconds) { [weak self] in
+            guard let self, !isFinished else { return }
+            stop(afterRecording: duration)
+        }
     }
 
     /// Runs `handler` with the summary once the movie is closed (at once if it is).

@@ -123,7 +123,7 @@ final class FakeCaptureBackend: CaptureBackend, @unchecked Sendable {
         return screen
     }
 
-    func makeAudioCapture(_ source: AudioSource) throws(CaptureError) -> any AudioCapturing {
+    func makeAudioCapture(_ source: AudioSource, selection: AudioSelection) throws(CaptureError) -> any AudioCapturing {
         guard let fake = audio[source] else { throw CaptureError(.audioUnavailable, "no audio server (fake)") }
         return fake
     }
