@@ -108,6 +108,10 @@ extension Daemon {
     }
 
     private static func applicationInfo(executable: String) -> [String: String] {
-        ["executable": executable, "name": URL(fileURLWithPath: executable).lastPathComponent]
+        ["executable": executable, "name": applicationName(executable: executable)]
     }
+
+    /// What an app is called where the person reads it (a broadcast's annotation, the capture
+    /// indicator): its executable's file name, as the kernel reports the process.
+    static func applicationName(executable: String) -> String { URL(fileURLWithPath: executable).lastPathComponent }
 }

@@ -28,8 +28,7 @@ struct IndicatedCapture: Sendable, Equatable {
     /// An app by its executable's file name, as the kernel reports the process (not a name
     /// the app sends); a name any program can take, so it tells, it does not prove.
     static func name(ofApp executable: String?) -> String {
-        guard let executable, let name = executable.split(separator: "/").last else { return "An unknown app" }
-        return String(name)
+        executable.map(Daemon.applicationName(executable:)) ?? "An unknown app"
     }
 
     /// "Recording the screen", "Broadcasting the screen", "Sharing a window".
