@@ -21,6 +21,7 @@ struct SecretNotes: AsyncParsableCommand {
               secret-notes --record 5              (records a 5 s replay, asks replayd to show its preview)
               secret-notes --share-frames 30       (streams 30 pictures of its own window, reports their colours)
               secret-notes --go-live webrtc --in-app   (asks the person to broadcast its own window into a call)
+              secret-notes --clip 5 --clip-file c.mp4  (keeps its own window's last seconds, exports the last 5 s)
             """)
 
     @Option(help: "Window colour: red, green, blue or RRGGBB.")
@@ -56,6 +57,12 @@ struct SecretNotes: AsyncParsableCommand {
     @Option(help: "How long to stay live once the person started the broadcast.")
     var liveSeconds: Double = 5
 
+    @Option(help: "Buffer clips of its own window, and after this many seconds export them (ReplayKit's exportClip) to --clip-file.")
+    var clip: Double?
+
+    @Option(help: "Where --clip writes the clip.")
+    var clipFile: String?
+
     @Option(help: "Stay open this many seconds after the other steps (default: until Ctrl-C when no step is asked).")
     var stay: Double?
 
@@ -68,6 +75,7 @@ struct SecretNotes: AsyncParsableCommand {
         if let shareFrames, shareFrames <= 0 { throw ValidationError("--share-frames must be positive") }
         if !(1...60).contains(shareFPS) { throw ValidationError("--share-fps must be between 1 and 60") }
         if inApp && goLive == nil { throw ValidationError("--in-app goes with --go-live") }
+        if (clip == nil) != (clipFile == nil) { throw ValidationError("--clip and --clip-file go together") }
     }
 
     func run() async throws {
@@ -98,15 +106,26 @@ struct SecretNotes: AsyncParsableCommand {
             if let shareFrames { try await share(recorder, frames: shareFrames) }
             if let record { try await replay(recorder, seconds: record) }
             if let goLive { try await broadcast(preferredExtension: goLive == "any" ? nil : goLive) }
+            if let clip, let clipFile { try await keepClips(recorder, seconds: clip, to: URL(fileURLWithPath: clipFile)) }
             if let stay {
                 try? await Task.sleep(for: .seconds(stay))
-            } else if shareFrames == nil && record == nil && goLive == nil {
+            } else if shareFrames == nil && record == nil && goLive == nil && clip == nil {
                 try? await Task.sleep(for: .seconds(365 * 86_400))
             }
         } catch {
             report(["event": "error", "code": error.code.rawValue, "message": error.message])
             throw ExitCode(3)
         }
+    }
+
+    /// Clip buffering of its own window: keep the last 30 s, export the last `seconds` to `url`.
+    private func keepClips(_ recorder: ScreenRecorder, seconds: Double, to url: URL) async throws(RecordingError) {
+        try await recorder.startClipBuffering(length: 30)
+        report(["event": "clipBuffering"])
+        try? await Task.sleep(for: .seconds(seconds))
+        try await recorder.exportClip(to: url, duration: seconds)
+        report(["event": "clipExported", "path": url.path])
+        try await recorder.stopClipBuffering()
     }
 
     /// In-app capture: only this app's window reaches it; everything else is black.

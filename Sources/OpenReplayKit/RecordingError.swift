@@ -17,6 +17,8 @@ public struct RecordingError: Error, Sendable, Equatable, CustomStringConvertibl
         case attemptToStopNonRecording
         case failedToShowPreview
         case failedToDiscardRecording
+        /// A clip could not be saved or written (ReplayKit's clip export failures).
+        case failedToSaveClip
         /// replayd is not running or not reachable.
         case systemDormancy
         case notPermitted

@@ -1,3 +1,4 @@
+public import Foundation  // public: exportClip writes to a URL
 import ReplayIPC
 public import ReplayMedia
 import Synchronization
@@ -10,10 +11,13 @@ public final class ScreenRecorder: Sendable {
 
     private struct State {
         var microphone = false
+        var camera = false
+        var cameraCorner: CameraCorner = .bottomRight
         var starting = false
         var recording: DaemonConnection?
         var capture: (connection: DaemonConnection, pump: Task<Void, Never>)?
         var control: DaemonConnection?
+        var clipBuffer: DaemonConnection?
     }
 
     private let socket: String?
@@ -32,18 +36,34 @@ public final class ScreenRecorder: Sendable {
         set { state.withLock { $0.microphone = newValue } }
     }
 
+    /// Whether the next recording draws the camera in a corner of it (ReplayKit's
+    /// `isCameraEnabled`; asked for in the consent prompt). The camera is the desktop's
+    /// default one, through PipeWire; none there leaves a warning in the daemon's log, and
+    /// the recording goes on without it.
+    public var isCameraEnabled: Bool {
+        get { state.withLock { $0.camera } }
+        set { state.withLock { $0.camera = newValue } }
+    }
+
+    /// Which corner of the recording the camera's picture takes (default: bottom right).
+    public var cameraCorner: CameraCorner {
+        get { state.withLock { $0.cameraCorner } }
+        set { state.withLock { $0.cameraCorner = newValue } }
+    }
+
     /// Starts recording the screen with its audio. The first time, and again after 8 minutes
     /// unused, the person is asked; a refusal throws `userDeclined`.
     public func startRecording() async throws(RecordingError) {
-        let microphone = try state.withLock { state throws(RecordingError) -> Bool in
+        let options = try state.withLock { state throws(RecordingError) -> RecordingOptions in
             guard state.recording == nil, !state.starting else {
                 throw RecordingError(.attemptToStartInRecordingState, "a recording is already running; stop it first")
             }
             state.starting = true
-            return state.microphone
+            return RecordingOptions(microphone: state.microphone,
+                                    camera: state.camera ? CameraOverlay(corner: state.cameraCorner.overlayCorner) : nil)
         }
         defer { state.withLock { $0.starting = false } }
-        let connection = try await start(.startRecording(options: RecordingOptions(microphone: microphone)), what: "recording") {
+        let connection = try await start(.startRecording(options: options), what: "recording") {
             if case .recordingStarted = $0 { true } else { false }
         }
         state.withLock { $0.recording = connection }
@@ -83,6 +103,86 @@ public final class ScreenRecorder: Sendable {
     func showPreview(_ preview: PreviewHandle) async throws(RecordingError) {
         try await exchange(.showPreview(id: preview.recordingID), failure: .failedToShowPreview) {
             if case .previewShown = $0 { true } else { false }
+        }
+    }
+
+    /// Starts keeping the last `length` seconds (1 … 600) of this app's own windows and the
+    /// sound in replayd's memory, as ReplayKit's startClipBuffering: after the person's
+    /// consent, as for a recording; announced on the desktop while it runs.
+    public func startClipBuffering(length: TimeInterval = 30) async throws(RecordingError) {
+        guard state.withLock({ $0.clipBuffer == nil }) else {
+            throw RecordingError(.attemptToStartInRecordingState, "clip buffering is already on; stop it first")
+        }
+        let options = state.withLock { state in
+            RecordingOptions(microphone: state.microphone,
+                             camera: state.camera ? CameraOverlay(corner: state.cameraCorner.overlayCorner) : nil)
+        }
+        let connection = try await start(.startClipBuffering(options: options, length: length), what: "clip buffering") {
+            if case .clipBufferingStarted = $0 { true } else { false }
+        }
+        state.withLock { $0.clipBuffer = connection }
+    }
+
+    /// Writes the last `duration` seconds (fewer if buffering started later) as an MP4 movie
+    /// at `url`, as ReplayKit's exportClip(to:duration:): the app's own windows only, which
+    /// is why the app may have it; buffering goes on.
+    public func exportClip(to url: URL, duration: TimeInterval) async throws(RecordingError) {
+        guard let connection = state.withLock({ $0.clipBuffer }) else {
+            throw RecordingError(.attemptToStopNonRecording, "clip buffering is not on")
+        }
+        try connection.link.send(.saveClip(last: duration))
+        let partial = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).partial")
+        var file: FileHandle?
+        defer { try? file?.close() }
+        while true {
+            let (event, body) = await connection.inbox.next()
+            switch event {
+            case .clipSaved:
+                continue
+            case .exportBegin:
+                guard FileManager.default.createFile(atPath: partial.path, contents: nil),
+                      let handle = FileHandle(forWritingAtPath: partial.path) else {
+                    throw RecordingError(.failedToSaveClip, "cannot write \(partial.path)")
+                }
+                file = handle
+            case .exportChunk:
+                do { try file?.write(contentsOf: body) } catch {
+                    throw RecordingError(.failedToSaveClip, "cannot write \(partial.path): \(error)")
+                }
+            case .exportEnd:
+                do {
+                    try file?.close()
+                    file = nil
+                    _ = try? FileManager.default.removeItem(at: url)
+                    try FileManager.default.moveItem(at: partial, to: url)
+                } catch {
+                    throw RecordingError(.failedToSaveClip, "cannot write \(url.path): \(error)")
+                }
+                return
+            case .error(_, let message):
+                try? FileManager.default.removeItem(at: partial)
+                throw RecordingError(.failedToSaveClip, message)
+            case nil:
+                try? FileManager.default.removeItem(at: partial)
+                state.withLock { $0.clipBuffer = nil }
+                throw RecordingError(.interrupted, "replayd went away while saving the clip")
+            default:
+                continue
+            }
+        }
+    }
+
+    /// Ends clip buffering; what was kept and not exported is gone.
+    public func stopClipBuffering() async throws(RecordingError) {
+        guard let connection = state.withLock({ state in
+            defer { state.clipBuffer = nil }
+            return state.clipBuffer
+        }) else {
+            throw RecordingError(.attemptToStopNonRecording, "clip buffering is not on")
+        }
+        defer { connection.link.close() }
+        try await connection.ask(.stopClipBuffering, failure: .failedToSaveClip) {
+            if case .clipBufferingStopped = $0 { true } else { false }
         }
     }
 
@@ -203,5 +303,19 @@ public struct CapturedFrame: Sendable {
         // replayd converts with ReplayProcessing.PixelConverter: BT.601, video range.
         pixels = PixelBuffer(width: info.width, height: info.height, format: .bt601VideoRange) { $0.copyBytes(from: bytes) }
         time = MediaTime(nanoseconds: Int64(info.time * 1e9))
+    }
+}
+
+/// A corner of the recording, for the camera's picture.
+public enum CameraCorner: Sendable, CaseIterable {
+    case topLeft, topRight, bottomLeft, bottomRight
+
+    var overlayCorner: CameraOverlay.Corner {
+        switch self {
+        case .topLeft: .topLeft
+        case .topRight: .topRight
+        case .bottomLeft: .bottomLeft
+        case .bottomRight: .bottomRight
+        }
     }
 }

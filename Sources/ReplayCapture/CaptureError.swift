@@ -6,6 +6,13 @@ public struct CaptureError: Error, CustomStringConvertible, Equatable {
         case connectionLost
         case contentResized
         case sharedMemory
+        /// The monitor, window or region asked for is not there (or went away: a window closed).
+        case areaUnavailable
+        /// The hotkey cannot be had: an unknown key, another program holds it, or the desktop
+        /// offers no global shortcuts.
+        case hotkeyUnavailable
+        /// No camera answered, or it went away.
+        case cameraUnavailable
         case audioUnavailable
         case audioFailed
         /// No session bus, no ScreenCast portal on it, or the portal broke its protocol.

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReplayCodec
 import ReplayIPC
 import ReplayMedia
 import ReplaySystem
@@ -26,6 +27,14 @@ extension ClientConnection {
                 return "the \(name) must be a name of 1 to 256 printable characters"
             }
         }
+        if let problem = options.area?.problem { return problem }
+        if let camera = options.camera {
+            if let size = camera.size, !(5...50).contains(size) { return "the camera's size must be 5 to 50 percent of the recording's width" }
+            if let device = camera.device, device.isEmpty || device.count > 256
+                || device.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+                return "the camera device must be a name of 1 to 256 printable characters"
+            }
+        }
         if options.video.quality != nil && options.video.bitRate != nil {
             return "give a quality or a bit rate, not both"
         }
@@ -40,14 +49,17 @@ extension ClientConnection {
         guard recording?.isFinished ?? true else {
             throw Refusal(code: .busy, message: "this connection is already recording")
         }
+        if options.area != nil { try requirePerson("choose a monitor, window or region to record") }
         var capabilities: ConsentBroker.Capabilities = .screen
         if options.appAudio { capabilities.insert(.appAudio) }
         if options.microphone { capabilities.insert(.microphone) }
+        if options.camera != nil { capabilities.insert(.camera) }
         try requireConsent(capabilities)
         // The portal will show the desktop's dialog: the person is told why nothing happens yet.
         if role == .person, daemon.captureInfo.remembersScreenChoice == false {
             try channel.send(DaemonEvent.waitingForScreenChoice(seconds: Int(daemon.configuration.screenChoiceTimeout)))
         }
+        if case .pickWindow(let seconds) = options.area { try channel.send(DaemonEvent.waitingForWindowPick(seconds: seconds)) }
 
         let session = RecordingSession(
             id: daemon.store.newID(), options: options, store: daemon.store, parts: daemon.parts,
@@ -114,14 +126,34 @@ extension ClientConnection {
         try channel.send(DaemonEvent.recordings(list: daemon.store.list()))
     }
 
-    func export(id: String) throws {
+    func export(id: String, container: MovieContainer) throws {
         try requirePerson("export recordings")
-        guard daemon.store.info(id: id) != nil, let path = daemon.store.moviePath(id: id),
-              let handle = FileHandle(forReadingAtPath: path.path) else {
+        guard daemon.store.info(id: id) != nil, var path = daemon.store.moviePath(id: id) else {
+            throw Refusal(code: .notFound, message: "no recording with id '\(id)'")
+        }
+        if container == .matroska {
+            // The streams copied into a file of the store's own, sent, then removed.
+            let copy = daemon.store.directory.appendingPathComponent(".export-\(UUID().uuidString).mkv")
+            do {
+                try MovieRemuxer.remux(path.path, to: copy.path, container: .matroska)
+            } catch {
+                try? FileManager.default.removeItem(at: copy)
+                throw Refusal(code: .internalError, message: "cannot export \(id) as Matroska: \(error)")
+            }
+            path = copy
+        }
+        defer { if container == .matroska { try? FileManager.default.removeItem(at: path) } }
+        try sendMovie(at: path, id: id)
+    }
+
+    /// Streams the file at `path` as `exportBegin`, `exportChunk`s and `exportEnd`.
+    func sendMovie(at path: URL, id: String) throws {
+        guard let handle = FileHandle(forReadingAtPath: path.path),
+              let size = (try? FileManager.default.attributesOfItem(atPath: path.path)[.size] as? NSNumber)?.int64Value else {
             throw Refusal(code: .notFound, message: "no recording with id '\(id)'")
         }
         defer { try? handle.close() }
-        try channel.send(DaemonEvent.exportBegin(size: daemon.store.fileSize(id: id)))
+        try channel.send(DaemonEvent.exportBegin(size: size))
         while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
             // At the pace the client reads: a few chunks queued at most.
             guard channel.waitForRoom(below: 4 << 20) else { return }

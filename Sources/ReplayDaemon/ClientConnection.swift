@@ -36,6 +36,8 @@ final class ClientConnection: @unchecked Sendable {
     let queue: DispatchQueue
     private let queuedRequests = Atomic<Int>(0)
     var recording: RecordingSession?
+    /// An app's clip buffer, which ends with its connection (the person's lives in the daemon).
+    var clipBuffer: RecordingSession?
     var capture: AppCaptureSession?
     var agentID: Int?
     var watcherID: Int?
@@ -135,7 +137,7 @@ final class ClientConnection: @unchecked Sendable {
         case .pauseRecording(let id): try controlRecording(id, pause: true)
         case .resumeRecording(let id): try controlRecording(id, pause: false)
         case .listRecordings: try listRecordings()
-        case .exportRecording(let id): try export(id: id)
+        case .exportRecording(let id, let container): try export(id: id, container: container ?? .mp4)
         case .deleteRecording(let id): try delete(id: id)
         case .previewURL(let id): try previewURL(id: id)
         case .discardRecording(let id): try discard(id: id)
@@ -164,6 +166,14 @@ final class ClientConnection: @unchecked Sendable {
             try requirePerson("forget the screen the person chose")
             daemon.forgetScreenChoice()
             try channel.send(DaemonEvent.screenChoiceForgotten)
+        case .startClipBuffering(let options, let length, let byteBudget, let hotkey):
+            try startClipBuffering(options, length: length, byteBudget: byteBudget, hotkey: hotkey)
+        case .saveClip(let last): try saveClip(last: last)
+        case .clipStatus: try sendClipStatus()
+        case .stopClipBuffering: try stopClipBuffering()
+        case .listSources:
+            try requirePerson("list the screen's windows and the audio devices")
+            try channel.send(DaemonEvent.sources(sources: CaptureSources(daemon.parts.capture.listSources())))
         }
     }
 
@@ -223,6 +233,10 @@ final class ClientConnection: @unchecked Sendable {
         if let capture {
             capture.stop()
             capture.waitUntilFinished()
+        }
+        if let clipBuffer {
+            clipBuffer.stop()
+            _ = clipBuffer.waitUntilFinished()
         }
         if let agentID { daemon.consent.removeAgent(agentID) }
         if let watcherID { daemon.captureMonitor.unwatch(watcherID) }

@@ -101,6 +101,8 @@ public final class Daemon: Sendable, PickerBackend {
         var latestBroadcast: String?
         /// Which process made each recording an app started: only it may discard or preview it.
         var appRecordings: [String: PeerIdentity] = [:]
+        /// The person's clip buffer: it lives in the daemon, not in the connection that started it.
+        var personClipBuffer: RecordingSession?
         var connections = 0
         var nextConnection = 0
         var lastActivity = MonotonicClock.nanoseconds()

@@ -10,9 +10,11 @@ public struct ConsentPrompt: Codable, Sendable, Equatable {
     public var microphone: Bool
     /// The consent page for this request, with its token; only agents ever see it.
     public var pageURL: String?
+    /// The camera too (picture-in-picture in a recording); absent: no.
+    public var camera: Bool?
 
     public init(requestID: String, executable: String, pid: Int32, uid: UInt32, screen: Bool, appAudio: Bool,
-                microphone: Bool, pageURL: String?) {
+                microphone: Bool, pageURL: String?, camera: Bool? = nil) {
         self.requestID = requestID
         self.executable = executable
         self.pid = pid
@@ -21,11 +23,13 @@ public struct ConsentPrompt: Codable, Sendable, Equatable {
         self.appAudio = appAudio
         self.microphone = microphone
         self.pageURL = pageURL
+        self.camera = camera
     }
 
     /// "screen, app audio and microphone"
     public var capturedThings: String {
-        let things = [screen ? "the screen" : nil, appAudio ? "app audio" : nil, microphone ? "the microphone" : nil]
+        let things = [screen ? "the screen" : nil, appAudio ? "app audio" : nil, microphone ? "the microphone" : nil,
+                      camera == true ? "the camera" : nil]
             .compactMap { $0 }
         guard let last = things.last, things.count > 1 else { return things.first ?? "nothing" }
         return things.dropLast().joined(separator: ", ") + " and " + last

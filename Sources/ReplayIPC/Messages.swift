@@ -25,8 +25,9 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     /// Answered with `recordingResumed`.
     case resumeRecording(id: String?)
     case listRecordings
-    /// Streams a recording back as `exportBegin`, `exportChunk`s with the bytes as body, `exportEnd`.
-    case exportRecording(id: String)
+    /// Streams a recording back as `exportBegin`, `exportChunk`s with the bytes as body,
+    /// `exportEnd`: the stored MP4, or its streams copied into another `container`.
+    case exportRecording(id: String, container: MovieContainer? = nil)
     case status
 
     // The person's own tools only (the replay CLI run by the store's owner).
@@ -73,6 +74,33 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     /// Forgets the screen the desktop's portal dialog chose (its restore token): the next
     /// capture asks the person again. Answered with `screenChoiceForgotten`.
     case forgetScreenChoice
+    /// The monitors, windows and audio devices that can be recorded now: answered with `sources`.
+    case listSources
+
+    // Clip buffering: keep the last minutes, save them when asked.
+    /// Starts keeping the last `length` seconds (1 … 600) of what `options` records, in at most
+    /// `byteBudget` bytes (nil: 512 MiB), in memory. The person's buffer runs in the daemon
+    /// until `stopClipBuffering` (one at a time); an app's holds only its own windows and ends
+    /// with its connection. The person's may name a `hotkey` ("Ctrl+Alt+S"): replayd grabs
+    /// that key on the whole X screen and saves the last `length` seconds when it is pressed.
+    /// Answered with `clipBufferingStarted`.
+    case startClipBuffering(options: RecordingOptions, length: Double, byteBudget: Int? = nil, hotkey: String? = nil)
+    /// Saves the last `last` seconds (nil: everything buffered), starting on a keyframe, while
+    /// buffering goes on. The person's tools get a new recording in the store (`clipSaved`);
+    /// an app gets `clipSaved` and then the movie's bytes as an export (`exportBegin`…), its
+    /// own windows only, and nothing is kept.
+    case saveClip(last: Double?)
+    /// Answered with `clipStatus`.
+    case clipStatus
+    /// Answered with `clipBufferingStopped`.
+    case stopClipBuffering
+}
+
+/// The container of an exported movie; the store keeps fragmented MP4.
+public enum MovieContainer: String, Codable, Sendable, CaseIterable {
+    case mp4
+    /// Matroska (.mkv): the same streams, copied.
+    case matroska
 }
 
 public struct RecordingOptions: Codable, Sendable, Equatable {
@@ -93,10 +121,16 @@ public struct RecordingOptions: Codable, Sendable, Equatable {
     public var microphoneDevice: String?
     /// App audio of this application only (its name, or its program's), wherever it plays.
     public var audioApplication: String?
+    /// A monitor, a window or a region instead of the whole screen (nil); the person's own
+    /// tools only.
+    public var area: CaptureArea?
+    /// The camera drawn into a corner of the recording; nil: none.
+    public var camera: CameraOverlay?
 
     public init(duration: Double? = nil, fps: Int = 30, microphone: Bool = false, appAudio: Bool = true,
                 showCursor: Bool = true, video: VideoEncoding = .default, notify: Bool? = nil,
-                audioDevice: String? = nil, microphoneDevice: String? = nil, audioApplication: String? = nil) {
+                audioDevice: String? = nil, microphoneDevice: String? = nil, audioApplication: String? = nil,
+                area: CaptureArea? = nil, camera: CameraOverlay? = nil) {
         self.duration = duration
         self.fps = fps
         self.microphone = microphone
@@ -107,6 +141,8 @@ public struct RecordingOptions: Codable, Sendable, Equatable {
         self.audioDevice = audioDevice
         self.microphoneDevice = microphoneDevice
         self.audioApplication = audioApplication
+        self.area = area
+        self.camera = camera
     }
 }
 
@@ -186,6 +222,16 @@ public enum DaemonEvent: Codable, Sendable, Equatable {
     /// To the person's own tools, before `recordingStarted`: no screen choice is remembered,
     /// so the desktop is asking which screen to share; replayd waits up to `seconds`.
     case waitingForScreenChoice(seconds: Int)
+    /// The answer to `listSources`.
+    case sources(sources: CaptureSources)
+    /// To the person's own tools, before `recordingStarted`: the next click on a window
+    /// chooses what is recorded (`CaptureArea.pickWindow`).
+    case waitingForWindowPick(seconds: Int)
+    case clipBufferingStarted(status: ClipStatus)
+    case clipSaved(clip: ClipSaved)
+    /// nil: no clip buffer is running.
+    case clipStatus(status: ClipStatus?)
+    case clipBufferingStopped
     /// The request failed; the daemon closes the connection after a protocol error.
     case error(code: ErrorCode, message: String)
 }

@@ -23,6 +23,12 @@ public enum PixelConverter {
         convert(source, bytesPerRow: bytesPerRow, into: destination, with: ABGRToI420)
     }
 
+    /// The same for YUY2 (what webcams send: Y0 U Y1 V, two bytes a pixel). It is Y'CbCr
+    /// already, BT.601 video range as cameras make it, so only the chroma is subsampled.
+    package static func convertYUY2(_ source: UnsafeRawPointer, bytesPerRow: Int, into destination: PixelBuffer) {
+        convert(source, bytesPerRow: bytesPerRow, into: destination, with: YUY2ToI420)
+    }
+
     /// A new picture of the top-left `width` x `height` (even) pixels of a BGRA image whose
     /// rows are `bytesPerRow` apart, in `PixelConverter.format`.
     public static func pictureFromBGRA(_ source: UnsafeRawPointer, bytesPerRow: Int, width: Int, height: Int) -> PixelBuffer {

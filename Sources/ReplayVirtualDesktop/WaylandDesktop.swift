@@ -86,6 +86,9 @@ public final class WaylandDesktop: @unchecked Sendable {
     public var environment: [String: String] {
         var environment = [
             "XDG_RUNTIME_DIR": runtimeDirectory.path,
+            // Where PipeWire's socket is, for clients that outlive a change of XDG_RUNTIME_DIR
+            // (the test fixture gives its daemon one of its own): cameras are reached there.
+            "PIPEWIRE_RUNTIME_DIR": runtimeDirectory.path,
             "WAYLAND_DISPLAY": waylandDisplay,
             "DBUS_SESSION_BUS_ADDRESS": busAddress,
             "XDG_SESSION_TYPE": "wayland",

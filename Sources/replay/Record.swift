@@ -1,4 +1,4 @@
-public import ArgumentParser  // public: the codec and quality enums conform to ExpressibleByArgument here
+import ArgumentParser
 import Foundation
 import ReplayIPC
 import ReplayMedia
@@ -24,50 +24,13 @@ extension Replay {
         @Option(help: "Stop once this many seconds are recorded; time paused does not count (default: until Ctrl-C).")
         var duration: Double?
 
-        @Flag(help: "Also record the microphone (the default source) as a second audio track.")
-        var mic = false
+        @OptionGroup(title: "What to record") var choices: CaptureChoices
 
-        @Flag(inversion: .prefixedNo, help: "Record what plays on the default output.")
-        var appAudio = true
-
-        @Option(help: "Which sound: none, system (what plays: app audio), mic, or both (two tracks). Overrides --mic and --no-app-audio.")
-        var audio: AudioChoice?
-
-        @Option(help: "Record app audio from this output (an audio server sink name, as `pactl list short sinks` shows) instead of the default.")
-        var audioDevice: String?
-
-        @Option(help: "Record the microphone from this input (a source name, as `pactl list short sources` shows) instead of the default.")
-        var micDevice: String?
-
-        @Option(help: "Record only this application's sound (its name or program, as `pactl list sink-inputs` shows; it must be playing when the recording starts).")
-        var audioApp: String?
-
-        @Flag(inversion: .prefixedNo, help: "Draw the pointer into the recording.")
-        var cursor = true
-
-        @Option(help: "Frames per second at most; a still screen records fewer.")
-        var fps = 30
-
-        @Option(help: "Video codec: h264 (x264, the default: least CPU, plays everywhere), hevc (x265) or av1 (SVT-AV1): smaller files for more CPU.")
-        var codec: VideoCodec = .h264
-
-        @Option(help: "Constant quality: low, medium, high or lossless (not with av1); the same look for every codec (default: medium).")
-        var quality: VideoQuality?
-
-        @Option(help: "Speed preset, from ultrafast (least CPU) to veryslow: x264's names, mapped onto x265's and SVT-AV1's.")
-        var preset = "ultrafast"
-
-        @Option(help: "Video bit rate in kb/s instead of a constant quality.")
-        var bitrate: Int?
-
-        @Option(help: "Frames between keyframes (default: one second's worth).")
-        var keyframeInterval: Int?
-
-        @Flag(help: "No desktop notification for this recording (for scripts); apps' recordings are always announced.")
-        var noNotify = false
-
-        @Option(name: .shortAndLong, help: "Also export the finished recording to this file.")
+        @Option(name: .shortAndLong, help: "Also export the finished recording to this file (Matroska when it ends in .mkv).")
         var output: String?
+
+        @Option(help: "The --output file's container: mp4 or mkv (Matroska, the same streams copied); the store keeps MP4. Default: as the file's extension says.")
+        var container: ContainerChoice?
 
         @Flag(help: "Replace the --output file if it exists.")
         var force = false
@@ -77,15 +40,8 @@ extension Replay {
 
         func validate() throws {
             if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
-            if !(1...120).contains(fps) { throw ValidationError("--fps must be between 1 and 120") }
-            if let bitrate, !(100...100_000).contains(bitrate) { throw ValidationError("--bitrate must be between 100 and 100000 kb/s") }
-            if let keyframeInterval, keyframeInterval < 1 { throw ValidationError("--keyframe-interval must be at least 1") }
-            if quality != nil && bitrate != nil { throw ValidationError("give --quality or --bitrate, not both") }
-            if audio == AudioChoice.none || audio == .mic, audioApp != nil || audioDevice != nil {
-                throw ValidationError("--audio-app and --audio-device choose app audio, which --audio \(audio!.rawValue) leaves out")
-            }
-            if quality == .lossless && codec == .av1 {
-                throw ValidationError("SVT-AV1 has no lossless mode: use --codec h264 or hevc with --quality lossless")
+            if container != nil && output == nil {
+                throw ValidationError("--container is the --output file's: the store keeps MP4 (`replay recordings export --container` later)")
             }
             // Refused now rather than after the recording.
             if let output, FileManager.default.fileExists(atPath: output), !force {
@@ -94,12 +50,7 @@ extension Replay {
         }
 
         func run() throws {
-            let options = RecordingOptions(
-                duration: duration, fps: fps, microphone: audio.map { $0 == .mic || $0 == .both } ?? mic,
-                appAudio: audio.map { $0 == .system || $0 == .both } ?? appAudio, showCursor: cursor,
-                video: VideoEncoding(preset: preset, bitRate: bitrate.map { $0 * 1000 }, keyframeInterval: keyframeInterval,
-                                     codec: codec == .h264 ? nil : codec, quality: quality),
-                notify: noNotify ? false : nil, audioDevice: audioDevice, microphoneDevice: micDevice, audioApplication: audioApp)
+            let options = try choices.recordingOptions(duration: duration)
 
             // Inside a virtual desktop of our own (see runInVirtualDesktop): its daemon is ours
             // alone, on the desktop's socket; stop it afterwards, before the desktop stops.
@@ -127,7 +78,7 @@ extension Replay {
             var exported = true
             if let output, let id = result.id {
                 do {
-                    try Exporter(channel: channel, quiet: json).export(id: id, to: output)
+                    try Exporter(channel: channel, quiet: json).export(id: id, to: output, container: container?.container)
                 } catch {
                     printError("error: export failed: \(error)")
                     exported = false
@@ -162,15 +113,4 @@ extension Replay {
             while FileManager.default.fileExists(atPath: socket) && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         }
     }
-}
-
-extension VideoCodec: ExpressibleByArgument {}
-extension VideoQuality: ExpressibleByArgument {}
-
-/// `--audio`: which sound a recording keeps.
-enum AudioChoice: String, CaseIterable, ExpressibleByArgument {
-    case none
-    case system
-    case mic
-    case both
 }

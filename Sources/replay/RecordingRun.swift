@@ -21,8 +21,14 @@ struct RecordingRun {
         do {
             try channel.send(ClientRequest.startRecording(options: options))
             var reply = try DaemonClient.next(channel).message
-            if case .waitingForScreenChoice(let seconds) = reply {
-                printError("The desktop is asking which screen to share: answer its dialog (replayd waits up to \(seconds) s).")
+            while true {
+                if case .waitingForScreenChoice(let seconds) = reply {
+                    printError("The desktop is asking which screen to share: answer its dialog (replayd waits up to \(seconds) s).")
+                } else if case .waitingForWindowPick(let seconds) = reply {
+                    printError("Click the window to record (replayd waits up to \(seconds) s).")
+                } else {
+                    break
+                }
                 reply = try DaemonClient.next(channel).message
             }
             guard case .recordingStarted(let recording) = reply else {

@@ -63,8 +63,11 @@ extension Replay.Recordings {
         @Argument(help: "The recording's id, as 'replay recordings list' shows it.")
         var id: String
 
-        @Option(help: "The file to write (an MP4 movie).")
+        @Option(help: "The file to write: an MP4 movie, or Matroska when it ends in .mkv.")
         var to: String
+
+        @Option(help: "mp4 or mkv (Matroska: the same streams, copied); default: as --to's extension says.")
+        var container: ContainerChoice?
 
         @Flag(help: "Replace the file if it exists.")
         var force = false
@@ -78,7 +81,7 @@ extension Replay.Recordings {
         func run() throws {
             do {
                 let channel = try DaemonClient.connect(socket: daemon.socket)
-                try Exporter(channel: channel, quiet: false).export(id: id, to: to)
+                try Exporter(channel: channel, quiet: false).export(id: id, to: to, container: container?.container)
             } catch {
                 printError("error: \(error)")
                 throw ExitCode.failure
@@ -141,8 +144,10 @@ struct Exporter {
     let channel: MessageChannel
     let quiet: Bool
 
-    func export(id: String, to path: String) throws {
-        try channel.send(ClientRequest.exportRecording(id: id))
+    /// Writes recording `id` to `path`, in `container` (nil: as the file's extension says).
+    func export(id: String, to path: String, container: MovieContainer? = nil) throws {
+        let container = container ?? MovieContainer(fileExtensionOf: path)
+        try channel.send(ClientRequest.exportRecording(id: id, container: container == .mp4 ? nil : container))
         guard case .exportBegin(let size) = try DaemonClient.next(channel).message else {
             throw DaemonClient.Failure(description: "unexpected reply from replayd")
         }
@@ -179,5 +184,20 @@ struct Exporter {
             try? FileManager.default.removeItem(at: partial)
             throw error
         }
+    }
+}
+
+/// `--container`, in the words people type.
+enum ContainerChoice: String, CaseIterable, ExpressibleByArgument {
+    case mp4
+    case mkv
+
+    var container: MovieContainer { self == .mkv ? .matroska : .mp4 }
+}
+
+extension MovieContainer {
+    /// Matroska for a .mkv or .mka file name, MP4 for anything else.
+    init(fileExtensionOf path: String) {
+        self = ["mkv", "mka"].contains(URL(fileURLWithPath: path).pathExtension.lowercased()) ? .matroska : .mp4
     }
 }

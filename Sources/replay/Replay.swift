@@ -22,7 +22,7 @@ struct Replay: ParsableCommand {
               replay consent-agent          (answer apps that ask to capture)
               replay broadcast start --extension file --setup dir=/tmp/out
             """,
-        subcommands: [Record.self, Pause.self, Resume.self, Recordings.self, Broadcast.self, Extensions.self, ConsentAgent.self, Status.self, Sources.self])
+        subcommands: [Record.self, Pause.self, Resume.self, Recordings.self, Broadcast.self, Extensions.self, ConsentAgent.self, Status.self, Sources.self, Clip.self])
 }
 
 /// Where to find the daemon; shared by every subcommand.

@@ -36,11 +36,12 @@ extension Replay {
 extension Replay {
     struct Sources: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show how the screen is captured, and forget the screen the desktop's dialog chose.",
+            abstract: "List what can be recorded: monitors, windows and audio devices; how the screen is captured.",
             discussion: """
-                On Wayland the desktop asks which screen to share, once: replayd keeps that choice \
-                (the ScreenCast portal's restore token) in its private state, so later recordings need \
-                no dialog. --forget drops it: the next recording asks again.
+                `replay record --monitor NAME`, `--window ID` and `--audio-device`/`--mic-device NAME` \
+                take the names and ids shown here. On Wayland the desktop's dialog chooses the screen, \
+                once: replayd keeps that choice (the ScreenCast portal's restore token) in its private \
+                state, so later recordings need no dialog; --forget drops it and the next recording asks again.
                 """)
 
         @OptionGroup var daemon: DaemonOptions
@@ -48,7 +49,7 @@ extension Replay {
         @Flag(help: "Forget the screen chosen in the desktop's dialog; the next capture asks again.")
         var forget = false
 
-        @Flag(help: "Print one JSON object: backend, reason, remembersScreenChoice.")
+        @Flag(help: "Print one JSON object: capture (backend, reason, remembersScreenChoice), monitors, windows, audioOutputs, audioInputs, notes.")
         var json = false
 
         func run() throws {
@@ -64,14 +65,61 @@ extension Replay {
                 guard let capture = status.capture else {
                     throw DaemonClient.Failure(description: "replayd did not say how it captures (only the person's own replay is told)")
                 }
+                let sources = try DaemonClient.ask(.listSources, socket: daemon.socket) {
+                    if case .sources(let sources) = $0 { sources } else { nil }
+                }
                 if json {
                     let encoder = JSONEncoder()
                     encoder.outputFormatting = [.sortedKeys]
-                    print(String(decoding: try encoder.encode(capture), as: UTF8.self))
-                } else {
-                    print("capture: \(Self.describe(capture))")
+                    print(String(decoding: try encoder.encode(Listing(capture: capture, sources: sources)), as: UTF8.self))
+                    return
+                }
+                print("capture: \(Self.describe(capture))")
+                print(Self.table(sources))
+            }
+        }
+
+        /// `--json`'s object.
+        private struct Listing: Encodable {
+            let capture: CaptureBackendInfo
+            let sources: CaptureSources
+
+            func encode(to encoder: any Encoder) throws {
+                try sources.encode(to: encoder)
+                var container = encoder.container(keyedBy: Key.self)
+                try container.encode(capture, forKey: .capture)
+            }
+
+            private enum Key: CodingKey { case capture }
+        }
+
+        static func table(_ sources: CaptureSources) -> String {
+            var lines: [String] = []
+            let marked = { (isDefault: Bool) in isDefault ? " (default)" : "" }
+            if !sources.monitors.isEmpty {
+                lines.append("monitors (--monitor NAME):")
+                lines += sources.monitors.map {
+                    "  \($0.name)  \($0.width)x\($0.height)+\($0.x)+\($0.y)\($0.primary ? " (primary)" : "")"
                 }
             }
+            if !sources.windows.isEmpty {
+                lines.append("windows, bottom to top (--window ID, or --window pick to click one):")
+                lines += sources.windows.map { window in
+                    let id = "0x" + String(window.id, radix: 16)
+                    let app = window.application.isEmpty ? "" : " [\(window.application)]"
+                    return "  \(id)  \(window.width)x\(window.height)+\(window.x)+\(window.y)  \(window.title.isEmpty ? "(untitled)" : window.title)\(app)"
+                }
+            }
+            if !sources.audioOutputs.isEmpty {
+                lines.append("audio outputs, recorded as app audio (--audio-device NAME):")
+                lines += sources.audioOutputs.map { "  \($0.name)  \($0.description)\(marked($0.isDefault))" }
+            }
+            if !sources.audioInputs.isEmpty {
+                lines.append("audio inputs (--mic-device NAME):")
+                lines += sources.audioInputs.map { "  \($0.name)  \($0.description)\(marked($0.isDefault))" }
+            }
+            lines += sources.notes.map { "note: \($0)" }
+            return lines.joined(separator: "\n")
         }
 
         static func describe(_ capture: CaptureBackendInfo) -> String {

@@ -262,6 +262,32 @@ extension IntegrationTests {
             #expect(traversal.status != 0, "\(traversal)")
         }
 
+        /// Matroska on export: the store's streams copied, nothing re-encoded, the store untouched.
+        @Test func aRecordingIsExportedAsMatroskaByExtensionOrByContainer() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let movie = fixture.file("talk.mkv")
+            let recorded = try fixture.replay(["record", "--duration", "2", "--mic", "--json", "--output", movie.path])
+            #expect(recorded.status == 0, "\(recorded)")
+            let id = try #require((try JSONSerialization.jsonObject(with: Data(recorded.stdout.utf8)) as? [String: Any])?["id"] as? String)
+            let stored = try MediaProbe(fixture.store.appendingPathComponent("\(id).mp4"))
+            let probe = try MediaProbe(movie)
+            #expect(probe.formatName?.contains("matroska") == true, "\(probe.formatName ?? "?")")
+            #expect(probe.streams.map(\.codec) == stored.streams.map(\.codec) && probe.streams.map(\.codec) == ["h264", "aac", "aac"])
+            #expect(probe.video?.packets == stored.video?.packets, "every frame copied")
+            #expect(abs((probe.duration ?? 0) - (stored.duration ?? 0)) < 0.1, "\(probe.duration ?? 0) vs \(stored.duration ?? 0)")
+            #expect(fixture.storedMovies().count == 1 && (try? FileManager.default.contentsOfDirectory(atPath: fixture.store.path))?
+                .contains { $0.hasPrefix(".export-") } == false, "the export's copy is left in the store")
+
+            let named = fixture.file("later.video")
+            let exported = try fixture.replay(["recordings", "export", id, "--to", named.path, "--container", "mkv"])
+            #expect(exported.status == 0, "\(exported)")
+            #expect(try MediaProbe(named).formatName?.contains("matroska") == true)
+            let refused = try fixture.replay(["record", "--duration", "1", "--container", "mkv"])
+            #expect(refused.status != 0 && refused.stderr.contains("--output"), "\(refused)")
+        }
+
         @Test func aDaemonStartedOnDemandLeavesWhenIdle() throws {
             let fixture = try ReplayFixture(desktop: nil)
             defer { fixture.stop() }

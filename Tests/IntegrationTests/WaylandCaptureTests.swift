@@ -157,9 +157,72 @@ extension IntegrationTests {
             #expect(sources.stdout.contains("the ScreenCast portal and PipeWire (chosen with --capture portal)")
                     && sources.stdout.contains("is remembered"), "\(sources)")
             let forgotten = try fixture.replay(["sources", "--forget", "--json"])
-            let capture = try #require(try JSONSerialization.jsonObject(with: Data(forgotten.stdout.utf8)) as? [String: Any], "\(forgotten)")
+            let listing = try #require(try JSONSerialization.jsonObject(with: Data(forgotten.stdout.utf8)) as? [String: Any], "\(forgotten)")
+            let capture = try #require(listing["capture"] as? [String: Any], "\(listing)")
+            // The portal lists no monitors or windows (its dialog chooses), and says so.
+            #expect((listing["monitors"] as? [Any])?.isEmpty == true && (listing["windows"] as? [Any])?.isEmpty == true)
+            #expect((listing["notes"] as? [String])?.contains { $0.contains("dialog chooses") } == true, "\(listing)")
             #expect(capture["backend"] as? String == "portal" && capture["remembersScreenChoice"] as? Bool == false, "\(capture)")
             #expect(!FileManager.default.fileExists(atPath: fixture.portalTokenFile.path), "the kept token is still on disk")
+        }
+
+        /// A virtual camera that is real to PipeWire: GStreamer's test source as a Video/Source
+        /// node, solid red in YUY2 (what webcams send), drawn into the recording's corner.
+        @Test func theCameraIsDrawnInTheCornerAskedForAndMovesOnAStillScreen() throws {
+            let fixture = try ReplayFixture(wayland: WaylandDesktop.Options(width: 640, height: 480, audio: false, scene: nil))
+            defer { fixture.stop() }
+            let startCamera = {
+                try fixture.start(Command.which("gst-launch-1.0"), [
+                    "-q", "videotestsrc", "is-live=true", "pattern=solid-color", "foreground-color=0xffff0000", "!",
+                    "video/x-raw,format=YUY2,width=320,height=240,framerate=15/1", "!",
+                    "pipewiresink", "mode=provide", "stream-properties=props,media.class=Video/Source,node.name=test-camera",
+                ])
+            }
+            var camera = try startCamera()
+            defer { camera.process.terminate() }
+            try fixture.startDaemon(["--capture", "portal", "--portal-token-file", fixture.portalTokenFile.path])
+            let isRed = { (c: DecodedFrame.RGB) in c.r > 200 && c.g < 60 && c.b < 60 }
+
+            let movie = fixture.file("camera.mp4")
+            var attempt: CommandResult?
+            // The camera's node shows up in PipeWire a moment after gst-launch starts.
+            for _ in 0..<20 {
+                attempt = try fixture.replay(["record", "--duration", "3", "--no-app-audio", "--camera-device", "test-camera",
+                                              "--output", movie.path, "--force"], timeout: 60)
+                if attempt?.stderr.contains("no camera named") == false { break }
+                Thread.sleep(forTimeInterval: 0.5)
+            }
+            let result = try #require(attempt)
+            #expect(result.status == 0 && !result.stderr.contains("warning"), "\(result)\n\(fixture.daemonLog.suffix(2000))")
+            let frame = try DecodedFrame(movie, at: 2, width: 640, height: 480)
+            // 25% of 640 is 160 wide, 120 high for a 4:3 camera, 12 pixels from the bottom-right edges.
+            #expect(frame.fraction(x: 472, y: 352, width: 152, height: 112, isRed) > 0.95, "camera: \(frame.pixel(x: 548, y: 408))")
+            #expect(frame.fraction(x: 0, y: 0, width: 440, height: 330, isRed) == 0)
+            // The screen is still, yet the camera moves: the picture is renewed at the full rate,
+            // not repeated four times a second.
+            let video = try #require(try MediaProbe(movie).video)
+            #expect((video.packets ?? 0) >= 70, "\(video.packets ?? 0) frames in 3 s")
+
+            // Another corner and size. (A second recording from the same pipewiresink node got
+            // no pictures here, while one from a fresh node did: the test camera is started
+            // afresh. Whether a V4L2 camera's node behaves so could not be tried on this machine.)
+            camera.process.terminate()
+            camera = try startCamera()
+            Thread.sleep(forTimeInterval: 1)
+            let topLeft = fixture.file("camera-top-left.mp4")
+            let corner = try fixture.replay(["record", "--duration", "2", "--no-app-audio", "--camera-device", "test-camera",
+                                             "--camera-corner", "top-left", "--camera-size", "50", "--output", topLeft.path], timeout: 60)
+            #expect(corner.status == 0, "\(corner)")
+            let placed = try DecodedFrame(topLeft, at: 1.5, width: 640, height: 480)
+            // 320x240 at 12,12.
+            #expect(placed.fraction(x: 16, y: 16, width: 312, height: 232, isRed) > 0.95,
+                    "\(fixture.daemonLog.split(separator: "\n").filter { $0.contains("camera") }.joined(separator: "\n"))")
+            #expect(placed.fraction(x: 360, y: 270, width: 280, height: 210, isRed) == 0)
+
+            // No such camera: the recording goes on without it, and says why.
+            let missing = try fixture.replay(["record", "--duration", "1", "--no-app-audio", "--camera-device", "no-such-camera"], timeout: 60)
+            #expect(missing.status == 0 && missing.stderr.contains("camera not drawn in") && missing.stderr.contains("no-such-camera"),
+                    "\(missing)")
         }
 
         @Test func aStillScreenSendsOnePictureWhichIsRepeated() throws {

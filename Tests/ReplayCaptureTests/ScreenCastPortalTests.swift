@@ -182,7 +182,8 @@ import Glibc
 /// Which pixel layouts the PipeWire consumer offers, and which frames it will read.
 @Suite struct PipeWireFormatTests {
     @Test func blueFirstLayoutsArePreferredAndEveryOfferedLayoutMapsBack() {
-        #expect(PixelLayout.allCases == [.bgrx, .bgra, .rgbx, .rgba])
+        #expect(PixelLayout.screen == [.bgrx, .bgra, .rgbx, .rgba])
+        #expect(PixelLayout.camera.first == .yuy2 && PixelLayout.yuy2.bytesPerPixel == 2)
         for layout in PixelLayout.allCases { #expect(PixelLayout(spaFormat: layout.spaFormat) == layout) }
         #expect(PixelLayout(spaFormat: 0) == nil)
         #expect(PixelLayout.bgrx.isBlueFirst && !PixelLayout.rgba.isBlueFirst)
@@ -196,5 +197,11 @@ import Glibc
         #expect(format.rowBytes(stride: 5120, size: 5120 * 719) == nil)  // a row missing
         #expect(format.rowBytes(stride: 4000, size: 4000 * 720) == nil)  // rows narrower than the picture
         #expect(format.rowBytes(stride: -5120, size: 5120 * 720) == nil)  // bottom-up layouts are not read
+    }
+
+    @Test func aCamerasYUY2FrameHasTwoBytesAPixel() {
+        let format = StreamFormat(layout: .yuy2, width: 640, height: 480)
+        #expect(format.rowBytes(stride: 0, size: 1280 * 480) == 1280)
+        #expect(format.rowBytes(stride: 1280, size: 1280 * 479) == nil)
     }
 }

@@ -40,6 +40,13 @@ import Testing
         case .broadcastStatus: #"{"broadcastStatus":{}}"#
         case .showBroadcastPicker: #"{"showBroadcastPicker":{"microphone":true,"preferredExtension":"webrtc","scope":"app"}}"#
         case .forgetScreenChoice: #"{"forgetScreenChoice":{}}"#
+        case .listSources: #"{"listSources":{}}"#
+        case .startClipBuffering:
+            #"{"startClipBuffering":{"byteBudget":268435456,"hotkey":"Ctrl+Alt+S","length":30,"options":{"appAudio":true,"#
+                + #""fps":30,"microphone":false,"showCursor":true,"video":{"crf":23,"preset":"ultrafast"}}}}"#
+        case .saveClip: #"{"saveClip":{"last":15}}"#
+        case .clipStatus: #"{"clipStatus":{}}"#
+        case .stopClipBuffering: #"{"stopClipBuffering":{}}"#
         }
     }
 
@@ -73,6 +80,11 @@ import Testing
         .broadcastStatus,
         .showBroadcastPicker(preferredExtension: "webrtc", microphone: true, scope: .app),
         .forgetScreenChoice,
+        .listSources,
+        .startClipBuffering(options: RecordingOptions(), length: 30, byteBudget: 256 << 20, hotkey: "Ctrl+Alt+S"),
+        .saveClip(last: 15),
+        .clipStatus,
+        .stopClipBuffering,
     ]
 
     /// Adding a case to DaemonEvent makes this switch fail to compile until it has a golden.
@@ -133,6 +145,20 @@ import Testing
                 + #""framesSent":0,"id":"bc-2","messageBytesSent":0,"scope":"app","serviceInfo":{},"state":"paused"}}}"#
         case .screenChoiceForgotten: #"{"screenChoiceForgotten":{}}"#
         case .waitingForScreenChoice: #"{"waitingForScreenChoice":{"seconds":60}}"#
+        case .sources:
+            #"{"sources":{"sources":{"audioInputs":[{"description":"Microphone","isDefault":true,"name":"mic"}],"#
+                + #""audioOutputs":[{"description":"Speakers","isDefault":false,"name":"speakers"}],"#
+                + #""monitors":[{"height":1080,"name":"DP-1","primary":true,"width":1920,"x":0,"y":0}],"notes":["no audio server"],"#
+                + #""windows":[{"application":"Firefox","height":600,"id":29360135,"pid":77,"title":"Notes","width":800,"x":10,"y":20}]}}}"#
+        case .waitingForWindowPick: #"{"waitingForWindowPick":{"seconds":60}}"#
+        case .clipBufferingStarted:
+            #"{"clipBufferingStarted":{"status":{"buffered":0,"byteBudget":268435456,"bytes":0,"height":1080,"id":"clips-1","#
+                + #""length":30,"paused":false,"width":1920}}}"#
+        case .clipSaved: #"{"clipSaved":{"clip":{"asked":30,"bytes":5000000,"duration":12.5,"frames":375,"id":"rec-2"}}}"#
+        case .clipStatus:
+            #"{"clipStatus":{"status":{"buffered":30,"byteBudget":268435456,"bytes":9000000,"height":1080,"id":"clips-1","#
+                + #""length":30,"paused":true,"width":1920}}}"#
+        case .clipBufferingStopped: #"{"clipBufferingStopped":{}}"#
         case .error:
             #"{"error":{"code":"protocolVersionMismatch","message":"replayd speaks protocol 2 and this client speaks protocol 1; "#
                 + #"update the client or the daemon so they match"}}"#
@@ -188,6 +214,18 @@ import Testing
         .broadcastUpdated(status: BroadcastStatus(id: "bc-2", extensionID: "webrtc", scope: .app, state: .paused)),
         .screenChoiceForgotten,
         .waitingForScreenChoice(seconds: 60),
+        .sources(sources: CaptureSources(
+            monitors: [MonitorSource(name: "DP-1", x: 0, y: 0, width: 1920, height: 1080, primary: true)],
+            windows: [WindowSource(id: 29_360_135, title: "Notes", application: "Firefox", pid: 77, x: 10, y: 20, width: 800, height: 600)],
+            audioOutputs: [AudioDeviceSource(name: "speakers", description: "Speakers", isDefault: false)],
+            audioInputs: [AudioDeviceSource(name: "mic", description: "Microphone", isDefault: true)], notes: ["no audio server"])),
+        .waitingForWindowPick(seconds: 60),
+        .clipBufferingStarted(status: ClipStatus(id: "clips-1", buffered: 0, length: 30, bytes: 0, byteBudget: 256 << 20, paused: false,
+                                                 width: 1920, height: 1080)),
+        .clipSaved(clip: ClipSaved(id: "rec-2", duration: 12.5, asked: 30, frames: 375, bytes: 5_000_000)),
+        .clipStatus(status: ClipStatus(id: "clips-1", buffered: 30, length: 30, bytes: 9_000_000, byteBudget: 256 << 20, paused: true,
+                                       width: 1920, height: 1080)),
+        .clipBufferingStopped,
         .error(code: .protocolVersionMismatch, message: ClientProtocol.mismatch(daemon: 2, client: 1)),
     ]
 
@@ -200,8 +238,8 @@ import Testing
     static func name(_ value: some Any) -> String { String(String(describing: value).prefix { $0 != "(" }) }
 
     @Test func everyRequestHasItsPinnedJSON() throws {
-        // One sample of every case (25): a new case needs a sample here as well as a golden.
-        #expect(Set(Self.requests.map(\.name)).count == 27 && Self.requests.count == 27)
+        // One sample of every case: a new case needs a sample here as well as a golden.
+        #expect(Set(Self.requests.map(\.name)).count == 32 && Self.requests.count == 32)
         for request in Self.requests {
             #expect(try Self.encode(request) == Self.golden(request), "\(request.name)")
             // What another client sends, as written in docs/protocol.md, is understood.
@@ -210,7 +248,7 @@ import Testing
     }
 
     @Test func everyEventHasItsPinnedJSON() throws {
-        #expect(Set(Self.events.map { Self.name($0) }).count == 34 && Self.events.count == 34)
+        #expect(Set(Self.events.map { Self.name($0) }).count == 40 && Self.events.count == 40)
         for event in Self.events {
             #expect(try Self.encode(event) == Self.golden(event), "\(Self.name(event))")
             #expect(try JSONDecoder().decode(DaemonEvent.self, from: Data(Self.golden(event).utf8)) == event)
@@ -248,8 +286,33 @@ import Testing
         #expect(throws: DecodingError.self) {
             try decoder.decode(ClientRequest.self, from: Data(#"{"status":{},"stopRecording":{}}"#.utf8))
         }
+        #expect(try decoder.decode(ClientRequest.self, from: Data(#"{"exportRecording":{"id":"rec-1","container":"matroska"}}"#.utf8))
+            == .exportRecording(id: "rec-1", container: .matroska))
+        // A recording of a part of the screen: its area, one key of its own.
+        var monitor = RecordingOptions()
+        monitor.area = .monitor(name: "DP-1")
+        #expect(try decoder.decode(ClientRequest.self, from: Data(#"{"startRecording":{"options":{"fps":30,"microphone":false,"appAudio":true,"showCursor":true,"video":{"preset":"ultrafast","crf":23},"area":{"monitor":{"name":"DP-1"}}}}}"#.utf8))
+            == .startRecording(options: monitor))
         #expect(throws: DecodingError.self) {
             try decoder.decode(ClientRequest.self, from: Data(#"{"startBroadcast":{"_0":{"extensionID":"file","setup":{},"microphone":false,"fps":30}}}"#.utf8))
+        }
+    }
+}
+
+/// `--window` and `--region` as people write them.
+@Suite struct CaptureAreaWordsTests {
+    @Test func windowIDsAreHexOrDecimal() {
+        #expect(CaptureArea.windowID("0x1c00007") == 0x1c0_0007)
+        #expect(CaptureArea.windowID("0X1C00007") == 0x1c0_0007)
+        #expect(CaptureArea.windowID("29360135") == 29_360_135)
+        for bad in ["", "0x", "pick", "-5", "0x1g", "4294967296"] { #expect(CaptureArea.windowID(bad) == nil, "\(bad)") }
+    }
+
+    @Test func regionsAreX11Geometry() {
+        #expect(CaptureArea.region("800x600+100+50") == .region(x: 100, y: 50, width: 800, height: 600))
+        #expect(CaptureArea.region("2X2+0+0") == .region(x: 0, y: 0, width: 2, height: 2))
+        for bad in ["800x600", "800x600+100", "800x600-100+50", "800x600+-1+50", "1x600+0+0", "800+600+0+0", "x600+0+0", "800x600+0+0+0"] {
+            #expect(CaptureArea.region(bad) == nil, "\(bad)")
         }
     }
 }

@@ -65,6 +65,9 @@ public final class RunningCommand: Sendable {
     /// What the command has printed on standard output so far.
     public var outputSoFar: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
 
+    /// What the command has printed on standard error so far.
+    public var errorsSoFar: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
     /// The JSON lines printed so far, decoded.
     public var jsonLines: [[String: Any]] { decodeJSONLines(outputSoFar) }
 

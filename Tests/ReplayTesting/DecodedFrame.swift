@@ -37,13 +37,18 @@ public struct DecodedFrame: Sendable {
 
     /// Fraction of a grid of points inside the rectangle that are black.
     public func blackFraction(x: Int, y: Int, width: Int, height: Int, step: Int = 8) -> Double {
-        var black = 0, total = 0
+        fraction(x: x, y: y, width: width, height: height, step: step) { $0.isBlack }
+    }
+
+    /// Fraction of a grid of points inside the rectangle whose colour `matches`.
+    public func fraction(x: Int, y: Int, width: Int, height: Int, step: Int = 8, _ matches: (RGB) -> Bool) -> Double {
+        var matching = 0, total = 0
         for row in stride(from: y, to: y + height, by: step) {
             for column in stride(from: x, to: x + width, by: step) {
                 total += 1
-                if pixel(x: column, y: row).isBlack { black += 1 }
+                if matches(pixel(x: column, y: row)) { matching += 1 }
             }
         }
-        return total == 0 ? 0 : Double(black) / Double(total)
+        return total == 0 ? 0 : Double(matching) / Double(total)
     }
 }

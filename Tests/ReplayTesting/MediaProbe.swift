@@ -20,6 +20,8 @@ public struct MediaProbe: Sendable {
 
     public let streams: [Stream]
     public let duration: Double?
+    /// The container as ffprobe names it ("mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm").
+    public let formatName: String?
 
     public var video: Stream? { streams.first { $0.type == "video" } }
     public var audio: [Stream] { streams.filter { $0.type == "audio" } }
@@ -47,5 +49,6 @@ public struct MediaProbe: Sendable {
                    colorPrimaries: stream["color_primaries"] as? String, colorTransfer: stream["color_transfer"] as? String)
         }
         duration = number((root["format"] as? [String: Any])?["duration"])
+        formatName = (root["format"] as? [String: Any])?["format_name"] as? String
     }
 }

@@ -6,8 +6,9 @@ import Glibc
 #endif
 
 /// A PipeWire video stream read on the caller's thread: the portal's node, on the remote
-/// the portal handed us. The loop runs only inside `iterate`, so every callback (format,
-/// state) and every buffer is handled on the one thread that drives it.
+/// the portal handed us, or a camera on the session's PipeWire. The loop runs only inside
+/// `iterate`, so every callback (format, state) and every buffer is handled on the one
+/// thread that drives it.
 final class PipeWireStream {
     private static let initialized: Void = pw_init(nil, nil)
 
@@ -32,25 +33,53 @@ final class PipeWireStream {
     /// closed the screen cast), so this stream will get nothing more.
     private(set) var producerGone = false
 
-    /// Connects to `node` through `remote` (a descriptor PipeWire takes over, even on failure).
-    init(remote: Int32, node: UInt32, preferredWidth: Int, preferredHeight: Int, maxFPS: Int) throws(CaptureError) {
+    /// Where the stream's node is.
+    enum Source {
+        /// The portal's node `node`, through `remote` (a descriptor PipeWire takes over, even on failure).
+        case portal(remote: Int32, node: UInt32)
+        /// A camera on the session's PipeWire (`$PIPEWIRE_RUNTIME_DIR`, else `$XDG_RUNTIME_DIR`):
+        /// the node named `target` (its `node.name` or serial), or nil for the one the session
+        /// manager links a camera stream to (the default video source).
+        case camera(target: String?)
+    }
+
+    init(_ source: Source, preferredWidth: Int, preferredHeight: Int, maxFPS: Int) throws(CaptureError) {
         _ = Self.initialized
+        let remote: Int32? = if case .portal(let remote, _) = source { remote } else { nil }
         guard let loop = pw_loop_new(nil) else {
-            close(remote)
+            if let remote { close(remote) }
             throw CaptureError(.pipeWireFailed, "cannot make a PipeWire loop")
         }
         guard let context = pw_context_new(loop, nil, 0) else {
-            close(remote)
+            if let remote { close(remote) }
             pw_loop_destroy(loop)
             throw CaptureError(.pipeWireFailed, "cannot make a PipeWire context")
         }
-        guard let core = pw_context_connect_fd(context, remote, nil, 0) else {
+        guard let core = remote.map({ pw_context_connect_fd(context, $0, nil, 0) }) ?? pw_context_connect(context, nil, 0) else {
             let reason = String(cString: strerror(errno))
             pw_context_destroy(context)
             pw_loop_destroy(loop)
-            throw CaptureError(.pipeWireFailed, "cannot connect to the portal's PipeWire remote: \(reason)")
+            throw CaptureError(.pipeWireFailed, remote != nil ? "cannot connect to the portal's PipeWire remote: \(reason)"
+                : "cannot connect to PipeWire (is it running in this session?): \(reason)")
         }
-        let properties = pw_properties_new_string("media.type=Video media.category=Capture media.role=Screen")
+        let node: UInt32
+        let layouts: [PixelLayout]
+        let properties: UnsafeMutablePointer<pw_properties>?
+        switch source {
+        case .portal(_, let portalNode):
+            properties = pw_properties_new_string("media.type=Video media.category=Capture media.role=Screen")
+            node = portalNode
+            layouts = PixelLayout.screen
+        case .camera(let target):
+            properties = pw_properties_new_string("media.type=Video media.category=Capture media.role=Camera")
+            if let target {
+                pw_properties_set(properties, "target.object", target)
+                // That camera or none: the session manager must not fall back to another.
+                pw_properties_set(properties, "node.dont-reconnect", "true")
+            }
+            node = UInt32(bitPattern: -1)  // PW_ID_ANY: the target, or the session manager's choice
+            layouts = PixelLayout.camera
+        }
         guard let stream = pw_stream_new(core, "replayd", properties) else {
             pw_core_disconnect(core)
             pw_context_destroy(context)
@@ -74,7 +103,7 @@ final class PipeWireStream {
         listener = CPW_stream_listen(stream, &handlers)
 
         var podBuffer = [UInt8](repeating: 0, count: 1024)
-        let formats = PixelLayout.allCases.map(\.spaFormat)
+        let formats = layouts.map(\.spaFormat)
         let result = podBuffer.withUnsafeMutableBufferPointer { buffer -> Int32 in
             guard var pod = CPW_build_enum_format(buffer.baseAddress, UInt32(buffer.count), formats, UInt32(formats.count),
                                                   UInt32(max(1, preferredWidth)), UInt32(max(1, preferredHeight)),
@@ -87,7 +116,7 @@ final class PipeWireStream {
             }
         }
         guard result >= 0 else {
-            throw CaptureError(.pipeWireFailed, "cannot connect to PipeWire node \(node): \(String(cString: strerror(-result)))")
+            throw CaptureError(.pipeWireFailed, "cannot connect a PipeWire stream: \(String(cString: strerror(-result)))")
         }
     }
 

@@ -1,10 +1,17 @@
 import CPipeWire
 
-/// The packed 32-bit layouts the PipeWire consumer accepts, most preferred first: the BGR
-/// ones are libyuv's fastest path to I420 (the same as X11's pixels), the RGB ones need its
-/// ABGR rows. Anything else (YUV, 10-bit) is not offered, so the producer converts or fails.
+/// The picture layouts the PipeWire consumer accepts. For the screen: the packed 32-bit
+/// ones, most preferred first; the BGR ones are libyuv's fastest path to I420 (the same as
+/// X11's pixels), the RGB ones need its ABGR rows. A camera may also send YUY2, what nearly
+/// every webcam gives uncompressed. Anything else (MJPEG, NV12, 10-bit) is not offered, so
+/// the producer converts or fails.
 enum PixelLayout: CaseIterable, Equatable {
-    case bgrx, bgra, rgbx, rgba
+    case bgrx, bgra, rgbx, rgba, yuy2
+
+    /// What a screen cast is asked for.
+    static let screen: [PixelLayout] = [.bgrx, .bgra, .rgbx, .rgba]
+    /// What a camera is asked for: YUY2 first, as it is what cameras make.
+    static let camera: [PixelLayout] = [.yuy2, .bgrx, .bgra, .rgbx, .rgba]
 
     var spaFormat: UInt32 {
         switch self {
@@ -12,6 +19,7 @@ enum PixelLayout: CaseIterable, Equatable {
         case .bgra: SPA_VIDEO_FORMAT_BGRA.rawValue
         case .rgbx: SPA_VIDEO_FORMAT_RGBx.rawValue
         case .rgba: SPA_VIDEO_FORMAT_RGBA.rawValue
+        case .yuy2: SPA_VIDEO_FORMAT_YUY2.rawValue
         }
     }
 
@@ -22,6 +30,8 @@ enum PixelLayout: CaseIterable, Equatable {
 
     /// Blue first in memory (libyuv's "ARGB"); otherwise red first ("ABGR").
     var isBlueFirst: Bool { self == .bgrx || self == .bgra }
+
+    var bytesPerPixel: Int { self == .yuy2 ? 2 : 4 }
 }
 
 /// One negotiated picture format of a stream.
@@ -33,9 +43,10 @@ struct StreamFormat: Equatable {
     /// The bytes between rows of a frame, or nil when a frame that says `stride` and `size`
     /// cannot hold this format's picture (a short or corrupt buffer is skipped, never read past).
     func rowBytes(stride: Int32, size: UInt32) -> Int? {
-        let rowBytes = stride == 0 ? width * 4 : Int(stride)
-        guard width > 0, height > 0, rowBytes >= width * 4 else { return nil }
-        guard Int(size) >= rowBytes * (height - 1) + width * 4 else { return nil }
+        let packed = width * layout.bytesPerPixel
+        let rowBytes = stride == 0 ? packed : Int(stride)
+        guard width > 0, height > 0, rowBytes >= packed else { return nil }
+        guard Int(size) >= rowBytes * (height - 1) + packed else { return nil }
         return rowBytes
     }
 }

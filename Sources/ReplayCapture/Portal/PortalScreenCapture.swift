@@ -54,6 +54,10 @@ public final class PortalScreenCapture: ScreenCapturing {
         guard options.filter == .everything else {
             throw CaptureError(.noDisplay, "capturing one app's own windows is not available through the ScreenCast portal")
         }
+        guard options.area == .screen else {
+            throw CaptureError(.areaUnavailable, "through the ScreenCast portal the desktop's dialog chooses the monitor or "
+                + "window: a monitor, window or region can be named only on X11")
+        }
         self.options = options
         self.counters = counters
         self.request = request
@@ -89,7 +93,7 @@ public final class PortalScreenCapture: ScreenCapturing {
         // last, and frames land on its refresh grid, so 30 fps content often comes one refresh
         // early; at exactly the cap mutter sent 88% of a 30 fps scene, at twice it 99%. The
         // pacer keeps the cap (content faster than it costs the compositor more copies).
-        let stream = try PipeWireStream(remote: session.takePipeWireRemote(), node: source.nodeID,
+        let stream = try PipeWireStream(.portal(remote: session.takePipeWireRemote(), node: source.nodeID),
                                         preferredWidth: source.width ?? 1920, preferredHeight: source.height ?? 1080, maxFPS: fps * 2)
         let deadline = MonotonicClock.nanoseconds() + Int64(formatTimeout * 1e9)
         while stream.format == nil {
@@ -250,5 +254,21 @@ public struct PortalCaptureBackend: CaptureBackend {
 
     public func makeAudioCapture(_ source: AudioSource, selection: AudioSelection) throws(CaptureError) -> any AudioCapturing {
         try AudioCapture(source: source, selection: selection)
+    }
+
+    /// Global shortcuts on Wayland go through the GlobalShortcuts portal: xdg-desktop-portal
+    /// 1.16 (Debian 12) has its front, but GNOME 43's backend does not implement it (KDE
+    /// Plasma 5.27's does), so it could not be built and tested here.
+    public func grabHotkey(_ chord: KeyChord, onPress: @escaping @Sendable () -> Void) throws(CaptureError) -> any HotkeyRelease {
+        throw CaptureError(.hotkeyUnavailable, "no global hotkey on Wayland here: it needs the GlobalShortcuts portal, which "
+            + "GNOME 43 does not implement; bind a desktop keyboard shortcut to `replay clip save` instead")
+    }
+
+    public func listSources() -> SourceListing {
+        var listing = SourceListing()
+        listing.notes.append("monitors and windows: the desktop's ScreenCast dialog chooses them; a Wayland compositor tells "
+            + "no other program what is on the screen")
+        listing.addAudioDevices()
+        return listing
     }
 }

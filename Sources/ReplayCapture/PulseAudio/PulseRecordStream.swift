@@ -9,8 +9,10 @@ import ReplaySystem
 final class PulseRecordStream {
     let sampleRate: Int
     let channels: Int
-    private let mainloop: OpaquePointer
-    private let context: OpaquePointer
+    /// The connection; torn down after the stream, as it is released after `deinit`.
+    private let server: PulseServer
+    private var mainloop: OpaquePointer { server.mainloop }
+    private var context: OpaquePointer { server.context }
     private var stream: OpaquePointer?
     /// Bytes of the current peeked fragment already handed out.
     private var fragmentOffset = 0
@@ -21,42 +23,22 @@ final class PulseRecordStream {
          periodFrames: Int) throws(CaptureError) {
         self.sampleRate = sampleRate
         self.channels = channels
-        guard let mainloop = pa_threaded_mainloop_new() else { throw CaptureError(.audioUnavailable, "out of memory") }
-        self.mainloop = mainloop
-        guard let context = pa_context_new(pa_threaded_mainloop_get_api(mainloop), "OpenReplayKit replayd") else {
-            pa_threaded_mainloop_free(mainloop)
-            throw CaptureError(.audioUnavailable, "out of memory")
-        }
-        self.context = context
+        server = try PulseServer()
+        let (mainloop, context) = (server.mainloop, server.context)
         let loop = UnsafeMutableRawPointer(mainloop)
-        pa_context_set_state_callback(context, { _, userdata in
-            pa_threaded_mainloop_signal(OpaquePointer(userdata), 0)
-        }, loop)
-
         pa_threaded_mainloop_lock(mainloop)
         defer { pa_threaded_mainloop_unlock(mainloop) }
-        guard pa_context_connect(context, nil, PA_CONTEXT_NOFLAGS, nil) >= 0, pa_threaded_mainloop_start(mainloop) >= 0 else {
-            throw CaptureError(.audioUnavailable, "no audio server (\(Self.errorText(context)))")
-        }
-        while true {
-            let state = pa_context_get_state(context)
-            if state == PA_CONTEXT_READY { break }
-            if PA_CONTEXT_IS_GOOD(state) == 0 {
-                throw CaptureError(.audioUnavailable, "no audio server (\(Self.errorText(context)))")
-            }
-            pa_threaded_mainloop_wait(mainloop)
-        }
 
         // pipewire-pulse (0.3.65, Debian 12's) takes "@DEFAULT_MONITOR@" for the default
         // *source*: "app audio" recorded the microphone. The default sink's monitor is named
         // outright, as every server understands it.
-        var device = device == Self.defaultMonitor ? Self.defaultSinkMonitor(context, mainloop) ?? device : device
+        var device = device == Self.defaultMonitor ? server.defaultSinkMonitor() ?? device : device
         // One application: its playback stream (a sink input) through its sink's monitor.
         var onlyStream: UInt32?
         if let application {
-            let playing = Self.playbackStreams(context, mainloop)
+            let playing = server.playbackStreams()
             guard let found = playing.first(where: { $0.names.contains { $0.lowercased() == application.lowercased() } }),
-                  let sink = Self.sinkName(index: found.sink, context, mainloop) else {
+                  let sink = server.sinkName(index: found.sink) else {
                 let names = Set(playing.compactMap(\.names.first)).sorted()
                 throw CaptureError(.audioUnavailable, "no application named '\(application)' is playing sound now"
                     + (names.isEmpty ? "" : " (playing: \(names.joined(separator: ", ")))"))
@@ -66,7 +48,7 @@ final class PulseRecordStream {
         }
         var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: UInt32(sampleRate), channels: UInt8(channels))
         guard let stream = pa_stream_new(context, streamName, &spec, nil) else {
-            throw CaptureError(.audioUnavailable, "cannot create an audio stream (\(Self.errorText(context)))")
+            throw CaptureError(.audioUnavailable, "cannot create an audio stream (\(server.errorText))")
         }
         self.stream = stream
         if let onlyStream { pa_stream_set_monitor_stream(stream, onlyStream) }
@@ -78,13 +60,13 @@ final class PulseRecordStream {
                                         minreq: UInt32.max, fragsize: fragment)
         let flags = pa_stream_flags_t(PA_STREAM_INTERPOLATE_TIMING.rawValue | PA_STREAM_AUTO_TIMING_UPDATE.rawValue)
         guard pa_stream_connect_record(stream, device, &attributes, flags) >= 0 else {
-            throw CaptureError(.audioUnavailable, "cannot record from \(device ?? "the default source") (\(Self.errorText(context)))")
+            throw CaptureError(.audioUnavailable, "cannot record from \(device ?? "the default source") (\(server.errorText))")
         }
         while true {
             let state = pa_stream_get_state(stream)
             if state == PA_STREAM_READY { break }
             if PA_STREAM_IS_GOOD(state) == 0 {
-                throw CaptureError(.audioUnavailable, "cannot record from \(device ?? "the default source") (\(Self.errorText(context)))")
+                throw CaptureError(.audioUnavailable, "cannot record from \(device ?? "the default source") (\(server.errorText))")
             }
             pa_threaded_mainloop_wait(mainloop)
         }
@@ -92,52 +74,6 @@ final class PulseRecordStream {
 
     /// What the default sink plays, as a device name.
     static let defaultMonitor = "@DEFAULT_MONITOR@"
-
-    /// "<default sink>.monitor", asked of the server (its main loop locked by the caller); nil
-    /// when it names no default sink.
-    private static func defaultSinkMonitor(_ context: OpaquePointer, _ mainloop: OpaquePointer) -> String? {
-        let sink = Introspection.ask(mainloop) { answer in
-            pa_context_get_server_info(context, { _, info, userdata in
-                let answer = Introspection.of(userdata)
-                answer.text = info?.pointee.default_sink_name.map { String(cString: $0) }
-                answer.finish()
-            }, answer)
-        }.text
-        return sink.flatMap { $0.isEmpty ? nil : "\($0).monitor" }
-    }
-
-    /// A playback stream: its index, the sink it plays on, and the names of its application.
-    fileprivate struct PlaybackStream {
-        let index: UInt32
-        let sink: UInt32
-        let names: [String]
-    }
-
-    /// Every application's playback stream now (the main loop locked by the caller).
-    private static func playbackStreams(_ context: OpaquePointer, _ mainloop: OpaquePointer) -> [PlaybackStream] {
-        Introspection.ask(mainloop) { answer in
-            pa_context_get_sink_input_info_list(context, { _, info, end, userdata in
-                let answer = Introspection.of(userdata)
-                guard let info, end == 0 else { return answer.finish() }
-                let keys: [String] = ["application.name", "application.process.binary"]
-                let names = keys.compactMap { (key: String) -> String? in
-                    pa_proplist_gets(info.pointee.proplist, key).map { String(cString: $0) }
-                }
-                answer.streams.append(PlaybackStream(index: info.pointee.index, sink: info.pointee.sink, names: names))
-            }, answer)
-        }.streams
-    }
-
-    /// The name of the sink with this index (the main loop locked by the caller).
-    private static func sinkName(index: UInt32, _ context: OpaquePointer, _ mainloop: OpaquePointer) -> String? {
-        Introspection.ask(mainloop) { answer in
-            pa_context_get_sink_info_by_index(context, index, { _, info, end, userdata in
-                let answer = Introspection.of(userdata)
-                guard let info, end == 0 else { return answer.finish() }
-                answer.text = info.pointee.name.map { String(cString: $0) }
-            }, answer)
-        }.text
-    }
 
     deinit {
         pa_threaded_mainloop_lock(mainloop)
@@ -147,12 +83,7 @@ final class PulseRecordStream {
             pa_stream_disconnect(stream)
             pa_stream_unref(stream)
         }
-        pa_context_set_state_callback(context, nil, nil)
-        pa_context_disconnect(context)
         pa_threaded_mainloop_unlock(mainloop)
-        pa_threaded_mainloop_stop(mainloop)
-        pa_context_unref(context)
-        pa_threaded_mainloop_free(mainloop)
     }
 
     /// Fills `samples` (interleaved) completely; returns when the first of them was captured
@@ -172,7 +103,7 @@ final class PulseRecordStream {
             var data: UnsafeRawPointer?
             var length = 0
             guard pa_stream_peek(stream, &data, &length) >= 0 else {
-                throw CaptureError(.audioFailed, "audio capture failed (\(Self.errorText(context)))")
+                throw CaptureError(.audioFailed, "audio capture failed (\(server.errorText))")
             }
             if length == 0 {
                 pa_threaded_mainloop_wait(mainloop)
@@ -207,44 +138,5 @@ final class PulseRecordStream {
             }
         }
         return captured
-    }
-
-    private static func errorText(_ context: OpaquePointer) -> String {
-        String(cString: pa_strerror(pa_context_errno(context)))
-    }
-}
-
-/// One answer of the audio server's introspection, filled in by its C callback (which gets
-/// this object as its user data) on the main loop's thread.
-private final class Introspection {
-    let mainloop: OpaquePointer
-    var done = false
-    var text: String?
-    var streams: [PulseRecordStream.PlaybackStream] = []
-
-    private init(_ mainloop: OpaquePointer) { self.mainloop = mainloop }
-
-    static func of(_ userdata: UnsafeMutableRawPointer?) -> Introspection {
-        Unmanaged<Introspection>.fromOpaque(userdata!).takeUnretainedValue()
-    }
-
-    /// The request's last callback: wakes the caller.
-    func finish() {
-        done = true
-        pa_threaded_mainloop_signal(mainloop, 0)
-    }
-
-    /// Starts `request` (its callbacks get the answer as user data) and waits for it to
-    /// finish, the main loop locked by the caller (waiting unlocks it).
-    static func ask(_ mainloop: OpaquePointer, _ request: (UnsafeMutableRawPointer) -> OpaquePointer?) -> Introspection {
-        let answer = Introspection(mainloop)
-        let retained = Unmanaged.passRetained(answer)
-        defer { retained.release() }
-        guard let operation = request(retained.toOpaque()) else { return answer }
-        defer { pa_operation_unref(operation) }
-        while !answer.done && pa_operation_get_state(operation) == PA_OPERATION_RUNNING {
-            pa_threaded_mainloop_wait(mainloop)
-        }
-        return answer
     }
 }

@@ -23,8 +23,9 @@ final class CursorOverlay {
         return (Int(reply.pointee.root_x), Int(reply.pointee.root_y))
     }
 
-    /// Composites the current cursor over `pixels` (premultiplied ARGB over BGRA).
-    func draw(into pixels: UnsafeMutableRawPointer, width: Int, height: Int, bytesPerRow: Int) {
+    /// Composites the current cursor over `pixels` (premultiplied ARGB over BGRA), a picture
+    /// of the screen from `origin` on.
+    func draw(into pixels: UnsafeMutableRawPointer, width: Int, height: Int, bytesPerRow: Int, origin: (x: Int, y: Int) = (0, 0)) {
         guard let reply = xcb_xfixes_get_cursor_image_reply(
             display.connection, xcb_xfixes_get_cursor_image(display.connection), nil) else { return }
         defer { free(reply) }
@@ -40,7 +41,7 @@ final class CursorOverlay {
             let source = xcb_xfixes_get_cursor_image_cursor_image(reply)!  // never nil: the pixels follow the reply
             picture = Array(UnsafeBufferPointer(start: source, count: count))
         }
-        let left = position.x - hotX, top = position.y - hotY
+        let left = position.x - hotX - origin.x, top = position.y - hotY - origin.y
         for row in stride(from: max(0, -top), to: pictureHeight, by: 1) {
             let y = top + row
             if y >= height { break }

@@ -46,11 +46,11 @@ final class SharedImage {
         munmap(pixels, size)
     }
 
-    /// Copies the root window's pixels into the mapping; returns false if the server refused
-    /// (the screen shrank under us, for instance).
-    func grab(root: xcb_window_t) -> Bool {
+    /// Copies the root window's pixels from `x`,`y` on into the mapping; returns false if the
+    /// server refused (the screen shrank under us, for instance).
+    func grab(root: xcb_window_t, x: Int = 0, y: Int = 0) -> Bool {
         let cookie = xcb_shm_get_image(
-            display.connection, root, 0, 0, UInt16(width), UInt16(height), ~0,
+            display.connection, root, Int16(x), Int16(y), UInt16(width), UInt16(height), ~0,
             UInt8(XCB_IMAGE_FORMAT_Z_PIXMAP.rawValue), segment, 0)
         guard let reply = xcb_shm_get_image_reply(display.connection, cookie, nil) else { return false }
         free(reply)

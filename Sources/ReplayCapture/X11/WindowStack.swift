@@ -80,6 +80,8 @@ final class WindowStack {
     /// Set by window managers on the windows they manage, which tells an application's
     /// window from the frame wrapped around it.
     private let wmState: xcb_atom_t
+    /// EWMH's UTF-8 window title.
+    private let netWMName: xcb_atom_t
 
     init(display: X11Display) throws(CaptureError) {
         let connection = display.connection
@@ -94,10 +96,15 @@ final class WindowStack {
 
         self.display = display
         resourceIDMask = xcb_get_setup(connection).pointee.resource_id_mask
-        let name = "WM_STATE"
-        let atom = xcb_intern_atom_reply(connection, xcb_intern_atom(connection, 0, UInt16(name.utf8.count), name), nil)
-        wmState = atom?.pointee.atom ?? xcb_atom_t(XCB_ATOM_NONE.rawValue)
-        free(atom)
+        let atoms = ["WM_STATE", "_NET_WM_NAME"].map { (name: String) in
+            xcb_intern_atom(connection, 0, UInt16(name.utf8.count), name)
+        }.map { cookie in
+            let reply = xcb_intern_atom_reply(connection, cookie, nil)
+            defer { free(reply) }
+            return reply?.pointee.atom ?? xcb_atom_t(XCB_ATOM_NONE.rawValue)
+        }
+        wmState = atoms[0]
+        netWMName = atoms[1]
     }
 
     /// The viewable top-level windows that show on the screen, bottom to top.
@@ -120,6 +127,34 @@ final class WindowStack {
             return StackedWindow(
                 id: top.id, clientWindow: client, frame: frame, ownerPID: pids[owner(client)], isOpaque: geometry.depth != 32)
         }
+    }
+
+    /// Each window's title (_NET_WM_NAME, else WM_NAME) and application (WM_CLASS's class
+    /// part), read from its application window in one batch; "" where it sets none.
+    func names(of windows: [StackedWindow]) -> [(title: String, application: String)] {
+        let connection = display.connection
+        let anyType = xcb_atom_t(XCB_ATOM_ANY.rawValue)
+        let cookies = windows.map { window in
+            (modern: xcb_get_property(connection, 0, window.clientWindow, netWMName, anyType, 0, 1024),
+             legacy: xcb_get_property(connection, 0, window.clientWindow, xcb_atom_t(XCB_ATOM_WM_NAME.rawValue), anyType, 0, 1024),
+             wmClass: xcb_get_property(connection, 0, window.clientWindow, xcb_atom_t(XCB_ATOM_WM_CLASS.rawValue), anyType, 0, 1024))
+        }
+        return cookies.map { cookie in
+            let modern = text(xcb_get_property_reply(connection, cookie.modern, nil))
+            let legacy = text(xcb_get_property_reply(connection, cookie.legacy, nil))
+            // WM_CLASS is "instance\0Class\0": the class names the application.
+            let wmClass = text(xcb_get_property_reply(connection, cookie.wmClass, nil)).split(separator: "\0")
+            return (modern.isEmpty ? legacy : modern, wmClass.count > 1 ? String(wmClass[1]) : wmClass.first.map(String.init) ?? "")
+        }
+    }
+
+    /// A string property's bytes as UTF-8 (Latin-1 titles show their ASCII right); frees the reply.
+    private func text(_ reply: UnsafeMutablePointer<xcb_get_property_reply_t>?) -> String {
+        guard let reply else { return "" }
+        defer { free(reply) }
+        guard reply.pointee.format == 8, let value = xcb_get_property_value(reply) else { return "" }
+        let length = Int(xcb_get_property_value_length(reply))
+        return String(decoding: UnsafeRawBufferPointer(start: value, count: length), as: UTF8.self)
     }
 
     /// The process of the client that created `window` (top-level or not), or nil if the

@@ -1,4 +1,5 @@
 import CXCB
+import ReplaySystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,6 +9,15 @@ enum X11Event: Equatable {
     case damaged
     case resized(width: Int, height: Int)
     case timedOut
+}
+
+/// Where a window is, if anywhere.
+enum WindowPlacement: Equatable {
+    case shown(PixelRect)
+    /// Unmapped (minimised, on another workspace) or an ancestor is.
+    case hidden
+    /// Destroyed, or never existed.
+    case gone
 }
 
 /// A connection to an X server with the extensions screen capture needs: MIT-SHM to
@@ -48,7 +58,8 @@ final class X11Display {
         free(xcb_shm_query_version_reply(connection, xcb_shm_query_version(connection), nil))
         free(xcb_damage_query_version_reply(connection, xcb_damage_query_version(connection, 1, 1), nil))
         free(xcb_xfixes_query_version_reply(connection, xcb_xfixes_query_version(connection, 4, 0), nil))
-        free(xcb_randr_query_version_reply(connection, xcb_randr_query_version(connection, 1, 2), nil))
+        // 1.5 for monitors; a server with less still answers with what it has.
+        free(xcb_randr_query_version_reply(connection, xcb_randr_query_version(connection, 1, 5), nil))
         for (index, extensionName) in ["MIT-SHM", "DAMAGE", "XFIXES", "RANDR"].enumerated()
         where CXCB_hasExtension(connection, Int32(index)) == 0 {
             xcb_disconnect(connection)
@@ -85,6 +96,98 @@ final class X11Display {
         width = newWidth
         height = newHeight
         return (newWidth, newHeight)
+    }
+
+    /// The monitors RandR knows (1.5's monitors: outputs, or areas `xrandr --setmonitor`
+    /// defined), in root coordinates; empty when the server has no such list.
+    func monitors() -> [MonitorListing] {
+        guard let reply = xcb_randr_get_monitors_reply(connection, xcb_randr_get_monitors(connection, root, 1), nil) else {
+            return []
+        }
+        defer { free(reply) }
+        var infos: [(atom: xcb_atom_t, frame: PixelRect, primary: Bool)] = []
+        var iterator = xcb_randr_get_monitors_monitors_iterator(reply)
+        while iterator.rem > 0, let info = iterator.data {
+            let m = info.pointee
+            infos.append((m.name, PixelRect(x: Int(m.x), y: Int(m.y), width: Int(m.width), height: Int(m.height)), m.primary != 0))
+            xcb_randr_monitor_info_next(&iterator)
+        }
+        let names = infos.map { xcb_get_atom_name(connection, $0.atom) }
+        return zip(infos, names).map { info, cookie in
+            var name = "monitor-\(info.atom)"
+            if let reply = xcb_get_atom_name_reply(connection, cookie, nil) {
+                let length = Int(xcb_get_atom_name_name_length(reply))
+                if let text = xcb_get_atom_name_name(reply) {
+                    name = String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)
+                }
+                free(reply)
+            }
+            return MonitorListing(name: name, frame: info.frame, isPrimary: info.primary)
+        }
+    }
+
+    /// Where `window` shows now, in root coordinates (its inside: no border, no frame around
+    /// it), or why not.
+    func placement(of window: xcb_window_t) -> WindowPlacement {
+        let attributes = xcb_get_window_attributes(connection, window)
+        let geometry = xcb_get_geometry(connection, window)
+        let position = xcb_translate_coordinates(connection, window, root, 0, 0)
+        let attributesReply = xcb_get_window_attributes_reply(connection, attributes, nil)
+        let geometryReply = xcb_get_geometry_reply(connection, geometry, nil)
+        let positionReply = xcb_translate_coordinates_reply(connection, position, nil)
+        defer {
+            free(attributesReply)
+            free(geometryReply)
+            free(positionReply)
+        }
+        guard let attributesReply, let geometryReply, let positionReply else { return .gone }
+        guard attributesReply.pointee.map_state == UInt8(XCB_MAP_STATE_VIEWABLE.rawValue) else { return .hidden }
+        return .shown(PixelRect(x: Int(positionReply.pointee.dst_x), y: Int(positionReply.pointee.dst_y),
+                                width: Int(geometryReply.pointee.width), height: Int(geometryReply.pointee.height)))
+    }
+
+    /// Grabs the pointer and waits for the person to click (any button), up to `timeout`
+    /// seconds; returns the top-level window clicked (a child of the root), nil for the root
+    /// itself. Throws when the pointer cannot be grabbed or nobody clicked in time.
+    func pickTopLevelWindow(timeout: Double) throws(CaptureError) -> xcb_window_t? {
+        // The cross-hair of the core cursor font says "choose".
+        let font = xcb_generate_id(connection)
+        xcb_open_font(connection, font, 6, "cursor")
+        let cursor = xcb_generate_id(connection)
+        let crosshair: UInt16 = 34
+        xcb_create_glyph_cursor(connection, cursor, font, font, crosshair, crosshair + 1, 0, 0, 0, 0xffff, 0xffff, 0xffff)
+        xcb_close_font(connection, font)
+        defer {
+            xcb_ungrab_pointer(connection, xcb_timestamp_t(XCB_CURRENT_TIME))
+            xcb_free_cursor(connection, cursor)
+            xcb_flush(connection)
+        }
+        let mask = UInt16(XCB_EVENT_MASK_BUTTON_PRESS.rawValue | XCB_EVENT_MASK_BUTTON_RELEASE.rawValue)
+        let grab = xcb_grab_pointer_reply(connection, xcb_grab_pointer(
+            connection, 0, root, mask, UInt8(XCB_GRAB_MODE_ASYNC.rawValue), UInt8(XCB_GRAB_MODE_ASYNC.rawValue),
+            xcb_window_t(XCB_NONE), cursor, xcb_timestamp_t(XCB_CURRENT_TIME)), nil)
+        let status = grab?.pointee.status
+        free(grab)
+        guard status == UInt8(XCB_GRAB_STATUS_SUCCESS.rawValue) else {
+            throw CaptureError(.areaUnavailable, "cannot pick a window: another program holds the pointer")
+        }
+        let deadline = MonotonicClock.nanoseconds() + Int64(timeout * 1e9)
+        while true {
+            while let event = xcb_poll_for_event(connection) {
+                defer { free(event) }
+                guard CXCB_eventType(event) == UInt8(XCB_BUTTON_PRESS) else { continue }
+                let press = UnsafeRawPointer(event).assumingMemoryBound(to: xcb_button_press_event_t.self)
+                let child = press.pointee.child
+                return child == xcb_window_t(XCB_NONE) ? nil : child
+            }
+            try checkConnection()
+            let remaining = deadline - MonotonicClock.nanoseconds()
+            guard remaining > 0 else {
+                throw CaptureError(.areaUnavailable, "nobody clicked a window within \(Int(timeout)) s")
+            }
+            var pollfd = Glibc.pollfd(fd: xcb_get_file_descriptor(connection), events: Int16(POLLIN), revents: 0)
+            _ = poll(&pollfd, 1, Int32(min(max(remaining / 1_000_000, 1), 1000)))
+        }
     }
 
     /// Re-arms damage reporting: drawing after this call is reported again.

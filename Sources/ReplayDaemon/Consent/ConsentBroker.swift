@@ -36,6 +36,7 @@ public final class ConsentBroker: Sendable {
         static let screen = Capabilities(rawValue: 1)
         static let appAudio = Capabilities(rawValue: 2)
         static let microphone = Capabilities(rawValue: 4)
+        static let camera = Capabilities(rawValue: 8)
     }
 
     private struct ProcessKey: Hashable {
@@ -110,7 +111,8 @@ public final class ConsentBroker: Sendable {
         let prompt = ConsentPrompt(
             requestID: requestID, executable: peer.executable ?? "unknown app", pid: peer.pid, uid: peer.uid,
             screen: capabilities.contains(.screen), appAudio: capabilities.contains(.appAudio),
-            microphone: capabilities.contains(.microphone), pageURL: pageURL(requestID, token))
+            microphone: capabilities.contains(.microphone), pageURL: pageURL(requestID, token),
+            camera: capabilities.contains(.camera) ? true : nil)
         let pending = Pending(prompt: prompt)
         let agents = state.withLock { state -> [ClientOutbox] in
             state.pending[requestID] = pending

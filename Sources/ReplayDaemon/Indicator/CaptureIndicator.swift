@@ -12,6 +12,8 @@ protocol CaptureIndicator: Sendable {
 struct IndicatedCapture: Sendable, Equatable {
     enum Kind: Sendable, Equatable {
         case recording
+        /// Clip buffering: the last minutes kept in memory, saved on request.
+        case clipBuffer
         case appCapture
         case broadcast(service: String)
     }
@@ -35,6 +37,7 @@ struct IndicatedCapture: Sendable, Equatable {
     var summary: String {
         switch kind {
         case .recording: "Recording the screen"
+        case .clipBuffer: "Keeping the last minutes of the screen"
         case .appCapture: "An app is capturing its windows"
         case .broadcast: "Broadcasting the screen"
         }
@@ -43,6 +46,7 @@ struct IndicatedCapture: Sendable, Equatable {
     var body: String {
         switch kind {
         case .recording: "\(who) is recording your screen."
+        case .clipBuffer: "\(who) keeps the last minutes of your screen in memory, to save a clip when asked."
         case .appCapture: "\(who) is capturing its own windows."
         case .broadcast(let service): "\(who) is broadcasting your screen to \(service)."
         }
@@ -51,6 +55,7 @@ struct IndicatedCapture: Sendable, Equatable {
     var endedSummary: String {
         switch kind {
         case .recording: "Screen recording ended"
+        case .clipBuffer: "Clip buffering ended"
         case .appCapture: "Window capture ended"
         case .broadcast: "Broadcast ended"
         }

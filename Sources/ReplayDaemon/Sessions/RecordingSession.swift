@@ -8,7 +8,9 @@ import ReplayProcessing
 import ReplaySystem
 import Synchronization
 
-/// One recording: capture → queue → encode → mux → private store.
+/// One recording: capture → queue → encode → mux → private store; or a clip buffer, whose
+/// movie is only kept in memory (the last minutes, in a `ClipBuffer`) until a clip of it is
+/// saved into the store.
 ///
 /// The data path runs on threads of its own, because capture and encoding are blocking C:
 /// one per source, feeding `inbox`, and one writer that drains it into the movie; size changes
@@ -19,6 +21,7 @@ import Synchronization
 final class RecordingSession: Sendable {
     let id: String
     private let options: RecordingOptions
+    let destination: Destination
     private let store: RecordingStore
     private let parts: SessionParts
     private let protectedWindows: ProtectedWindows
@@ -28,6 +31,15 @@ final class RecordingSession: Sendable {
     private let stopFlag = StopFlag()
     private let state = Mutex(State())
     private let completion = Completion<RecordingSummary>()
+
+    /// Where the movie goes.
+    enum Destination: Sendable, Equatable {
+        /// A movie file in the store, listed as a recording from its start.
+        case store
+        /// A clip buffer: up to `length` and `byteBudget` bytes kept in memory; nothing is in
+        /// the store until `saveClip`.
+        case clipBuffer(length: MediaTime, byteBudget: Int)
+    }
 
     /// What the writer thread receives, in order.
     enum WriterInput: Sendable {
@@ -46,12 +58,19 @@ final class RecordingSession: Sendable {
         var bytes: Int64 = 0
         var counters: CaptureCounters?
         var created = Date().timeIntervalSince1970
+        /// A clip buffer's memory, once it started.
+        var clips: ClipBuffer?
     }
 
-    init(id: String, options: RecordingOptions, store: RecordingStore, parts: SessionParts,
-         protectedWindows: ProtectedWindows, logger: Logger) {
+    private let filter: WindowFilter
+
+    /// - Parameter filter: `.onlyProcess` for an app's clip buffer, which holds its own windows only.
+    init(id: String, options: RecordingOptions, destination: Destination = .store, filter: WindowFilter = .everything,
+         store: RecordingStore, parts: SessionParts, protectedWindows: ProtectedWindows, logger: Logger) {
+        self.filter = filter
         self.id = id
         self.options = options
+        self.destination = destination
         self.store = store
         self.parts = parts
         self.protectedWindows = protectedWindows
@@ -67,8 +86,11 @@ final class RecordingSession: Sendable {
     func start() throws(DaemonError) -> RecordingStarted {
         let screen: any ScreenCapturing
         do {
+            // With a camera in the picture, a still screen is repeated at the full rate: the camera moves.
+            let repeatInterval = options.camera == nil ? ScreenCaptureOptions.stillRepeat : MediaTime(seconds: 1 / Double(options.fps))
             screen = try parts.capture.makeScreenCapture(ScreenCaptureOptions(
-                fps: options.fps, showCursor: options.showCursor, protectedWindows: protectedWindows))
+                fps: options.fps, showCursor: options.showCursor, repeatInterval: repeatInterval, filter: filter,
+                protectedWindows: protectedWindows, area: ScreenArea(options.area)))
         } catch {
             throw failStart(DaemonError(code: .captureFailed, message: error.description))
         }
@@ -87,18 +109,38 @@ final class RecordingSession: Sendable {
             }
         }
         let audioSources = audioCaptures.map(\.source)
+        var camera: (any CameraCapturing)?
+        if let overlay = options.camera {
+            do {
+                camera = try parts.capture.makeCamera(device: overlay.device)
+            } catch {
+                warnings.append("camera not drawn in: \(error.description)")
+            }
+        }
 
-        let path = store.moviePath(id: id)!  // ids are made by the store, always valid
+        let format = MovieFormat(
+            // Both capture backends convert with PixelConverter.
+            width: size.width, height: size.height, picture: PixelConverter.format, fps: options.fps, preset: options.video.preset,
+            bitRate: options.video.bitRate, crf: options.video.crf, keyframeInterval: options.video.keyframeInterval,
+            codec: options.video.codec ?? .h264, quality: options.video.quality, audioSources: audioSources)
         let sink: any MovieSink
-        do {
-            sink = try parts.movies.makeMovieSink(path: path.path, format: MovieFormat(
-                // Both capture backends convert with PixelConverter.
-                width: size.width, height: size.height, picture: PixelConverter.format, fps: options.fps, preset: options.video.preset,
-                bitRate: options.video.bitRate, crf: options.video.crf, keyframeInterval: options.video.keyframeInterval,
-                codec: options.video.codec ?? .h264, quality: options.video.quality, audioSources: audioSources))
-        } catch {
-            try? FileManager.default.removeItem(at: path)
-            throw failStart(DaemonError(code: .captureFailed, message: error.description))
+        switch destination {
+        case .store:
+            let path = store.moviePath(id: id)!  // ids are made by the store, always valid
+            do {
+                sink = try parts.movies.makeMovieSink(path: path.path, format: format)
+            } catch {
+                try? FileManager.default.removeItem(at: path)
+                throw failStart(DaemonError(code: .captureFailed, message: error.description))
+            }
+        case .clipBuffer(let length, let byteBudget):
+            do {
+                let clips = try ClipBuffer(format: format, length: length, byteBudget: byteBudget)
+                state.withLock { $0.clips = clips }
+                sink = clips
+            } catch {
+                throw failStart(DaemonError(code: .captureFailed, message: error.description))
+            }
         }
 
         let origin = parts.clock.now()
@@ -108,10 +150,26 @@ final class RecordingSession: Sendable {
             $0.height = size.height
             $0.counters = screen.counters
         }
-        _ = store.save(info())
+        if destination == .store { _ = store.save(info()) }
 
         let inbox = self.inbox, stopFlag = self.stopFlag
-        let output = WriterOutput(inbox: inbox)
+        let writerOutput = WriterOutput(inbox: inbox)
+        let output: any CaptureOutput = if let camera, let overlay = options.camera {
+            CameraCompositor(output: writerOutput, camera: camera, placement: PictureInPicture(overlay))
+        } else {
+            writerOutput
+        }
+        if let camera {
+            // Not a producer of the movie: it only keeps its newest picture for the compositor.
+            Thread.detachNewThread { [self] in
+                do throws(CaptureError) {
+                    try camera.run(stop: stopFlag)
+                    logger.debug("camera stopped", metadata: ["recording": "\(id)", "pictures": "\(camera.pictureCount)"])
+                } catch {
+                    logger.warning("camera ended: \(error.description)", metadata: ["recording": "\(id)", "pictures": "\(camera.pictureCount)"])
+                }
+            }
+        }
         let producers = DispatchGroup()
         let screenBox = UncheckedBox(screen)
         producers.enter()
@@ -195,6 +253,39 @@ final class RecordingSession: Sendable {
         }
     }
 
+    /// A clip buffer's last `duration` (nil: all it keeps) as a new recording in the store,
+    /// while buffering goes on. Throws for a session that is no clip buffer, or when nothing
+    /// is buffered yet.
+    func saveClip(last duration: MediaTime?) throws(DaemonError) -> ClipSaved {
+        guard let clips = state.withLock({ $0.clips }) else {
+            throw DaemonError(code: .outOfOrder, message: "clip buffering has not started")
+        }
+        let clipID = store.newID()
+        let path = store.moviePath(id: clipID)!  // ids are made by the store, always valid
+        let saved: SavedClip
+        do {
+            saved = try clips.save(last: duration, to: path.path)
+        } catch {
+            try? FileManager.default.removeItem(at: path)
+            throw DaemonError(code: .captureFailed, message: "cannot save the clip: \(error.description)")
+        }
+        let (width, height) = state.withLock { ($0.width, $0.height) }
+        let info = RecordingInfo(id: clipID, created: Date().timeIntervalSince1970, state: .complete, duration: saved.duration.seconds,
+                                 frames: saved.videoFrames, dropped: 0, width: width, height: height, bytes: saved.bytes, error: nil)
+        _ = store.save(info)
+        logger.info("clip saved", metadata: ["clipBuffer": "\(id)", "recording": "\(clipID)", "duration": "\(info.duration)"])
+        return ClipSaved(id: clipID, duration: info.duration, asked: duration?.seconds, frames: saved.videoFrames, bytes: saved.bytes)
+    }
+
+    /// How much a clip buffer holds now.
+    func clipStatus() -> ClipStatus? {
+        guard case .clipBuffer(let length, let byteBudget) = destination, let clips = state.withLock({ $0.clips }) else { return nil }
+        let phase = self.phase
+        return ClipStatus(id: id, buffered: clips.bufferedDuration.seconds, length: length.seconds, bytes: clips.bytesWritten,
+                          byteBudget: Int64(byteBudget), paused: phase == .paused, width: state.withLock { $0.width },
+                          height: state.withLock { $0.height })
+    }
+
     /// Runs `handler` with the summary once the movie is closed (at once if it is).
     func onFinish(_ handler: @escaping @Sendable (RecordingSummary) -> Void) { completion.onComplete(handler) }
 
@@ -266,7 +357,7 @@ final class RecordingSession: Sendable {
                 $0.bytes = bytes
             }
             let now = parts.clock.now()
-            if now - lastSave > MediaTime(nanoseconds: 1_000_000_000) {
+            if destination == .store, now - lastSave > MediaTime(nanoseconds: 1_000_000_000) {
                 lastSave = now
                 _ = store.save(info())
             }
@@ -297,7 +388,7 @@ final class RecordingSession: Sendable {
             }
         }
 
-        let frames = sink.videoFrames, bytes = store.fileSize(id: id)
+        let frames = sink.videoFrames, bytes = destination == .store ? store.fileSize(id: id) : sink.bytesWritten
         let summary = state.withLock { state in
             state.writtenFrames = frames
             state.bytes = bytes
@@ -305,7 +396,7 @@ final class RecordingSession: Sendable {
             return RecordingSummary(id: id, duration: max(0, duration.seconds), frames: frames,
                                     dropped: state.counters?.dropped ?? 0, error: state.lifecycle.failure)
         }
-        _ = store.save(info(finalDuration: duration))
+        if destination == .store { _ = store.save(info(finalDuration: duration)) }
         for (source, timeline) in audioTimelines where timeline.insertedFrames + timeline.droppedFrames > 0 {
             // Silence inserted or audio dropped to keep sync: large numbers point at a capture problem.
             logger.info("audio timing corrections", metadata: [

@@ -50,9 +50,21 @@ public final class PictureTransform: Sendable {
         Self.scale(picture, into: output, x: place.x, y: place.y, width: place.width, height: place.height)
     }
 
+    /// Copies all of `picture` into `output` of the same size and format.
+    package static func copy(_ picture: PixelBuffer, into output: PixelBuffer) {
+        precondition(picture.width == output.width && picture.height == output.height, "a copy keeps the size")
+        let source = picture.baseAddress.assumingMemoryBound(to: UInt8.self)
+        let target = output.mutableBaseAddress.assumingMemoryBound(to: UInt8.self)
+        _ = I420Copy(
+            source, Int32(picture.stride(ofPlane: 0)), source + picture.offset(ofPlane: 1), Int32(picture.stride(ofPlane: 1)),
+            source + picture.offset(ofPlane: 2), Int32(picture.stride(ofPlane: 2)),
+            target, Int32(output.stride(ofPlane: 0)), target + output.offset(ofPlane: 1), Int32(output.stride(ofPlane: 1)),
+            target + output.offset(ofPlane: 2), Int32(output.stride(ofPlane: 2)), Int32(picture.width), Int32(picture.height))
+    }
+
     /// Scales all of `picture` into a rectangle of `output` (box filter: the right one for
     /// downscaling screen content, where text must stay legible). `x` and `y` are even.
-    private static func scale(_ picture: PixelBuffer, into output: PixelBuffer, x: Int, y: Int, width: Int, height: Int) {
+    package static func scale(_ picture: PixelBuffer, into output: PixelBuffer, x: Int, y: Int, width: Int, height: Int) {
         let source = picture.baseAddress.assumingMemoryBound(to: UInt8.self)
         let yStride = output.stride(ofPlane: 0), uStride = output.stride(ofPlane: 1), vStride = output.stride(ofPlane: 2)
         let target = output.mutableBaseAddress.assumingMemoryBound(to: UInt8.self)

@@ -107,6 +107,12 @@ final class FakeCaptureBackend: CaptureBackend, @unchecked Sendable {
         self.audio = Dictionary(uniqueKeysWithValues: audio.map { ($0, FakeAudio(source: $0)) })
     }
 
+    func listSources() -> SourceListing { SourceListing() }
+
+    func grabHotkey(_ chord: KeyChord, onPress: @escaping @Sendable () -> Void) throws(CaptureError) -> any HotkeyRelease {
+        throw CaptureError(.hotkeyUnavailable, "the fake desktop has no keyboard")
+    }
+
     func refuseScreen(_ error: CaptureError) { lock.withLock { $0.screenError = error } }
     /// Opening the screen waits until the test signals the returned gate.
     func holdScreen() -> DispatchSemaphore {

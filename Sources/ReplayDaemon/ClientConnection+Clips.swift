@@ -1,0 +1,143 @@
+import Foundation
+import Logging
+import ReplayCapture
+import ReplayIPC
+import ReplayLoopbackServer
+import ReplayMedia
+import ReplaySystem
+import Synchronization
+
+/// Clip buffering: the last minutes kept in memory, saved into the store on request.
+extension ClientConnection {
+    /// Longest buffer, and the default memory budget.
+    static let longestClipBuffer = 600.0
+    static let defaultClipBudget = 512 << 20
+
+    func startClipBuffering(_ options: RecordingOptions, length: Double, byteBudget: Int?, hotkey: String?) throws {
+        if let problem = Self.validate(options) { throw Refusal(code: .malformedRequest, message: problem) }
+        guard (1...Self.longestClipBuffer).contains(length) else {
+            throw Refusal(code: .malformedRequest, message: "a clip buffer keeps 1 to \(Int(Self.longestClipBuffer)) seconds")
+        }
+        let budget = byteBudget ?? Self.defaultClipBudget
+        guard (1 << 20...1 << 32).contains(budget) else {
+            throw Refusal(code: .malformedRequest, message: "a clip buffer's memory budget is 1 MiB to 4 GiB")
+        }
+        guard runningClipBuffer() == nil else {
+            throw Refusal(code: .busy, message: role == .person
+                ? "clip buffering is already on (`replay clip stop` first)" : "this connection is already buffering clips")
+        }
+        if options.area != nil { try requirePerson("choose a monitor, window or region to record") }
+        var chord: KeyChord?
+        if let hotkey {
+            try requirePerson("grab a key on the whole desktop")
+            guard hotkey.count <= 64, let parsed = KeyChord(hotkey) else {
+                throw Refusal(code: .malformedRequest, message: "unknown hotkey '\(hotkey.prefix(64))': write it as Ctrl+Alt+S, Super+F9, Shift+Print…")
+            }
+            chord = parsed
+        }
+        var capabilities: ConsentBroker.Capabilities = .screen
+        if options.appAudio { capabilities.insert(.appAudio) }
+        if options.microphone { capabilities.insert(.microphone) }
+        if options.camera != nil { capabilities.insert(.camera) }
+        try requireConsent(capabilities)
+        if case .pickWindow(let seconds) = options.area { try channel.send(DaemonEvent.waitingForWindowPick(seconds: seconds)) }
+
+        var buffered = options
+        buffered.duration = nil
+        // An app keeps its own windows only, as its in-app capture sees them: it may be sent the clip.
+        let filter: WindowFilter = role == .app ? .onlyProcess(peer?.pid ?? -1) : .everything
+        let session = RecordingSession(
+            id: "clips-" + LoopbackServer.randomToken(bytes: 6), options: buffered,
+            destination: .clipBuffer(length: MediaTime(seconds: length), byteBudget: budget), filter: filter,
+            store: daemon.store, parts: daemon.parts, protectedWindows: daemon.protectedWindows, logger: daemon.logger)
+        guard daemon.register(session) else { throw Refusal(code: .busy, message: "replayd is shutting down") }
+        do {
+            _ = try session.start()
+        } catch {
+            daemon.unregister(session)
+            throw error
+        }
+        var grab: (any HotkeyRelease)?
+        if let chord {
+            let logger = daemon.logger
+            do {
+                grab = try daemon.parts.capture.grabHotkey(chord) {
+                    do throws(DaemonError) {
+                        let saved = try session.saveClip(last: nil)
+                        logger.info("hotkey saved a clip", metadata: ["recording": "\(saved.id)"])
+                    } catch {
+                        logger.warning("hotkey: \(error.description)")
+                    }
+                }
+            } catch {
+                session.stop()
+                _ = session.waitUntilFinished()
+                daemon.unregister(session)
+                throw Refusal(code: .captureFailed, message: "cannot use \(hotkey ?? "the hotkey"): \(error.description)")
+            }
+        }
+        if role == .person {
+            daemon.state.withLock { $0.personClipBuffer = session }
+        } else {
+            clipBuffer = session
+        }
+        let announced = role != .person || options.notify != false
+        if announced {
+            daemon.indicator.began(IndicatedCapture(id: session.id, kind: .clipBuffer, who: capturerName), stop: { session.stop() })
+        }
+        let daemon = self.daemon
+        session.onFinish { [grab] summary in
+            grab?.release()
+            if announced { daemon.indicator.ended(summary.id) }
+            daemon.unregister(session)
+            daemon.state.withLock { state in
+                if state.personClipBuffer === session { state.personClipBuffer = nil }
+            }
+            daemon.logger.info("clip buffering ended", metadata: ["clipBuffer": "\(summary.id)", "error": "\(summary.error ?? "none")"])
+        }
+        daemon.logger.info("clip buffering started", metadata: [
+            "clipBuffer": "\(session.id)", "length": "\(length)", "budget": "\(budget)", "peer": "\(peerDescription)"])
+        try channel.send(DaemonEvent.clipBufferingStarted(status: try clipStatus(of: session)))
+    }
+
+    func saveClip(last: Double?) throws {
+        if let last, !(last > 0 && last <= Self.longestClipBuffer) {
+            throw Refusal(code: .malformedRequest, message: "a clip lasts more than 0 and up to \(Int(Self.longestClipBuffer)) seconds")
+        }
+        guard let session = runningClipBuffer() else {
+            throw Refusal(code: .outOfOrder, message: "clip buffering is not on")
+        }
+        let saved = try session.saveClip(last: last.map { MediaTime(seconds: $0) })
+        try channel.send(DaemonEvent.clipSaved(clip: saved))
+        guard role == .app, let path = daemon.store.moviePath(id: saved.id) else { return }
+        // An app's clip is its own windows: it is sent the movie, and the store keeps nothing.
+        defer { _ = daemon.store.delete(id: saved.id) }
+        try sendMovie(at: path, id: saved.id)
+    }
+
+    func sendClipStatus() throws {
+        let status = try runningClipBuffer().map { session throws in try clipStatus(of: session) }
+        try channel.send(DaemonEvent.clipStatus(status: status))
+    }
+
+    func stopClipBuffering() throws {
+        guard let session = runningClipBuffer() else {
+            throw Refusal(code: .outOfOrder, message: "clip buffering is not on")
+        }
+        session.stop()
+        _ = session.waitUntilFinished()
+        if role == .app { clipBuffer = nil }
+        try channel.send(DaemonEvent.clipBufferingStopped)
+    }
+
+    /// The person's buffer (in the daemon), or this app connection's own.
+    private func runningClipBuffer() -> RecordingSession? {
+        let session = role == .person ? daemon.state.withLock { $0.personClipBuffer } : clipBuffer
+        return session.flatMap { $0.isFinished ? nil : $0 }
+    }
+
+    private func clipStatus(of session: RecordingSession) throws -> ClipStatus {
+        guard let status = session.clipStatus() else { throw Refusal(code: .internalError, message: "the clip buffer is not running") }
+        return status
+    }
+}

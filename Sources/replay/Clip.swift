@@ -1,0 +1,165 @@
+import ArgumentParser
+import Foundation
+import ReplayIPC
+
+extension Replay {
+    /// `replay clip`: keep the last minutes in memory, save them when something happened.
+    struct Clip: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Keep the last minutes of the screen in memory; save them as a clip when something worth keeping happened.",
+            discussion: """
+                `replay clip start` keeps the last --length seconds (encoded, in replayd's memory: \
+                nothing is written until a save). `replay clip save` writes the last seconds into \
+                the store as a recording, while buffering goes on; `--to` also exports it to a file. \
+                With --hotkey, a key saves it from anywhere on the desktop.
+                """,
+            subcommands: [Start.self, Save.self, Status.self, Stop.self])
+    }
+}
+
+extension Replay.Clip {
+    struct Start: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Start keeping the last seconds of the screen and its sound in memory.",
+            discussion: """
+                Runs in replayd until `replay clip stop`; this command returns at once. Memory is \
+                bounded by --budget as well as by --length: when the budget is reached, the oldest \
+                seconds go first. A keyframe is made at least once a second, so a clip starts \
+                within a second of what is asked.
+                """)
+
+        @OptionGroup var daemon: DaemonOptions
+
+        @Option(help: "Seconds kept, 1 to 600.")
+        var length = 30.0
+
+        @Option(help: "Memory kept at most, in MB (1 to 4096).")
+        var budget = 512
+
+        @Option(help: ArgumentHelp("Save the last --length seconds when this key is pressed anywhere on the desktop (X11: a grab of that key on the screen).", valueName: "Ctrl+Alt+S"))
+        var hotkey: String?
+
+        @OptionGroup(title: "What to record") var choices: CaptureChoices
+
+        @Flag(help: "Print the clip buffer's status as one JSON object.")
+        var json = false
+
+        func validate() throws {
+            if !(1...600).contains(length) { throw ValidationError("--length must be between 1 and 600 seconds") }
+            if !(1...4096).contains(budget) { throw ValidationError("--budget must be between 1 and 4096 MB") }
+        }
+
+        func run() throws {
+            try reportingFailure {
+                let channel = try DaemonClient.connect(socket: daemon.socket)
+                try channel.send(ClientRequest.startClipBuffering(
+                    options: try choices.recordingOptions(duration: nil), length: length, byteBudget: budget << 20, hotkey: hotkey))
+                var reply = try DaemonClient.next(channel).message
+                while case .waitingForWindowPick(let seconds) = reply {
+                    printError("Click the window to keep (replayd waits up to \(seconds) s).")
+                    reply = try DaemonClient.next(channel).message
+                }
+                guard case .clipBufferingStarted(let status) = reply else {
+                    throw DaemonClient.Failure(description: "unexpected reply from replayd")
+                }
+                if json {
+                    print(try Status.encode(status))
+                } else {
+                    let key = hotkey.map { ", or press \($0)" } ?? ""
+                    print("Keeping the last \(Int(status.length)) s of \(status.width)x\(status.height) (up to \(budget) MB): "
+                        + "`replay clip save` saves them\(key); `replay clip stop` ends it.")
+                }
+            }
+        }
+    }
+
+    struct Save: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Save the last seconds as a recording in the store (and optionally a file); buffering goes on.")
+
+        @OptionGroup var daemon: DaemonOptions
+
+        @Option(help: "Seconds to save (default: everything kept).")
+        var last: Double?
+
+        @Option(help: "Also export the clip to this file (Matroska when it ends in .mkv).")
+        var to: String?
+
+        @Flag(help: "Replace the --to file if it exists.")
+        var force = false
+
+        @Flag(help: "Print {id, duration, asked, frames, bytes} as one JSON object.")
+        var json = false
+
+        func validate() throws {
+            if let last, !(last > 0 && last <= 600) { throw ValidationError("--last must be more than 0 and up to 600 seconds") }
+            if let to, FileManager.default.fileExists(atPath: to), !force { throw ValidationError("\(to) exists; pass --force to replace it") }
+        }
+
+        func run() throws {
+            try reportingFailure {
+                let channel = try DaemonClient.connect(socket: daemon.socket)
+                try channel.send(ClientRequest.saveClip(last: last))
+                guard case .clipSaved(let clip) = try DaemonClient.next(channel).message else {
+                    throw DaemonClient.Failure(description: "unexpected reply from replayd")
+                }
+                if let to { try Exporter(channel: channel, quiet: json).export(id: clip.id, to: to) }
+                if json {
+                    print(try Status.encode(clip))
+                    return
+                }
+                if clip.isShort, let asked = clip.asked {
+                    printError("warning: only \(String(format: "%.1f", clip.duration)) s were kept so far, not the \(String(format: "%g", asked)) s asked")
+                }
+                print("Saved \(clip.id): \(String(format: "%.1f", clip.duration)) s, \(clip.frames) frames.")
+            }
+        }
+    }
+
+    struct Status: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show whether clip buffering is on, and how much it keeps.")
+
+        @OptionGroup var daemon: DaemonOptions
+
+        @Flag(help: "Print the status as one JSON object (null when off).")
+        var json = false
+
+        func run() throws {
+            try reportingFailure {
+                let status = try DaemonClient.ask(.clipStatus, socket: daemon.socket) { event -> ClipStatus?? in
+                    if case .clipStatus(let status) = event { status } else { nil }
+                }
+                if json {
+                    print(try status.map(Self.encode) ?? "null")
+                } else if let status {
+                    print("clip buffering\(status.paused ? " (paused)" : ""): \(String(format: "%.1f", status.buffered)) of "
+                        + "\(Int(status.length)) s kept, \(status.bytes >> 20) of \(status.byteBudget >> 20) MB, "
+                        + "\(status.width)x\(status.height) (\(status.id))")
+                } else {
+                    print("clip buffering is off")
+                }
+            }
+        }
+
+        static func encode(_ value: some Encodable) throws -> String {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            return String(decoding: try encoder.encode(value), as: UTF8.self)
+        }
+    }
+
+    struct Stop: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Stop clip buffering; what was kept and not saved is gone.")
+
+        @OptionGroup var daemon: DaemonOptions
+
+        func run() throws {
+            try reportingFailure {
+                _ = try DaemonClient.ask(.stopClipBuffering, socket: daemon.socket) { event -> Bool? in
+                    if case .clipBufferingStopped = event { true } else { nil }
+                }
+                print("Clip buffering stopped.")
+            }
+        }
+    }
+}
