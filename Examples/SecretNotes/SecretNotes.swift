@@ -42,6 +42,18 @@ struct SecretNotes: AsyncParsableCommand {
     @Flag(help: "Throw the replay away instead of showing its preview.")
     var discard = false
 
+    @Option(help: "With --record: record only this display (a content filter).")
+    var recordMonitor: String?
+
+    @Flag(help: "With --record: record only this app's own window.")
+    var recordOwnWindow = false
+
+    @Option(help: "With --record: record only this window (an X id; another app's records black).")
+    var recordWindow: UInt32?
+
+    @Option(help: "With --record: paint this window black in the replay (repeatable).")
+    var excludeWindow: [UInt32] = []
+
     @Option(help: "Share this many pictures of the app's own window (in-app capture), then report their colours.")
     var shareFrames: Int?
 
@@ -104,7 +116,13 @@ struct SecretNotes: AsyncParsableCommand {
             defer { follower.cancel() }
 
             if let shareFrames { try await share(recorder, frames: shareFrames) }
-            if let record { try await replay(recorder, seconds: record) }
+            if let record {
+                var filter: ContentFilter = .screen
+                if let recordMonitor { filter = .display(recordMonitor) }
+                if recordOwnWindow { filter = .window(window.id) }
+                if let recordWindow { filter = .window(recordWindow) }
+                try await replay(recorder, seconds: record, filter: filter.excluding(windows: excludeWindow))
+            }
             if let goLive { try await broadcast(preferredExtension: goLive == "any" ? nil : goLive) }
             if let clip, let clipFile { try await keepClips(recorder, seconds: clip, to: URL(fileURLWithPath: clipFile)) }
             if let stay {
@@ -178,8 +196,8 @@ struct SecretNotes: AsyncParsableCommand {
     }
 
     /// A replay: record, stop, and hand the person the preview (the app never sees the movie).
-    private func replay(_ recorder: ScreenRecorder, seconds: Double) async throws(RecordingError) {
-        try await recorder.startRecording()
+    private func replay(_ recorder: ScreenRecorder, seconds: Double, filter: ContentFilter) async throws(RecordingError) {
+        try await recorder.startRecording(filter: filter)
         report(["event": "recording"])
         try? await Task.sleep(for: .seconds(seconds))
         let preview = try await recorder.stopRecording()

@@ -51,16 +51,27 @@ public final class ScreenRecorder: Sendable {
         set { state.withLock { $0.cameraCorner = newValue } }
     }
 
+    /// Starts recording what `filter` keeps of the screen (ScreenCaptureKit's content filter:
+    /// a display, or a window of this app's, with windows excluded) with its audio.
+    public func startRecording(filter: ContentFilter) async throws(RecordingError) {
+        try await startRecording(area: filter.area, excluding: filter.excludedWindows)
+    }
+
     /// Starts recording the screen with its audio. The first time, and again after 8 minutes
     /// unused, the person is asked; a refusal throws `userDeclined`.
     public func startRecording() async throws(RecordingError) {
+        try await startRecording(area: nil, excluding: [])
+    }
+
+    private func startRecording(area: CaptureArea?, excluding excluded: [UInt32]) async throws(RecordingError) {
         let options = try state.withLock { state throws(RecordingError) -> RecordingOptions in
             guard state.recording == nil, !state.starting else {
                 throw RecordingError(.attemptToStartInRecordingState, "a recording is already running; stop it first")
             }
             state.starting = true
-            return RecordingOptions(microphone: state.microphone,
-                                    camera: state.camera ? CameraOverlay(corner: state.cameraCorner.overlayCorner) : nil)
+            return RecordingOptions(microphone: state.microphone, area: area,
+                                    camera: state.camera ? CameraOverlay(corner: state.cameraCorner.overlayCorner) : nil,
+                                    excludedWindows: excluded.isEmpty ? nil : excluded)
         }
         defer { state.withLock { $0.starting = false } }
         let connection = try await start(.startRecording(options: options), what: "recording") {
@@ -317,5 +328,27 @@ public enum CameraCorner: Sendable, CaseIterable {
         case .bottomLeft: .bottomLeft
         case .bottomRight: .bottomRight
         }
+    }
+}
+
+/// What a recording keeps of the screen, as ScreenCaptureKit's SCContentFilter: the whole
+/// screen or one display, or one of this app's own windows (followed as it moves; another
+/// app's window records black), with windows excluded (painted black).
+public struct ContentFilter: Sendable, Equatable {
+    let area: CaptureArea?
+    let excludedWindows: [UInt32]
+
+    /// The whole screen.
+    public static let screen = ContentFilter(area: nil, excludedWindows: [])
+
+    /// One display, by the name `replay sources` lists (RandR's: "DP-1").
+    public static func display(_ name: String) -> ContentFilter { ContentFilter(area: .monitor(name: name), excludedWindows: []) }
+
+    /// One of this app's windows, by its X id.
+    public static func window(_ id: UInt32) -> ContentFilter { ContentFilter(area: .window(id: id), excludedWindows: []) }
+
+    /// The same, with these windows painted black.
+    public func excluding(windows: [UInt32]) -> ContentFilter {
+        ContentFilter(area: area, excludedWindows: excludedWindows + windows)
     }
 }

@@ -14,19 +14,23 @@ public struct ScreenCaptureOptions: Sendable {
     public var protectedWindows: ProtectedWindows?
     /// The whole screen, or a monitor, a window or a region of it.
     public var area: ScreenArea
+    /// Windows painted black in this capture only, as protected ones are in every capture.
+    public var excludedWindows: Set<UInt32>
 
     /// How long a still screen's picture stands before it is repeated, so that encoders and
     /// viewers never starve.
     public static let stillRepeat = MediaTime(nanoseconds: 250_000_000)
 
     public init(fps: Int, showCursor: Bool, repeatInterval: MediaTime = stillRepeat,
-                filter: WindowFilter = .everything, protectedWindows: ProtectedWindows? = nil, area: ScreenArea = .screen) {
+                filter: WindowFilter = .everything, protectedWindows: ProtectedWindows? = nil, area: ScreenArea = .screen,
+                excludedWindows: Set<UInt32> = []) {
         self.fps = fps
         self.showCursor = showCursor
         self.repeatInterval = repeatInterval
         self.filter = filter
         self.protectedWindows = protectedWindows
         self.area = area
+        self.excludedWindows = excludedWindows
     }
 }
 
@@ -235,7 +239,7 @@ public final class ScreenCapture: ScreenCapturing {
     /// capture) and protected windows. Fails closed: if the windows cannot be told apart,
     /// the whole picture is black. `shown` is the part of the screen the picture holds.
     private func maskWindows(shown: PixelRect? = nil) {
-        let protected = options.protectedWindows?.windows ?? []
+        let protected = (options.protectedWindows?.windows ?? []).union(options.excludedWindows)
         guard options.filter != .everything || !protected.isEmpty else { return }
         let screen = shown ?? PixelRect(x: 0, y: 0, width: image.width, height: image.height)
         if windowStack == nil { windowStack = try? WindowStack(display: display) }

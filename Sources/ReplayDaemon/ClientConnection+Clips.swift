@@ -26,7 +26,7 @@ extension ClientConnection {
             throw Refusal(code: .busy, message: role == .person
                 ? "clip buffering is already on (`replay clip stop` first)" : "this connection is already buffering clips")
         }
-        if options.area != nil { try requirePerson("choose a monitor, window or region to record") }
+        _ = try areaFilter(options.area)
         var chord: KeyChord?
         if let hotkey {
             try requirePerson("grab a key on the whole desktop")

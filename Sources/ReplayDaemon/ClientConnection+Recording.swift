@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReplayCapture
 import ReplayCodec
 import ReplayIPC
 import ReplayMedia
@@ -28,6 +29,7 @@ extension ClientConnection {
             }
         }
         if let problem = options.area?.problem { return problem }
+        if let excluded = options.excludedWindows, excluded.count > 256 { return "at most 256 windows can be excluded" }
         if let camera = options.camera {
             if let size = camera.size, !(5...50).contains(size) { return "the camera's size must be 5 to 50 percent of the recording's width" }
             if let device = camera.device, device.isEmpty || device.count > 256
@@ -49,7 +51,7 @@ extension ClientConnection {
         guard recording?.isFinished ?? true else {
             throw Refusal(code: .busy, message: "this connection is already recording")
         }
-        if options.area != nil { try requirePerson("choose a monitor, window or region to record") }
+        let filter = try areaFilter(options.area)
         var capabilities: ConsentBroker.Capabilities = .screen
         if options.appAudio { capabilities.insert(.appAudio) }
         if options.microphone { capabilities.insert(.microphone) }
@@ -62,7 +64,7 @@ extension ClientConnection {
         if case .pickWindow(let seconds) = options.area { try channel.send(DaemonEvent.waitingForWindowPick(seconds: seconds)) }
 
         let session = RecordingSession(
-            id: daemon.store.newID(), options: options, store: daemon.store, parts: daemon.parts,
+            id: daemon.store.newID(), options: options, filter: filter, store: daemon.store, parts: daemon.parts,
             protectedWindows: daemon.protectedWindows, logger: daemon.logger)
         guard daemon.register(session) else { throw Refusal(code: .busy, message: "replayd is shutting down") }
         let started: RecordingStarted
@@ -94,6 +96,21 @@ extension ClientConnection {
             daemon.unregister(session)
             if let pid { daemon.consent.markActive(pid: pid) }
             try? channel.send(DaemonEvent.recordingFinished(summary: summary))
+        }
+    }
+
+    /// Who may record which part: the person anything; an app a monitor or a region (parts of
+    /// the screen it has consent for) or a window, of which it sees only its own windows'
+    /// pixels, so another app's window records black; only the person picks by clicking.
+    func areaFilter(_ area: CaptureArea?) throws -> WindowFilter {
+        switch area {
+        case .pickWindow?:
+            try requirePerson("ask the person to click a window")
+            return .everything
+        case .window? where role == .app:
+            return .onlyProcess(peer?.pid ?? -1)
+        default:
+            return .everything
         }
     }
 

@@ -121,16 +121,19 @@ public struct RecordingOptions: Codable, Sendable, Equatable {
     public var microphoneDevice: String?
     /// App audio of this application only (its name, or its program's), wherever it plays.
     public var audioApplication: String?
-    /// A monitor, a window or a region instead of the whole screen (nil); the person's own
-    /// tools only.
+    /// A monitor, a window or a region instead of the whole screen (nil). An app may name a
+    /// monitor or a region, or a window of its own (another's records black); picking a window
+    /// is for the person's tools only.
     public var area: CaptureArea?
     /// The camera drawn into a corner of the recording; nil: none.
     public var camera: CameraOverlay?
+    /// Windows painted black in this recording only (X ids, up to 256).
+    public var excludedWindows: [UInt32]?
 
     public init(duration: Double? = nil, fps: Int = 30, microphone: Bool = false, appAudio: Bool = true,
                 showCursor: Bool = true, video: VideoEncoding = .default, notify: Bool? = nil,
                 audioDevice: String? = nil, microphoneDevice: String? = nil, audioApplication: String? = nil,
-                area: CaptureArea? = nil, camera: CameraOverlay? = nil) {
+                area: CaptureArea? = nil, camera: CameraOverlay? = nil, excludedWindows: [UInt32]? = nil) {
         self.duration = duration
         self.fps = fps
         self.microphone = microphone
@@ -143,6 +146,7 @@ public struct RecordingOptions: Codable, Sendable, Equatable {
         self.audioApplication = audioApplication
         self.area = area
         self.camera = camera
+        self.excludedWindows = excludedWindows
     }
 }
 

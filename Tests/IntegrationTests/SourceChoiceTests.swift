@@ -24,6 +24,12 @@ extension IntegrationTests {
             return (app, UInt32(try #require(shown["id"] as? Int)))
         }
 
+        /// The movie in the store of the recording an app reported (the app itself never sees it).
+        static func storedMovie(of app: CommandResult, in fixture: ReplayFixture) throws -> URL {
+            let id = try #require(app.jsonLines.first { $0["event"] as? String == "recorded" }?["id"] as? String, "\(app)")
+            return fixture.store.appendingPathComponent("\(id).mp4")
+        }
+
         static func isGreen(_ c: DecodedFrame.RGB) -> Bool { c.g > 200 && c.r < 60 && c.b < 60 }
         static func isBlue(_ c: DecodedFrame.RGB) -> Bool { c.b > 200 && c.r < 60 && c.g < 60 }
 
@@ -135,6 +141,45 @@ extension IntegrationTests {
             let closed = closing.finish(timeout: 30)
             #expect(closed.stderr.contains("the recorded window was closed"), "\(closed)")
             #expect(fixture.storedMovies().count == 2)
+        }
+
+        /// The SDK's content filter: an app records one monitor with another app's window
+        /// excluded, and then only a window of its own (another app's would be all black).
+        @Test func anAppsContentFilterRecordsAMonitorWithoutExcludedWindowsOrOnlyItsOwnWindow() throws {
+            let fixture = try ReplayFixture()
+            defer { fixture.stop() }
+            try Self.splitIntoTwoMonitors(fixture)
+            try fixture.startDaemon(Privacy.allowExampleApp(in: fixture))
+            let (green, greenID) = try Self.window(fixture, colour: "green", at: "1200,100,400,300")
+            defer { green.process.terminate() }
+
+            let monitor = try fixture.startApp(["--colour", "blue", "--geometry", "1200,600,400,300", "--no-protect",
+                                                "--record", "2", "--record-monitor", "right",
+                                                "--exclude-window", String(greenID)])
+            let recorded = monitor.finish(timeout: 60)
+            #expect(recorded.status == 0, "\(recorded)\n\(fixture.daemonLog.suffix(2000))")
+            let movie = try Self.storedMovie(of: recorded, in: fixture)
+            #expect(try MediaProbe(movie).video.map { [$0.width, $0.height] } == [960, 1080])
+            let frame = try DecodedFrame(movie, at: 1, width: 960, height: 1080)
+            // The app's own blue window at 1200,600 is at 240,600 on the right monitor; the green one is black.
+            #expect(frame.fraction(x: 250, y: 690, width: 380, height: 200, Self.isBlue) > 0.95)
+            #expect(frame.blackFraction(x: 250, y: 110, width: 380, height: 280) > 0.99)
+
+            let own = try fixture.startApp(["--colour", "blue", "--geometry", "100,600,400,300", "--no-protect",
+                                            "--record", "2", "--record-own-window"])
+            let ownResult = own.finish(timeout: 60)
+            #expect(ownResult.status == 0, "\(ownResult)")
+            let window = try Self.storedMovie(of: ownResult, in: fixture)
+            #expect(try MediaProbe(window).video.map { [$0.width, $0.height] } == [400, 300])
+            #expect(try DecodedFrame(window, at: 1, width: 400, height: 300).fraction(x: 0, y: 90, width: 400, height: 210, Self.isBlue) > 0.95)
+
+            // Another app's window as its filter: all black, as the app may see only its own.
+            let other = try fixture.startApp(["--colour", "blue", "--geometry", "100,600,400,300", "--no-protect",
+                                              "--record", "2", "--record-window", String(greenID)])
+            let otherResult = other.finish(timeout: 60)
+            #expect(otherResult.status == 0, "\(otherResult)")
+            #expect(try DecodedFrame(Self.storedMovie(of: otherResult, in: fixture), at: 1, width: 400, height: 300)
+                .blackFraction(x: 0, y: 0, width: 400, height: 300) > 0.99)
         }
 
         @Test func pickingAWindowRecordsTheOneClicked() throws {

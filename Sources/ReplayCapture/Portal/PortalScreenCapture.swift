@@ -196,7 +196,7 @@ public final class PortalScreenCapture: ScreenCapturing {
                 }
                 let time = MediaTime(nanoseconds: max(stream.heldSince, started))
                 let converted = stream.withHeldFrame { data, rowBytes, format in
-                    if options.protectedWindows.map({ !$0.windows.isEmpty }) ?? false {
+                    if options.protectedWindows.map({ !$0.windows.isEmpty }) ?? false || !options.excludedWindows.isEmpty {
                         // Wayland does not say where a protected window is: fail closed, all black.
                         Self.paintBlack(pixels)
                     } else if format.layout.isBlueFirst {

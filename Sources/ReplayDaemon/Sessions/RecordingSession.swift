@@ -90,7 +90,7 @@ final class RecordingSession: Sendable {
             let repeatInterval = options.camera == nil ? ScreenCaptureOptions.stillRepeat : MediaTime(seconds: 1 / Double(options.fps))
             screen = try parts.capture.makeScreenCapture(ScreenCaptureOptions(
                 fps: options.fps, showCursor: options.showCursor, repeatInterval: repeatInterval, filter: filter,
-                protectedWindows: protectedWindows, area: ScreenArea(options.area)))
+                protectedWindows: protectedWindows, area: ScreenArea(options.area), excludedWindows: Set(options.excludedWindows ?? [])))
         } catch {
             throw failStart(DaemonError(code: .captureFailed, message: error.description))
         }

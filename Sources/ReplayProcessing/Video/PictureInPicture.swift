@@ -3,14 +3,25 @@ public import ReplayMedia
 /// Where a camera's picture goes in a recording's: in a corner, as wide as a share of the
 /// recording, its own shape kept, a small margin from the edges.
 public struct PictureInPicture: Sendable, Equatable {
+    /// A corner of the recording.
     public enum Corner: String, Sendable, CaseIterable, Codable {
-        case topLeft, topRight, bottomLeft, bottomRight
+        /// Top left.
+        case topLeft
+        /// Top right.
+        case topRight
+        /// Bottom left.
+        case bottomLeft
+        /// Bottom right.
+        case bottomRight
     }
 
+    /// Which corner the camera's picture takes.
     public var corner: Corner
     /// The camera picture's width as a share of the recording's (0.05 … 0.5).
     public var widthFraction: Double
 
+    /// A place in `corner`, `widthFraction` of the recording wide.
+    ///
     /// - Parameters:
     ///   - corner: which corner (default: bottom right, where a presenter's face usually goes).
     ///   - widthFraction: clamped to 0.05 … 0.5.
