@@ -70,7 +70,9 @@ public enum ReplayPaths {
     /// Creates `url` (and its parents) as a folder only this user can enter, or checks that
     /// it already is one: a real folder, not a symbolic link, owned by this user, and then
     /// made mode 0700. Another user who made it first (to receive what clients send there,
-    /// or to keep the daemon out) gets it refused, never used.
+    /// or to keep the daemon out) gets it refused, never used; so does a folder every user
+    /// shares (sticky, as /tmp), which is never made private under the others' feet: a socket
+    /// or a token file named straight in /tmp must go in a folder of its own.
     public static func makePrivateDirectory(_ url: URL) throws {
         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
         if mkdir(url.path, 0o700) != 0 && errno != EEXIST { throw SystemError(call: "mkdir(\(url.path))", errno: errno) }
@@ -82,6 +84,9 @@ public enum ReplayPaths {
         guard info.st_uid == geteuid() else {
             throw SystemError(call: "\(url.path) belongs to uid \(info.st_uid), not to you (uid \(geteuid())); it is not used, remove it",
                               errno: EACCES)
+        }
+        guard info.st_mode & S_ISVTX == 0 else {
+            throw SystemError(call: "\(url.path) is a folder every user shares; give a folder of its own inside it", errno: EPERM)
         }
         guard chmod(url.path, 0o700) == 0 else {
             throw SystemError(call: "chmod(\(url.path))", errno: errno)
