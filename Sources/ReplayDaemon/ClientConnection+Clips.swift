@@ -26,7 +26,7 @@ extension ClientConnection {
             throw Refusal(code: .busy, message: role == .person
                 ? "clip buffering is already on (`replay clip stop` first)" : "this connection is already buffering clips")
         }
-        _ = try areaFilter(options.area)
+        let areaFilter = try areaFilter(options.area)
         var chord: KeyChord?
         if let hotkey {
             try requirePerson("grab a key on the whole desktop")
@@ -35,17 +35,13 @@ extension ClientConnection {
             }
             chord = parsed
         }
-        var capabilities: ConsentBroker.Capabilities = .screen
-        if options.appAudio { capabilities.insert(.appAudio) }
-        if options.microphone { capabilities.insert(.microphone) }
-        if options.camera != nil { capabilities.insert(.camera) }
-        try requireConsent(capabilities)
+        try requireConsent(Self.capabilities(of: options))
         if case .pickWindow(let seconds) = options.area { try channel.send(DaemonEvent.waitingForWindowPick(seconds: seconds)) }
 
         var buffered = options
         buffered.duration = nil
         // An app keeps its own windows only, as its in-app capture sees them: it may be sent the clip.
-        let filter: WindowFilter = role == .app ? .onlyProcess(peer?.pid ?? -1) : .everything
+        let filter: WindowFilter = role == .app ? .onlyProcess(peer?.pid ?? -1) : areaFilter
         let session = RecordingSession(
             id: "clips-" + LoopbackServer.randomToken(bytes: 6), options: buffered,
             destination: .clipBuffer(length: MediaTime(seconds: length), byteBudget: budget), filter: filter,

@@ -52,11 +52,7 @@ extension ClientConnection {
             throw Refusal(code: .busy, message: "this connection is already recording")
         }
         let filter = try areaFilter(options.area)
-        var capabilities: ConsentBroker.Capabilities = .screen
-        if options.appAudio { capabilities.insert(.appAudio) }
-        if options.microphone { capabilities.insert(.microphone) }
-        if options.camera != nil { capabilities.insert(.camera) }
-        try requireConsent(capabilities)
+        try requireConsent(Self.capabilities(of: options))
         // The portal will show the desktop's dialog: the person is told why nothing happens yet.
         if role == .person, daemon.captureInfo.remembersScreenChoice == false {
             try channel.send(DaemonEvent.waitingForScreenChoice(seconds: Int(daemon.configuration.screenChoiceTimeout)))
@@ -97,6 +93,15 @@ extension ClientConnection {
             if let pid { daemon.consent.markActive(pid: pid) }
             try? channel.send(DaemonEvent.recordingFinished(summary: summary))
         }
+    }
+
+    /// What a recording of `options` asks the person for.
+    static func capabilities(of options: RecordingOptions) -> ConsentBroker.Capabilities {
+        var capabilities: ConsentBroker.Capabilities = .screen
+        if options.appAudio { capabilities.insert(.appAudio) }
+        if options.microphone { capabilities.insert(.microphone) }
+        if options.camera != nil { capabilities.insert(.camera) }
+        return capabilities
     }
 
     /// Who may record which part: the person anything; an app a monitor or a region (parts of

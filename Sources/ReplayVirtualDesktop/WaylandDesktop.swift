@@ -380,28 +380,19 @@ public final class WaylandDesktop: @unchecked Sendable {
     /// screen cast renegotiates its format.
     public func rotate(quarterTurns: Int) throws {
         let bus = try connectBus()
-        let displayConfig = (destination: "org.gnome.Mutter.DisplayConfig", path: "/org/gnome/Mutter/DisplayConfig")
+        let state = try DisplayState(on: bus)
         do {
-            let state = try bus.call(destination: displayConfig.destination, path: displayConfig.path, interface: displayConfig.destination,
-                                     member: "GetCurrentState", [], timeout: 5)
-            // (serial, monitors [((connector, vendor, product, serial), modes [(id, …)], …)], …)
-            guard let serial = state.first?.uint32, let monitor = state.dropFirst().first?.elements?.first?.elements,
-                  let connector = monitor.first?.elements?.first?.string,
-                  let mode = monitor.dropFirst().first?.elements?.first?.elements?.first?.string else {
-                throw VirtualDesktop.StartError(description: "mutter's DisplayConfig described no monitor")
-            }
             let transform = UInt32(((quarterTurns % 4) + 4) % 4)
             let logicalMonitor = DBusValue.structure([
                 .int32(0), .int32(0), .double(1), .uint32(transform), .bool(true),
-                .array(element: "(ssa{sv})", [.structure([.string(connector), .string(mode), .array(element: "{sv}", [])])]),
+                .array(element: "(ssa{sv})", [.structure([.string(state.connector), .string(state.mode), .array(element: "{sv}", [])])]),
             ])
             // Method 1: temporary, as a person's change that is not saved.
-            _ = try bus.call(destination: displayConfig.destination, path: displayConfig.path, interface: displayConfig.destination,
+            _ = try bus.call(destination: DisplayState.service, path: DisplayState.path, interface: DisplayState.service,
                              member: "ApplyMonitorsConfig",
-                             [.uint32(serial), .uint32(1), .array(element: "(iiduba(ssa{sv}))", [logicalMonitor]), .array(element: "{sv}", [])],
+                             [.uint32(state.serial), .uint32(1), .array(element: "(iiduba(ssa{sv}))", [logicalMonitor]),
+                              .array(element: "{sv}", [])],
                              timeout: 5)
-        } catch let error as VirtualDesktop.StartError {
-            throw error
         } catch {
             throw VirtualDesktop.StartError(description: "mutter refused to rotate the monitor: \(error)")
         }
@@ -455,14 +446,38 @@ public final class WaylandDesktop: @unchecked Sendable {
 
     /// The virtual monitor as "vendor:product:serial", from mutter's DisplayConfig.
     private static func virtualMonitor(on bus: DBusConnection) throws -> String {
-        let state = try? bus.call(destination: "org.gnome.Mutter.DisplayConfig", path: "/org/gnome/Mutter/DisplayConfig",
-                                  interface: "org.gnome.Mutter.DisplayConfig", member: "GetCurrentState", [], timeout: 5)
-        // (serial, monitors a((ssss)a(…)a{sv}), logical monitors, properties): connector, vendor, product, serial.
-        guard let monitors = state?.dropFirst().first?.elements, let spec = monitors.first?.elements?.first?.elements,
-              spec.count == 4, let vendor = spec[1].string, let product = spec[2].string, let serial = spec[3].string else {
-            throw VirtualDesktop.StartError(description: "mutter's DisplayConfig named no monitor")
+        let state = try DisplayState(on: bus)
+        return "\(state.vendor):\(state.product):\(state.monitorSerial)"
+    }
+
+    /// Mutter's one monitor, as its DisplayConfig's GetCurrentState describes it.
+    private struct DisplayState {
+        static let service = "org.gnome.Mutter.DisplayConfig"
+        static let path = "/org/gnome/Mutter/DisplayConfig"
+
+        /// The configuration's serial, which ApplyMonitorsConfig must name.
+        let serial: UInt32
+        let connector, vendor, product, monitorSerial: String
+        /// The monitor's first mode's id.
+        let mode: String
+
+        init(on bus: DBusConnection) throws {
+            let state = try? bus.call(destination: Self.service, path: Self.path, interface: Self.service, member: "GetCurrentState",
+                                      [], timeout: 5)
+            // (serial, monitors [((connector, vendor, product, serial), modes [(id, …)], properties)], logical monitors, properties)
+            guard let state, let serial = state.first?.uint32, let monitor = state.dropFirst().first?.elements?.first?.elements,
+                  let spec = monitor.first?.elements, spec.count == 4, let connector = spec[0].string, let vendor = spec[1].string,
+                  let product = spec[2].string, let monitorSerial = spec[3].string,
+                  let mode = monitor.dropFirst().first?.elements?.first?.elements?.first?.string else {
+                throw VirtualDesktop.StartError(description: "mutter's DisplayConfig described no monitor")
+            }
+            self.serial = serial
+            self.connector = connector
+            self.vendor = vendor
+            self.product = product
+            self.monitorSerial = monitorSerial
+            self.mode = mode
         }
-        return "\(vendor):\(product):\(serial)"
     }
 
     /// Stores a screen-cast permission for `monitor` under `token`, for unsandboxed apps
