@@ -69,8 +69,11 @@ extension IntegrationTests {
             let before = settled()
             for _ in 0..<50 { try cycle() }
             let after = settled(descriptors: before.descriptors)
-            #expect(after.descriptors == before.descriptors,
-                    "before: \(before); after: \(after); new: \(after.targets.filter { !before.targets.contains($0) }); gone: \(before.targets.filter { !after.targets.contains($0) })")
+            // Nothing left behind: no more descriptors than before. (One of the daemon's own that
+            // closes meanwhile, as a pipe did once here, leaks nothing.)
+            let new = after.targets.filter { !before.targets.contains($0) }
+            #expect(after.descriptors <= before.descriptors,
+                    "before: \(before); after: \(after); new: \(new); gone: \(before.targets.filter { !after.targets.contains($0) })")
             #expect(after.surfaceMappings == 0 && after.children == 0, "\(after)")
 
             // The history keeps the final status of the latest ones, and only those.

@@ -285,9 +285,10 @@ extension IntegrationTests {
             let drawn = Int((duration * 30).rounded())
             print("10 s through the portal: \(frames) frames of the scene's \(drawn) (\(frames * 100 / max(1, drawn))%) in \(duration) s")
             #expect(abs(duration - 10) <= 0.5, "duration \(duration)")
-            // Runs here kept 92–100%; a busy moment costs the software-rendered compositor a few.
-            // Asking PipeWire for exactly the cap kept 88%, so 90% still tells that apart.
-            #expect(Double(frames) >= 0.90 * Double(drawn), "\(frames) of \(drawn) frames")
+            // Quiet runs here kept 92–100%; a busy machine costs the software-rendered compositor
+            // frames of its own (80% once, with a benchmark running beside). That twice the cap is
+            // asked, without which mutter sent 88%, is pinned by ScreenCastPortalTests.
+            #expect(Double(frames) >= 0.85 * Double(drawn), "\(frames) of \(drawn) frames")
             let frame = try DecodedFrame(movie, at: 8, width: 1280, height: 720)
             let expected = (r: Int(Self.background >> 16), g: Int((Self.background >> 8) & 0xFF), b: Int(Self.background & 0xFF))
             for (x, y) in [(20, 20), (1260, 20), (20, 700), (1260, 700)] {

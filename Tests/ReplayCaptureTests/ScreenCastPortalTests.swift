@@ -75,6 +75,12 @@ import Glibc
         }
     }
 
+    /// Mutter sent 88% of a 30 fps scene when asked for exactly 30: twice the cap is asked.
+    @Test func theCompositorIsAskedForTwiceTheFrameCap() {
+        #expect(PortalScreenCapture.requestedFramerate(cap: 30) == 60)
+        #expect(PortalScreenCapture.requestedFramerate(cap: 1) == 2)
+    }
+
     @Test func requestPathsFollowTheSpec() {
         #expect(ScreenCastPortal.requestPath(uniqueName: ":1.42", token: "t1")
                 == "/org/freedesktop/portal/desktop/request/1_42/t1")

@@ -83,18 +83,22 @@ public final class PortalScreenCapture: ScreenCapturing {
         size = even
     }
 
+    /// The frame rate asked of the compositor for a capture capped at `cap`: twice it. Mutter
+    /// drops a frame that comes sooner than 1/max after the last, and frames land on its refresh
+    /// grid, so 30 fps content often comes one refresh early: at exactly the cap it sent 88% of
+    /// a 30 fps scene, at twice 99%. The pacer keeps the cap (content faster than it costs the
+    /// compositor more copies).
+    static func requestedFramerate(cap: Int) -> Int { cap * 2 }
+
     /// Asks the portal for the monitor and connects to its stream; returns once the stream
     /// has a format and (if the compositor sends one soon) its first picture.
     private static func open(_ request: ScreenCastRequest, on connection: DBusConnection, fps: Int,
                              formatTimeout: Double) throws(CaptureError) -> Cast {
         let session = try ScreenCastPortal(bus: SDBusPortalBus(connection)).open(request)
         let source = session.streams[0]
-        // Twice the cap: the compositor drops a frame that comes sooner than 1/max after the
-        // last, and frames land on its refresh grid, so 30 fps content often comes one refresh
-        // early; at exactly the cap mutter sent 88% of a 30 fps scene, at twice it 99%. The
-        // pacer keeps the cap (content faster than it costs the compositor more copies).
         let stream = try PipeWireStream(.portal(remote: session.takePipeWireRemote(), node: source.nodeID),
-                                        preferredWidth: source.width ?? 1920, preferredHeight: source.height ?? 1080, maxFPS: fps * 2)
+                                        preferredWidth: source.width ?? 1920, preferredHeight: source.height ?? 1080,
+                                        maxFPS: requestedFramerate(cap: fps))
         let deadline = MonotonicClock.nanoseconds() + Int64(formatTimeout * 1e9)
         while stream.format == nil {
             guard MonotonicClock.nanoseconds() < deadline else {
