@@ -1,5 +1,5 @@
 public import Foundation  // public: exportClip writes to a URL
-import ReplayIPC
+public import ReplayIPC  // public: CameraCorner is the protocol's own corner
 public import ReplayMedia
 import Synchronization
 
@@ -13,6 +13,9 @@ public final class ScreenRecorder: Sendable {
         var microphone = false
         var camera = false
         var cameraCorner: CameraCorner = .bottomRight
+
+        /// The camera the next recording draws, if any.
+        var cameraOverlay: CameraOverlay? { camera ? CameraOverlay(corner: cameraCorner) : nil }
         var starting = false
         var recording: DaemonConnection?
         var capture: (connection: DaemonConnection, pump: Task<Void, Never>)?
@@ -70,7 +73,7 @@ public final class ScreenRecorder: Sendable {
             }
             state.starting = true
             return RecordingOptions(microphone: state.microphone, area: area,
-                                    camera: state.camera ? CameraOverlay(corner: state.cameraCorner.overlayCorner) : nil,
+                                    camera: state.cameraOverlay,
                                     excludedWindows: excluded.isEmpty ? nil : excluded)
         }
         defer { state.withLock { $0.starting = false } }
@@ -126,7 +129,7 @@ public final class ScreenRecorder: Sendable {
         }
         let options = state.withLock { state in
             RecordingOptions(microphone: state.microphone,
-                             camera: state.camera ? CameraOverlay(corner: state.cameraCorner.overlayCorner) : nil)
+                             camera: state.cameraOverlay)
         }
         let connection = try await start(.startClipBuffering(options: options, length: length), what: "clip buffering") {
             if case .clipBufferingStarted = $0 { true } else { false }
@@ -317,19 +320,8 @@ public struct CapturedFrame: Sendable {
     }
 }
 
-/// A corner of the recording, for the camera's picture.
-public enum CameraCorner: Sendable, CaseIterable {
-    case topLeft, topRight, bottomLeft, bottomRight
-
-    var overlayCorner: CameraOverlay.Corner {
-        switch self {
-        case .topLeft: .topLeft
-        case .topRight: .topRight
-        case .bottomLeft: .bottomLeft
-        case .bottomRight: .bottomRight
-        }
-    }
-}
+/// A corner of the recording, for the camera's picture: the protocol's own words.
+public typealias CameraCorner = CameraOverlay.Corner
 
 /// What a recording keeps of the screen, as ScreenCaptureKit's SCContentFilter: the whole
 /// screen or one display, or one of this app's own windows (followed as it moves; another

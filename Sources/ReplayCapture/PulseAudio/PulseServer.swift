@@ -63,10 +63,9 @@ final class PulseServer {
     /// "<default sink>.monitor": what the default output plays, as a source's name.
     func defaultSinkMonitor() -> String? { defaults().sink.map { "\($0).monitor" } }
 
-    /// The outputs (sinks), each marked if it is the default.
-    func sinks() -> [AudioDevice] {
-        let defaultName = defaults().sink
-        return Introspection.ask(mainloop) { answer in
+    /// The outputs (sinks), each marked if it is `defaultName`.
+    func sinks(defaultName: String?) -> [AudioDevice] {
+        Introspection.ask(mainloop) { answer in
             pa_context_get_sink_info_list(context, { _, info, end, userdata in
                 let answer = Introspection.of(userdata)
                 guard let info, end == 0 else { return answer.finish() }
@@ -77,10 +76,9 @@ final class PulseServer {
         }.devices.map { AudioDevice(name: $0.name, description: $0.description, isDefault: $0.name == defaultName) }
     }
 
-    /// The inputs (sources) that are not an output's monitor, each marked if it is the default.
-    func sources() -> [AudioDevice] {
-        let defaultName = defaults().source
-        return Introspection.ask(mainloop) { answer in
+    /// The inputs (sources) that are not an output's monitor, each marked if it is `defaultName`.
+    func sources(defaultName: String?) -> [AudioDevice] {
+        Introspection.ask(mainloop) { answer in
             pa_context_get_source_info_list(context, { _, info, end, userdata in
                 let answer = Introspection.of(userdata)
                 guard let info, end == 0 else { return answer.finish() }
@@ -131,7 +129,8 @@ final class PulseServer {
         let server = try PulseServer()
         pa_threaded_mainloop_lock(server.mainloop)
         defer { pa_threaded_mainloop_unlock(server.mainloop) }
-        return (server.sinks(), server.sources())
+        let defaults = server.defaults()
+        return (server.sinks(defaultName: defaults.sink), server.sources(defaultName: defaults.source))
     }
 }
 
