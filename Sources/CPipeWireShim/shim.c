@@ -48,6 +48,14 @@ uint32_t CPW_build_buffer_params(uint8_t *buffer, uint32_t size, uint32_t data_t
     if (n < max) params[n++] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
         SPA_PARAM_META_type, SPA_POD_Id(SPA_META_Header),
         SPA_PARAM_META_size, SPA_POD_Int(sizeof(struct spa_meta_header)));
+    // wlroots' portal sends a turned output's pictures as they lie in its buffer, with the turn as metadata.
+    if (n < max) params[n++] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
+        SPA_PARAM_META_type, SPA_POD_Id(SPA_META_VideoTransform),
+        SPA_PARAM_META_size, SPA_POD_Int(sizeof(struct spa_meta_videotransform)));
+    if (n < max) params[n++] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
+        SPA_PARAM_META_type, SPA_POD_Id(SPA_META_VideoDamage),
+        SPA_PARAM_META_size, SPA_POD_CHOICE_RANGE_Int(sizeof(struct spa_meta_region) * 16, sizeof(struct spa_meta_region) * 1,
+                                                      sizeof(struct spa_meta_region) * 16));
     for (uint32_t i = 0; i < n; i++) if (params[i] == NULL) return 0;
     return n;
 }
@@ -78,6 +86,8 @@ void CPW_buffer_view(struct pw_buffer *buffer, CPW_frame_view *out) {
     out->corrupted = (d->chunk && (d->chunk->flags & SPA_CHUNK_FLAG_CORRUPTED)) ||
                      (header && (header->flags & SPA_META_HEADER_FLAG_CORRUPTED));
     out->pts = header ? header->pts : -1;
+    struct spa_meta_videotransform *turn = spa_buffer_find_meta_data(spa, SPA_META_VideoTransform, sizeof(*turn));
+    out->transform = turn ? turn->transform : SPA_META_TRANSFORMATION_None;
 }
 
 struct CPW_stream_listener {
@@ -119,4 +129,27 @@ void CPW_stream_unlisten(CPW_stream_listener *listener) {
     if (listener == NULL) return;
     spa_hook_remove(&listener->hook);
     free(listener);
+}
+
+int CPW_buffer_damage(struct pw_buffer *buffer, CPW_rect *rects, int max) {
+    struct spa_meta *damage = spa_buffer_find_meta(buffer->buffer, SPA_META_VideoDamage);
+    if (damage == NULL || max <= 0) return -1;
+    int count = 0;
+    struct spa_meta_region *region;
+    spa_meta_for_each(region, damage) {
+        // An empty region ends the list.
+        if (!spa_meta_region_is_valid(region)) break;
+        CPW_rect r = { region->region.position.x, region->region.position.y,
+                       region->region.size.width, region->region.size.height };
+        if (count < max) {
+            rects[count++] = r;
+        } else {
+            CPW_rect *last = &rects[max - 1];
+            int32_t x1 = SPA_MIN(last->x, r.x), y1 = SPA_MIN(last->y, r.y);
+            int32_t x2 = SPA_MAX(last->x + (int32_t)last->width, r.x + (int32_t)r.width);
+            int32_t y2 = SPA_MAX(last->y + (int32_t)last->height, r.y + (int32_t)r.height);
+            *last = (CPW_rect){ x1, y1, (uint32_t)(x2 - x1), (uint32_t)(y2 - y1) };
+        }
+    }
+    return count > 0 ? count : -1;
 }

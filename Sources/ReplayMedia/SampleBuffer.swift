@@ -9,6 +9,9 @@ public enum Orientation: UInt8, Sendable, CaseIterable {
     case down = 2
     /// Turned 90° counter-clockwise to be shown upright.
     case left = 3
+
+    /// Turned a quarter: width and height trade places.
+    public var swapsAxes: Bool { self == .right || self == .left }
 }
 
 /// One captured video frame with the time its content was sampled.

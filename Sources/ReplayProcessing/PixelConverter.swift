@@ -17,6 +17,20 @@ public enum PixelConverter {
         convert(source, bytesPerRow: bytesPerRow, into: destination, with: ARGBToI420)
     }
 
+    /// Converts the `width` x `height` pixels at `x`, `y` (all even) of a BGRA image into the
+    /// same place of `destination` (at least as large), leaving the rest as it was: the
+    /// changed parts of a screen, on top of a copy of its last picture.
+    package static func convertBGRA(_ source: UnsafeRawPointer, bytesPerRow: Int, into destination: PixelBuffer,
+                                    x: Int, y: Int, width: Int, height: Int) {
+        convert(source, bytesPerRow: bytesPerRow, into: destination, x: x, y: y, width: width, height: height, with: ARGBToI420)
+    }
+
+    /// The same for red-first pixels.
+    package static func convertRGBA(_ source: UnsafeRawPointer, bytesPerRow: Int, into destination: PixelBuffer,
+                                    x: Int, y: Int, width: Int, height: Int) {
+        convert(source, bytesPerRow: bytesPerRow, into: destination, x: x, y: y, width: width, height: height, with: ABGRToI420)
+    }
+
     /// The same for red-first pixels (R, G, B, A in memory: PipeWire's RGBx/RGBA).
     package static func convertRGBA(_ source: UnsafeRawPointer, bytesPerRow: Int, into destination: PixelBuffer) {
         // libyuv's "ABGR" is R, G, B, A in memory.
@@ -49,13 +63,22 @@ public enum PixelConverter {
                                 Int32, UnsafeMutablePointer<UInt8>?, Int32, Int32, Int32) -> Int32
 
     private static func convert(_ source: UnsafeRawPointer, bytesPerRow: Int, into destination: PixelBuffer, with function: ToI420) {
+        convert(source, bytesPerRow: bytesPerRow, into: destination, x: 0, y: 0, width: destination.width, height: destination.height,
+                with: function)
+    }
+
+    private static func convert(_ source: UnsafeRawPointer, bytesPerRow: Int, into destination: PixelBuffer,
+                                x: Int, y: Int, width: Int, height: Int, with function: ToI420) {
         precondition(destination.format == format, "the conversion writes \(format), not \(destination.format)")
-        let width = destination.width, height = destination.height
+        precondition(x >= 0 && y >= 0 && x % 2 == 0 && y % 2 == 0 && x + width <= destination.width && y + height <= destination.height,
+                     "the part must lie inside the picture, on even edges")
         let yStride = destination.stride(ofPlane: 0), cStride = destination.stride(ofPlane: 1)
         let base = destination.mutableBaseAddress.assumingMemoryBound(to: UInt8.self)
+        // Only the packed 32-bit conversions are asked for a part (x > 0): four bytes a pixel.
         _ = function(
-            source.assumingMemoryBound(to: UInt8.self), Int32(bytesPerRow),
-            base, Int32(yStride), base + destination.offset(ofPlane: 1), Int32(cStride),
-            base + destination.offset(ofPlane: 2), Int32(cStride), Int32(width), Int32(height))
+            source.assumingMemoryBound(to: UInt8.self) + y * bytesPerRow + x * 4, Int32(bytesPerRow),
+            base + y * yStride + x, Int32(yStride),
+            base + destination.offset(ofPlane: 1) + y / 2 * cStride + x / 2, Int32(cStride),
+            base + destination.offset(ofPlane: 2) + y / 2 * cStride + x / 2, Int32(cStride), Int32(width), Int32(height))
     }
 }

@@ -5,19 +5,32 @@ import ReplaySystem
 import Glibc
 #endif
 
-/// A headless Wayland desktop of our own, for tests and for machines without one: GNOME's
-/// compositor (`mutter --headless --virtual-monitor`), PipeWire with WirePlumber (and
-/// pipewire-pulse for sound), xdg-desktop-portal with its GNOME backend, all on a private
-/// session bus in a private `XDG_RUNTIME_DIR`; the machine's own bus is never touched.
+/// A headless Wayland desktop of our own, for tests and for machines without one: a
+/// compositor (GNOME's `mutter --headless --virtual-monitor`, or wlroots' sway with its
+/// headless backend), PipeWire with WirePlumber (and pipewire-pulse for sound),
+/// xdg-desktop-portal with the compositor's backend, all on a private session bus in a
+/// private `XDG_RUNTIME_DIR`; the machine's own bus is never touched.
 ///
 /// GNOME's portal shows a dialog before sharing a screen unless the permission store holds
 /// a restore token for the monitor, so the desktop seeds one, as a person's earlier choice
-/// would have; `restoreToken` is it. `stop()` ends every process this desktop started,
+/// would have; `restoreToken` is it. On sway the portal (xdg-desktop-portal-wlr) runs a
+/// chooser program instead of a dialog: ours picks the one output, as a person would, and
+/// counts how often it was asked (`dialogsShown`). `stop()` ends every process this desktop started,
 /// including those the bus started on demand (found by session id: each program we start
 /// leads a session, and what it spawns stays in it).
 public final class WaylandDesktop: @unchecked Sendable {
     // @unchecked: the process list is only changed by start (before sharing) and stop (under `lock`).
+    /// Which desktop: each has its own compositor and portal backend.
+    public enum Compositor: String, Sendable, CaseIterable {
+        /// GNOME 43: mutter and xdg-desktop-portal-gnome.
+        case gnome
+        /// sway 1.7 (wlroots, pixman renderer) and xdg-desktop-portal-wlr, built with the
+        /// shared-memory patch of scripts/build-xdpw (stock 0.7.0 needs a GPU).
+        case sway
+    }
+
     public struct Options: Sendable {
+        public var compositor: Compositor
         public var width: Int
         public var height: Int
         /// pipewire-pulse with a null sink and source, as `VirtualDesktop` has with PulseAudio.
@@ -25,7 +38,9 @@ public final class WaylandDesktop: @unchecked Sendable {
         /// A fullscreen picture to show, or nil for the compositor's empty background.
         public var scene: Scene?
 
-        public init(width: Int = 1280, height: Int = 720, audio: Bool = false, scene: Scene? = Scene()) {
+        public init(compositor: Compositor = .gnome, width: Int = 1280, height: Int = 720, audio: Bool = false,
+                    scene: Scene? = Scene()) {
+            self.compositor = compositor
             self.width = width
             self.height = height
             self.audio = audio
@@ -48,6 +63,13 @@ public final class WaylandDesktop: @unchecked Sendable {
         public var frameRate: Int
         public var flashesAndBeeps: Bool
         public var seconds: Int
+        /// SMPTE colour bars instead (light grey on the left to blue on the right): a picture
+        /// that shows which way up it is.
+        public var colourBars = false
+        /// A window of this size in the middle of the screen instead of the whole screen (on
+        /// sway, floating): a client that changes a small part of the screen. Not with
+        /// `flashesAndBeeps`.
+        public var window: (width: Int, height: Int)?
 
         public init(background: UInt32 = 0x2060E0, moving: Bool = true, frameRate: Int = 30) {
             self.background = background
@@ -55,6 +77,13 @@ public final class WaylandDesktop: @unchecked Sendable {
             self.frameRate = frameRate
             flashesAndBeeps = false
             seconds = 0
+        }
+
+        /// SMPTE colour bars, `frameRate` pictures a second.
+        public static func colourBars(frameRate: Int = 30) -> Scene {
+            var scene = Scene(frameRate: frameRate)
+            scene.colourBars = true
+            return scene
         }
 
         /// The flash-and-beep pattern for `seconds`.
@@ -70,12 +99,16 @@ public final class WaylandDesktop: @unchecked Sendable {
     public let runtimeDirectory: URL
     /// `unix:path=…` of the private session bus.
     public let busAddress: String
-    public let waylandDisplay = "wayland-0"
+    public let compositor: Compositor
+    /// The compositor's socket in `runtimeDirectory`.
+    public private(set) var waylandDisplay = "wayland-0"
     /// `unix:PATH` of pipewire-pulse, when audio was asked for.
     public private(set) var pulseServer: String?
-    /// The token seeded into the permission store: ScreenCast with it needs no dialog.
+    /// The token seeded into the permission store: ScreenCast with it needs no dialog. Empty
+    /// on sway, whose portal keeps its own restore data: the first cast's token is the one.
     public private(set) var restoreToken = ""
-    /// "vendor:product:serial" of the virtual monitor, as the portal's restore data names it.
+    /// "vendor:product:serial" of the virtual monitor, as the portal's restore data names it
+    /// (GNOME); the output's name (sway).
     public private(set) var monitor = ""
     /// Seconds from start to a portal that answers.
     public private(set) var startupSeconds = 0.0
@@ -92,7 +125,7 @@ public final class WaylandDesktop: @unchecked Sendable {
             "WAYLAND_DISPLAY": waylandDisplay,
             "DBUS_SESSION_BUS_ADDRESS": busAddress,
             "XDG_SESSION_TYPE": "wayland",
-            "XDG_CURRENT_DESKTOP": "GNOME",
+            "XDG_CURRENT_DESKTOP": compositor == .gnome ? "GNOME" : "sway",
         ]
         if let pulseServer { environment["PULSE_SERVER"] = pulseServer }
         return environment
@@ -119,7 +152,7 @@ public final class WaylandDesktop: @unchecked Sendable {
     public static func start(_ options: Options = Options()) throws -> WaylandDesktop {
         let started = MonotonicClock.nanoseconds()
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("openreplaykit-wayland-\(UUID().uuidString.prefix(8))")
-        let desktop = WaylandDesktop(directory: directory)
+        let desktop = WaylandDesktop(directory: directory, compositor: options.compositor)
         do {
             try desktop.startServices(options)
             desktop.startupSeconds = Double(MonotonicClock.nanoseconds() - started) / 1e9
@@ -130,8 +163,9 @@ public final class WaylandDesktop: @unchecked Sendable {
         }
     }
 
-    private init(directory: URL) {
+    private init(directory: URL, compositor: Compositor) {
         self.directory = directory
+        self.compositor = compositor
         runtimeDirectory = directory.appendingPathComponent("run")
         busAddress = "unix:path=\(runtimeDirectory.path)/bus"
     }
@@ -163,6 +197,26 @@ public final class WaylandDesktop: @unchecked Sendable {
             try waitFor("pipewire-pulse", file: "pulse/native")
             pulseServer = "unix:\(runtimeDirectory.path)/pulse/native"
         }
+        switch compositor {
+        case .gnome:
+            try startGNOME(options, bus: bus)
+        case .sway:
+            try startSway(options, bus: bus)
+        }
+        try launch("xdg-desktop-portal", "/usr/libexec/xdg-desktop-portal", [])
+        try waitFor("xdg-desktop-portal", name: "org.freedesktop.portal.Desktop", on: bus)
+        try waitForSessionManager()
+        if options.audio { try setUpAudio() }
+
+        if compositor == .gnome {
+            monitor = try Self.virtualMonitor(on: bus)
+            restoreToken = UUID().uuidString.lowercased()
+            try Self.seedPermission(token: restoreToken, monitor: monitor, on: bus)
+        }
+        if let scene = options.scene { try showScene(scene, width: options.width, height: options.height) }
+    }
+
+    private func startGNOME(_ options: Options, bus: DBusConnection) throws {
         try launch("mutter", "/usr/bin/mutter", [
             "--headless", "--virtual-monitor", "\(options.width)x\(options.height)", "--wayland", "--no-x11",
             "--wayland-display", waylandDisplay,
@@ -171,15 +225,113 @@ public final class WaylandDesktop: @unchecked Sendable {
         try waitFor("mutter's Wayland socket", file: waylandDisplay)
         try launch("xdg-desktop-portal-gnome", "/usr/libexec/xdg-desktop-portal-gnome", [])
         try waitFor("the GNOME portal backend", name: "org.freedesktop.impl.portal.desktop.gnome", on: bus)
-        try launch("xdg-desktop-portal", "/usr/libexec/xdg-desktop-portal", [])
-        try waitFor("xdg-desktop-portal", name: "org.freedesktop.portal.Desktop", on: bus)
-        try waitForSessionManager()
-        if options.audio { try setUpAudio() }
+    }
 
-        monitor = try Self.virtualMonitor(on: bus)
-        restoreToken = UUID().uuidString.lowercased()
-        try Self.seedPermission(token: restoreToken, monitor: monitor, on: bus)
-        if let scene = options.scene { try showScene(scene, width: options.width, height: options.height) }
+    // MARK: sway
+
+    /// The user sway runs as: sway 1.7 refuses to run as root. scripts/install-deps makes it.
+    static let swayUser = "openreplaykit-desktop"
+    /// xdg-desktop-portal-wlr with the shared-memory patch, as scripts/build-xdpw installs it.
+    static let patchedPortal = "/usr/local/libexec/openreplaykit/xdg-desktop-portal-wlr"
+    /// The headless backend's one output.
+    static let swayOutput = "HEADLESS-1"
+
+    private var swayFolder: URL { directory.appendingPathComponent("sway") }
+    private var chooserLog: URL { directory.appendingPathComponent("chooser.log") }
+
+    /// How often the portal asked its chooser (sway's stand-in for GNOME's dialog) which output
+    /// to share: a cast that a restore token opened asks nothing.
+    public var dialogsShown: Int {
+        ((try? String(contentsOf: chooserLog, encoding: .utf8)) ?? "").split(separator: "\n").count
+    }
+
+    private func startSway(_ options: Options, bus: DBusConnection) throws {
+        guard let user = getpwnam(Self.swayUser) else {
+            throw VirtualDesktop.StartError(description: "no user \(Self.swayUser), which sway runs as: run scripts/install-deps")
+        }
+        guard FileManager.default.isExecutableFile(atPath: Self.patchedPortal) else {
+            throw VirtualDesktop.StartError(description: "\(Self.patchedPortal) is missing: run scripts/install-deps (it runs scripts/build-xdpw)")
+        }
+        // Sway's runtime directory and home are its own; root (the rest of the desktop) still reaches them.
+        try FileManager.default.createDirectory(at: swayFolder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        for folder in [runtimeDirectory, swayFolder] where chown(folder.path, user.pointee.pw_uid, user.pointee.pw_gid) != 0 {
+            throw VirtualDesktop.StartError(description: "cannot give \(folder.path) to \(Self.swayUser): \(String(cString: strerror(errno)))")
+        }
+        chmod(directory.path, 0o711)
+        let configuration = swayFolder.appendingPathComponent("config")
+        try """
+            output \(Self.swayOutput) mode \(options.width)x\(options.height) position 0 0
+            default_border none
+            focus_follows_mouse no
+            \(options.scene?.window.map { "for_window [tiling] floating enable, resize set \($0.width) \($0.height), move position center" } ?? "")
+
+            """.write(to: configuration, atomically: true, encoding: .utf8)
+        _ = chown(configuration.path, user.pointee.pw_uid, user.pointee.pw_gid)
+        try launch("sway", "/usr/bin/setpriv", [
+            "--reuid=\(Self.swayUser)", "--regid=\(Self.swayUser)", "--init-groups", "/usr/bin/sway", "-c", configuration.path,
+        ], environment: [
+            "HOME": swayFolder.path, "XDG_CONFIG_HOME": swayFolder.path, "WLR_BACKENDS": "headless", "WLR_RENDERER": "pixman",
+            "WLR_HEADLESS_OUTPUTS": "1", "WLR_LIBINPUT_NO_DEVICES": "1",
+        ], removing: ["WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS"])
+        try waitFor("sway's Wayland socket") { self.swaySocket() != nil }
+        waylandDisplay = swaySocket()!
+        try waitFor("sway's IPC socket") { self.swayIPCSocket() != nil }
+        monitor = Self.swayOutput
+
+        // The chooser answers for a person: the one output, every time it is asked.
+        let chooser = directory.appendingPathComponent("chooser")
+        try """
+            #!/bin/sh
+            date +%s.%N >> '\(chooserLog.path)'
+            echo \(Self.swayOutput)
+
+            """.write(to: chooser, atomically: true, encoding: .utf8)
+        chmod(chooser.path, 0o700)
+        let portalConfiguration = directory.appendingPathComponent("home/.config/xdg-desktop-portal-wlr")
+        try FileManager.default.createDirectory(at: portalConfiguration, withIntermediateDirectories: true)
+        try """
+            [screencast]
+            chooser_type=simple
+            chooser_cmd=\(chooser.path)
+
+            """.write(to: portalConfiguration.appendingPathComponent("config"), atomically: true, encoding: .utf8)
+        try launch("xdg-desktop-portal-wlr", Self.patchedPortal, [])
+        try waitFor("the wlroots portal backend", name: "org.freedesktop.impl.portal.desktop.wlr", on: bus)
+    }
+
+    /// sway's Wayland socket (`wayland-N`), once it listens.
+    private func swaySocket() -> String? {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: runtimeDirectory.path)) ?? []
+        return names.first { $0.hasPrefix("wayland-") && !$0.hasSuffix(".lock") }
+    }
+
+    private func swayIPCSocket() -> String? {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: runtimeDirectory.path)) ?? []
+        return names.first { $0.hasPrefix("sway-ipc.") }.map { runtimeDirectory.appendingPathComponent($0).path }
+    }
+
+    /// Runs `swaymsg` with `arguments` against this desktop's sway.
+    private func swaymsg(_ arguments: [String]) throws {
+        guard compositor == .sway, let socket = swayIPCSocket() else {
+            throw VirtualDesktop.StartError(description: "swaymsg needs the sway desktop")
+        }
+        guard (try? run("/usr/bin/swaymsg", ["--socket", socket] + arguments)) != nil else {
+            throw VirtualDesktop.StartError(description: "sway refused: swaymsg \(arguments.joined(separator: " "))")
+        }
+    }
+
+    /// Sets sway's output transform (`normal`, `90`, `180`, `270`, `flipped`, `flipped-90`, …).
+    public func transform(_ name: String) throws {
+        try swaymsg(["output", Self.swayOutput, "transform", name])
+    }
+
+    /// Changes the output's resolution, as a person choosing another mode would (sway: its
+    /// headless output takes any size; mutter's virtual monitor has one mode).
+    public func resize(width: Int, height: Int) throws {
+        guard compositor == .sway else {
+            throw VirtualDesktop.StartError(description: "mutter's virtual monitor has one mode: resize needs the sway desktop")
+        }
+        try swaymsg(["output", Self.swayOutput, "mode", "\(width)x\(height)"])
     }
 
     // MARK: stopping
@@ -228,7 +380,8 @@ public final class WaylandDesktop: @unchecked Sendable {
 
     // MARK: parts
 
-    private func launch(_ name: String, _ path: String, _ arguments: [String], environment extra: [String: String] = [:]) throws {
+    private func launch(_ name: String, _ path: String, _ arguments: [String], environment extra: [String: String] = [:],
+                        removing: [String] = []) throws {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw VirtualDesktop.StartError(description: "\(path) is missing: install the Wayland desktop's packages (scripts/install-deps)")
         }
@@ -237,8 +390,9 @@ public final class WaylandDesktop: @unchecked Sendable {
         let output: ChildProcess.Stream = log >= 0 ? .descriptor(log) : .null
         let process: ChildProcess
         do {
-            process = try ChildProcess(path: path, arguments: arguments, environment: serverEnvironment.merging(extra) { $1 },
-                                       stdout: output, stderr: output)
+            var environment = serverEnvironment.merging(extra) { $1 }
+            for key in removing { environment[key] = nil }
+            process = try ChildProcess(path: path, arguments: arguments, environment: environment, stdout: output, stderr: output)
         } catch {
             throw VirtualDesktop.StartError(description: "cannot run \(path): \(error)")
         }
@@ -310,14 +464,22 @@ public final class WaylandDesktop: @unchecked Sendable {
         }
     }
 
+    /// How the scene's waylandsink fills the screen. On sway a tiling compositor's one window
+    /// already does, and GStreamer 1.22's `fullscreen=true` fails there (it asks before its
+    /// window exists, so the window gets no size).
+    private var sceneFullscreen: String { compositor == .gnome ? "fullscreen=true" : "fullscreen=false" }
+
     private func showScene(_ scene: Scene, width: Int, height: Int) throws {
         if scene.flashesAndBeeps { return try showFlashesAndBeeps(scene, width: width, height: height) }
         let colour = String(format: "0xff%06x", scene.background & 0xFF_FFFF)
-        let pattern = scene.moving ? ["pattern=ball", "background-color=\(colour)", "foreground-color=0xffffffff"]
+        let fullscreen = scene.window == nil ? sceneFullscreen : "fullscreen=false"
+        let (width, height) = scene.window ?? (width, height)
+        let pattern = scene.colourBars ? ["pattern=smpte"]
+            : scene.moving ? ["pattern=ball", "background-color=\(colour)", "foreground-color=0xffffffff"]
             : ["pattern=solid-color", "foreground-color=\(colour)"]
         try launch("scene", "/usr/bin/gst-launch-1.0", ["-q", "videotestsrc", "is-live=true"] + pattern + [
             "!", "video/x-raw,format=BGRx,width=\(width),height=\(height),framerate=\(scene.frameRate)/1",
-            "!", "waylandsink", "fullscreen=true",
+            "!", "waylandsink", fullscreen,
         ])
         // Mapped and drawn takes a few frames; a scene that cannot reach the compositor exits.
         Thread.sleep(forTimeInterval: 0.5)
@@ -344,7 +506,7 @@ public final class WaylandDesktop: @unchecked Sendable {
         // Four seconds ahead: the picture client starts, and the beep stream settles first
         // (pipewire-pulse's latency estimate wanders while the null sink wakes up).
         let epoch = (MonotonicClock.nanoseconds() / 1_000_000_000 + 4) * 1_000_000_000
-        try launch("scene", "/usr/bin/python3", ["-c", Self.clipPlayer, clip, String(epoch)])
+        try launch("scene", "/usr/bin/python3", ["-c", Self.clipPlayer, clip, String(epoch), sceneFullscreen])
         try launch("beeps", VirtualDesktop.siblingExecutable("replay-demo-scene").path, ["--beeps", String(epoch)],
                    environment: ["PULSE_SERVER": pulseServer])
         // Until the first flash: a recording that starts now has the whole pattern.
@@ -360,8 +522,8 @@ public final class WaylandDesktop: @unchecked Sendable {
         gi.require_version("Gst", "1.0")
         from gi.repository import Gst, GLib
         Gst.init(None)
-        clip, epoch = sys.argv[1], int(sys.argv[2])
-        pipeline = Gst.parse_launch("filesrc name=clip ! matroskademux ! jpegdec ! videoconvert ! waylandsink fullscreen=true")
+        clip, epoch, fullscreen = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+        pipeline = Gst.parse_launch("filesrc name=clip ! matroskademux ! jpegdec ! videoconvert ! waylandsink " + fullscreen)
         pipeline.get_by_name("clip").set_property("location", clip)
         pipeline.use_clock(Gst.SystemClock.obtain())
         pipeline.set_start_time(Gst.CLOCK_TIME_NONE)
@@ -379,6 +541,10 @@ public final class WaylandDesktop: @unchecked Sendable {
     /// a screen would: the compositor's picture changes size (640x480 becomes 480x640) and a
     /// screen cast renegotiates its format.
     public func rotate(quarterTurns: Int) throws {
+        if compositor == .sway {
+            let turns = ((quarterTurns % 4) + 4) % 4
+            return try transform(turns == 0 ? "normal" : String(turns * 90))
+        }
         let bus = try connectBus()
         let state = try DisplayState(on: bus)
         do {

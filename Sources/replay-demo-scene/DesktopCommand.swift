@@ -25,11 +25,12 @@ import Glibc
 /// ScreenCast portal, pipewire-pulse; a moving 1920x1080 scene): the command gets its
 /// WAYLAND_DISPLAY, XDG_RUNTIME_DIR, session bus and PULSE_SERVER, and in
 /// `$OPENREPLAYKIT_SCREENCAST_TOKEN` the restore token that opens a screen cast of its
-/// monitor without a dialog (what `bench/run --wayland` measures on).
+/// monitor without a dialog (what `bench/run --wayland` measures on). `--sway-desktop` is the
+/// same with sway and xdg-desktop-portal-wlr (no token: its chooser picks the one output).
 enum DesktopCommand {
     enum Kind {
         case x11
-        case wayland
+        case wayland(WaylandDesktop.Compositor)
     }
 
     /// Either desktop, as the command sees it.
@@ -41,7 +42,7 @@ enum DesktopCommand {
 
     static func run(_ command: [String], on kind: Kind = .x11) -> Int32 {
         guard let name = command.first else {
-            printError("usage: replay-demo-scene --desktop|--wayland-desktop [--] COMMAND [ARGUMENT...]")
+            printError("usage: replay-demo-scene --desktop|--wayland-desktop|--sway-desktop [--] COMMAND [ARGUMENT...]")
             return 2
         }
         let forwarder = Forwarder()
@@ -60,8 +61,8 @@ enum DesktopCommand {
             case .x11:
                 let x11 = try VirtualDesktop.start()
                 desktop = Started(directory: x11.directory, environment: x11.environment, stop: x11.stop)
-            case .wayland:
-                let wayland = try WaylandDesktop.start(WaylandDesktop.Options(width: 1920, height: 1080, audio: true))
+            case .wayland(let compositor):
+                let wayland = try WaylandDesktop.start(WaylandDesktop.Options(compositor: compositor, width: 1920, height: 1080, audio: true))
                 desktop = Started(directory: wayland.directory,
                                   environment: wayland.environment.merging(["OPENREPLAYKIT_SCREENCAST_TOKEN": wayland.restoreToken]) { $1 },
                                   stop: wayland.stop)
@@ -78,7 +79,7 @@ enum DesktopCommand {
             ReplayPaths.virtualDesktopVariable: desktop.directory.path,
         ]) { _, new in new })
         // On the Wayland desktop nothing may fall back to an X display of the machine's.
-        if kind == .wayland { environment["DISPLAY"] = nil }
+        if case .wayland = kind { environment["DISPLAY"] = nil }
         let started = forwarder.start {
             try ChildProcess(path: path, arguments: Array(command.dropFirst()), environment: environment,
                              stdin: .descriptor(0), stdout: .descriptor(1), stderr: .descriptor(2))

@@ -2,10 +2,11 @@ import Foundation
 import ReplayVirtualDesktop
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-if arguments.first == "--desktop" || arguments.first == "--wayland-desktop" {
+let desktops: [String: DesktopCommand.Kind] = ["--desktop": .x11, "--wayland-desktop": .wayland(.gnome), "--sway-desktop": .wayland(.sway)]
+if let flag = arguments.first, let kind = desktops[flag] {
     // Runs a command in a virtual desktop of its own (how `replay record` brings one).
     let command = arguments.dropFirst().first == "--" ? Array(arguments.dropFirst(2)) : Array(arguments.dropFirst())
-    exit(DesktopCommand.run(command, on: arguments.first == "--desktop" ? .x11 : .wayland))
+    exit(DesktopCommand.run(command, on: kind))
 }
 
 if arguments.first == "--beeps" {

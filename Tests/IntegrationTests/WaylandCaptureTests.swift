@@ -9,15 +9,17 @@ import Testing
 
 extension IntegrationTests {
     /// Capture through the ScreenCast portal and PipeWire on a real headless GNOME desktop
-    /// (mutter, xdg-desktop-portal-gnome, PipeWire, WirePlumber on a private bus).
+    /// (mutter, xdg-desktop-portal-gnome, PipeWire, WirePlumber on a private bus). Tests that
+    /// take a compositor run on sway too (SwayCaptureTests has what differs there).
     @Suite struct WaylandCapture {
         static let background: UInt32 = 0x2060E0
 
-        @Test func portalFramesShowTheCompositorsPictureAtItsSizeAndMoving() throws {
+        @Test(arguments: WaylandDesktop.Compositor.allCases)
+        func portalFramesShowTheCompositorsPictureAtItsSizeAndMoving(_ compositor: WaylandDesktop.Compositor) throws {
             let desktop = try WaylandDesktop.start(WaylandDesktop.Options(
-                width: 1280, height: 720, scene: WaylandDesktop.Scene(background: Self.background)))
+                compositor: compositor, width: 1280, height: 720, scene: WaylandDesktop.Scene(background: Self.background)))
             defer { desktop.stop() }
-            print("Wayland desktop ready in \(String(format: "%.2f", desktop.startupSeconds)) s; monitor \(desktop.monitor)")
+            print("\(compositor) desktop ready in \(String(format: "%.2f", desktop.startupSeconds)) s; monitor \(desktop.monitor)")
 
             let opened = MonotonicClock.nanoseconds()
             let capture = try PortalScreenCapture(
@@ -30,7 +32,7 @@ extension IntegrationTests {
 
             let frames = try Self.collect(from: capture, seconds: 3)
             let fresh = frames.filter { !$0.isRepeat }
-            print("portal frames in 3 s: \(capture.framesFromCompositor) from the compositor, \(fresh.count) delivered, \(frames.count - fresh.count) repeated; distinct pictures \(Set(fresh.map(\.digest)).count)")
+            print("portal frames in 3 s: \(capture.framesFromCompositor) from the compositor, \(fresh.count) delivered, \(frames.count - fresh.count) repeated; distinct pictures \(Set(fresh.map(\.digest)).count); converted in part \(capture.picturesConvertedInPart)")
             // Every picture the compositor sent is delivered (the scene draws 30 a second, within
             // the cap); how many it manages depends on the shared CPU, so at least 10 a second.
             #expect(Double(fresh.count) >= 0.95 * Double(capture.framesFromCompositor),
@@ -269,9 +271,10 @@ extension IntegrationTests {
 
         /// The issue's measure: 10 s of a scene that draws 30 pictures a second, recorded through
         /// replayd, keeps at least 95% of them, with the scene's colours.
-        @Test func aTenSecondRecordingKeepsNearlyEveryFrameTheSceneDrewInItsColours() throws {
+        @Test(arguments: WaylandDesktop.Compositor.allCases)
+        func aTenSecondRecordingKeepsNearlyEveryFrameTheSceneDrewInItsColours(_ compositor: WaylandDesktop.Compositor) throws {
             let fixture = try ReplayFixture(wayland: WaylandDesktop.Options(
-                width: 1280, height: 720, audio: false, scene: WaylandDesktop.Scene(background: Self.background)))
+                compositor: compositor, width: 1280, height: 720, audio: false, scene: WaylandDesktop.Scene(background: Self.background)))
             defer { fixture.stop() }
             try fixture.startDaemon(["--capture", "portal", "--portal-token-file", fixture.portalTokenFile.path])
             let movie = fixture.file("ten-seconds.mp4")
@@ -283,7 +286,7 @@ extension IntegrationTests {
             let frames = video.packets ?? 0
             // videotestsrc is live: it draws exactly 30 a second, whatever the load.
             let drawn = Int((duration * 30).rounded())
-            print("10 s through the portal: \(frames) frames of the scene's \(drawn) (\(frames * 100 / max(1, drawn))%) in \(duration) s")
+            print("10 s through the portal on \(compositor): \(frames) frames of the scene's \(drawn) (\(frames * 100 / max(1, drawn))%) in \(duration) s")
             #expect(abs(duration - 10) <= 0.5, "duration \(duration)")
             // Quiet runs here kept 92–100%; a busy machine costs the software-rendered compositor
             // frames of its own (80% once, with a benchmark running beside). That twice the cap is
@@ -291,11 +294,10 @@ extension IntegrationTests {
             #expect(Double(frames) >= 0.85 * Double(drawn), "\(frames) of \(drawn) frames")
             let frame = try DecodedFrame(movie, at: 8, width: 1280, height: 720)
             let expected = (r: Int(Self.background >> 16), g: Int((Self.background >> 8) & 0xFF), b: Int(Self.background & 0xFF))
-            for (x, y) in [(20, 20), (1260, 20), (20, 700), (1260, 700)] {
-                let pixel = frame.pixel(x: x, y: y)
-                #expect(abs(pixel.r - expected.r) <= 12 && abs(pixel.g - expected.g) <= 12 && abs(pixel.b - expected.b) <= 12,
-                        "\(pixel) at \(x),\(y), expected \(expected)")
-            }
+            // The scene's colour in the corners, but for the one the moving ball may be passing.
+            let corners = [(20, 20), (1260, 20), (20, 700), (1260, 700)].map { frame.pixel(x: $0.0, y: $0.1) }
+            let matching = corners.filter { abs($0.r - expected.r) <= 12 && abs($0.g - expected.g) <= 12 && abs($0.b - expected.b) <= 12 }
+            #expect(matching.count >= 3, "corners \(corners), expected \(expected)")
         }
 
         /// A person turns the screen mid-recording: the stream renegotiates to 480x640, the
@@ -335,9 +337,10 @@ extension IntegrationTests {
 
         /// A broadcast reads the portal's stream just as a recording does, and a turned screen
         /// is fitted into the broadcast's size: the extension never sees another size.
-        @Test func aBroadcastToTheFileExtensionGetsTheScenesPicturesAndSoundAndSurvivesARotation() throws {
+        @Test(arguments: WaylandDesktop.Compositor.allCases)
+        func aBroadcastToTheFileExtensionGetsTheScenesPicturesAndSoundAndSurvivesARotation(_ compositor: WaylandDesktop.Compositor) throws {
             let fixture = try ReplayFixture(wayland: WaylandDesktop.Options(
-                width: 640, height: 480, audio: true, scene: WaylandDesktop.Scene(background: 0xF0F0F0)))
+                compositor: compositor, width: 640, height: 480, audio: true, scene: WaylandDesktop.Scene(background: 0xF0F0F0)))
             defer { fixture.stop() }
             try fixture.startDaemon(["--capture", "portal", "--portal-token-file", fixture.portalTokenFile.path]
                                     + Broadcast.installExtensions(in: fixture))
@@ -361,7 +364,7 @@ extension IntegrationTests {
                 .split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
             let video = lines.filter { $0["event"] as? String == "video" }
             let lumas = video.compactMap { $0["luma"] as? Int }
-            print("broadcast through the portal: \(video.count) pictures; luma \(lumas.prefix(3)) … \(lumas.suffix(3))")
+            print("broadcast through the portal on \(compositor): \(video.count) pictures; luma \(lumas.prefix(3)) … \(lumas.suffix(3))")
             #expect(video.count >= 75, "\(video.count) pictures")
             #expect(video.allSatisfy { $0["width"] as? Int == 640 && $0["height"] as? Int == 480 })
             // The extension averages luma at columns 0 and 320. Before the turn both are the

@@ -15,6 +15,32 @@ import Testing
         return bytes
     }
 
+    /// A screen whose damage metadata names what changed: the last picture copied, with only
+    /// those parts converted, is byte for byte the new picture converted whole.
+    @Test func convertingTheChangedPartsOnTheLastPictureEqualsConvertingItWhole() {
+        let (width, height, stride) = (64, 48, 64 * 4 + 16)
+        let before = image(width: width, height: height, stride: stride) { x, y in (UInt8(x * 4), UInt8(y * 5), 90) }
+        let changed = [(x: 10, y: 6, width: 12, height: 8), (x: 40, y: 30, width: 24, height: 18)]
+        let after = image(width: width, height: height, stride: stride) { x, y in
+            changed.contains { x >= $0.x && x < $0.x + $0.width && y >= $0.y && y < $0.y + $0.height }
+                ? (200, UInt8(x + y), 30) : (UInt8(x * 4), UInt8(y * 5), 90)
+        }
+        let last = PixelBuffer(width: width, height: height, format: PixelConverter.format)
+        let whole = PixelBuffer(width: width, height: height, format: PixelConverter.format)
+        let parts = PixelBuffer(width: width, height: height, format: PixelConverter.format)
+        before.withUnsafeBytes { PixelConverter.convertBGRA($0.baseAddress!, bytesPerRow: stride, into: last) }
+        after.withUnsafeBytes { PixelConverter.convertBGRA($0.baseAddress!, bytesPerRow: stride, into: whole) }
+        PictureTransform.copy(last, into: parts)
+        after.withUnsafeBytes { source in
+            for part in changed {
+                PixelConverter.convertBGRA(source.baseAddress!, bytesPerRow: stride, into: parts,
+                                           x: part.x, y: part.y, width: part.width, height: part.height)
+            }
+        }
+        #expect(Array(parts.bytes) == Array(whole.bytes))
+        #expect(Array(last.bytes) != Array(whole.bytes), "the parts did change")
+    }
+
     @Test func whiteAndBlackBecomeVideoRangeLuma() {
         let source = image(width: 8, height: 4, stride: 32) { x, _ in x < 4 ? (255, 255, 255) : (0, 0, 0) }
         let buffer = PixelBuffer(width: 8, height: 4, format: PixelConverter.format)

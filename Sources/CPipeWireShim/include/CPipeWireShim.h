@@ -17,7 +17,8 @@ const struct spa_pod *CPW_build_enum_format(uint8_t *buffer, uint32_t size, cons
                                             uint32_t width, uint32_t height, uint32_t max_fps);
 
 /// The Buffers param (data types as a bit mask of 1 << SPA_DATA_*) and the Meta params
-/// this consumer reads (header). Writes up to `max` pods into `params`; returns how many.
+/// this consumer reads (header, video transform, damage). Writes up to `max` pods into
+/// `params`; returns how many.
 uint32_t CPW_build_buffer_params(uint8_t *buffer, uint32_t size, uint32_t data_types,
                                  const struct spa_pod **params, uint32_t max);
 
@@ -38,10 +39,21 @@ typedef struct {
     uint32_t type;          // SPA_DATA_*
     int corrupted;          // chunk or header says the content is not valid
     int64_t pts;            // the header's presentation time (the producer's clock, ns); -1 when none
+    uint32_t transform;     // SPA_META_TRANSFORMATION_*: how the picture was turned in the buffer
 } CPW_frame_view;
 
 /// Looks into a dequeued buffer's first plane.
 void CPW_buffer_view(struct pw_buffer *buffer, CPW_frame_view *out);
+
+typedef struct {
+    int32_t x, y;
+    uint32_t width, height;
+} CPW_rect;
+
+/// The rectangles that changed since the producer's previous picture (SPA_META_VideoDamage),
+/// up to `max` (more are merged into the last). Returns how many, or -1 when the buffer has
+/// no damage metadata or lists no rectangle: then anything may have changed.
+int CPW_buffer_damage(struct pw_buffer *buffer, CPW_rect *rects, int max);
 
 /// The stream events, as plain C function pointers with one context.
 typedef struct {

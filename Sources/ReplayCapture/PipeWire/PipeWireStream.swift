@@ -24,6 +24,15 @@ final class PipeWireStream {
 
     /// The negotiated format; nil until the producer and we agree on one.
     private(set) var format: StreamFormat?
+    /// How the newest picture lies in its buffer (turned, on a turned wlroots output).
+    private(set) var turn = PictureTurn.none
+    /// What changed since the last picture was converted.
+    private var damage = DamageTracker()
+
+    /// The upright size of the newest picture: the format's, turned as the picture is.
+    var pictureSize: (width: Int, height: Int)? {
+        format.map { turn.uprightSize(width: $0.width, height: $0.height) }
+    }
     /// How many pictures the producer sent (each change of the screen, up to the frame-rate cap).
     private(set) var received = 0
     /// Why the stream cannot go on; set by the callbacks, thrown by `iterate`.
@@ -150,12 +159,14 @@ final class PipeWireStream {
         while let buffer = pw_stream_dequeue_buffer(stream) {
             var view = CPW_frame_view()
             CPW_buffer_view(buffer, &view)
+            damage.add(Self.damage(of: buffer))
             // An empty chunk is a cursor-only or damage-only update: nothing to show.
             if view.data != nil && view.size > 0 && view.corrupted == 0 {
                 received += 1
                 releaseHeld()
                 held = buffer
                 heldSince = Self.captureTime(pts: view.pts, now: MonotonicClock.nanoseconds())
+                turn = PictureTurn(spaTransform: view.transform)
             } else {
                 pw_stream_queue_buffer(stream, buffer)
             }
@@ -164,6 +175,19 @@ final class PipeWireStream {
     }
 
     var holdsFrame: Bool { held != nil }
+
+    /// The parts of the held picture that changed since the last one converted (see
+    /// `DamageTracker.takeParts`); nil to convert it whole. Call once per converted picture.
+    func takeDamagedParts(width: Int, height: Int) -> [DamageTracker.Rect]? {
+        damage.takeParts(width: width, height: height)
+    }
+
+    private static func damage(of buffer: UnsafeMutablePointer<pw_buffer>) -> [DamageTracker.Rect]? {
+        var rects = [CPW_rect](repeating: CPW_rect(), count: DamageTracker.limit)
+        let count = CPW_buffer_damage(buffer, &rects, Int32(rects.count))
+        guard count > 0 else { return nil }
+        return rects.prefix(Int(count)).map { DamageTracker.Rect(x: Int($0.x), y: Int($0.y), width: Int($0.width), height: Int($0.height)) }
+    }
 
     /// When a frame was drawn: the producer's presentation time where it is on our clock
     /// (mutter stamps frames with CLOCK_MONOTONIC as it paints them, up to a refresh before
@@ -212,14 +236,16 @@ final class PipeWireStream {
         }
         // The frame held was drawn in the old format.
         releaseHeld()
+        damage.invalidate()
         format = StreamFormat(layout: layout, width: Int(parsed.width), height: Int(parsed.height))
         // Shared memory (MemFd, or MemPtr) now; DMA-BUF needs a modifier in the format, which is not offered.
         var podBuffer = [UInt8](repeating: 0, count: 1024)
-        var params = [UnsafePointer<spa_pod>?](repeating: nil, count: 4)
+        var params = [UnsafePointer<spa_pod>?](repeating: nil, count: 8)
         let dataTypes = UInt32(1 << SPA_DATA_MemFd.rawValue | 1 << SPA_DATA_MemPtr.rawValue)
         podBuffer.withUnsafeMutableBufferPointer { buffer in
             params.withUnsafeMutableBufferPointer { params in
-                let count = CPW_build_buffer_params(buffer.baseAddress, UInt32(buffer.count), dataTypes, params.baseAddress, 4)
+                let count = CPW_build_buffer_params(buffer.baseAddress, UInt32(buffer.count), dataTypes, params.baseAddress,
+                                                    UInt32(params.count))
                 _ = pw_stream_update_params(stream, params.baseAddress, count)
             }
         }

@@ -1,4 +1,5 @@
 import CPipeWire
+import ReplayMedia
 
 /// The picture layouts the PipeWire consumer accepts. For the screen: the packed 32-bit
 /// ones, most preferred first; the BGR ones are libyuv's fastest path to I420 (the same as
@@ -48,5 +49,34 @@ struct StreamFormat: Equatable {
         guard width > 0, height > 0, rowBytes >= packed else { return nil }
         guard Int(size) >= rowBytes * (height - 1) + packed else { return nil }
         return rowBytes
+    }
+}
+
+/// How a producer laid a picture into its buffer, turned or mirrored (wlroots' portal sends a
+/// turned output as it lies in the output's memory, with PipeWire's video-transform
+/// metadata), and so what brings it upright: a mirror first, when `mirrored`, then a turn.
+struct PictureTurn: Equatable {
+    let upright: Orientation
+    let mirrored: Bool
+
+    static let none = PictureTurn(upright: .up, mirrored: false)
+
+    init(upright: Orientation, mirrored: Bool) {
+        self.upright = upright
+        self.mirrored = mirrored
+    }
+
+    /// From SPA_META_TRANSFORMATION_*, the transformation that was applied: quarter turns
+    /// counter-clockwise, after a left-right flip for the flipped ones. A turn is undone by as
+    /// many clockwise; a flip then k turns by a flip then as many turns the other way.
+    init(spaTransform: UInt32) {
+        let quarters = Int(spaTransform % 4), flipped = spaTransform >= 4 && spaTransform < 8
+        let clockwise = flipped ? (4 - quarters) % 4 : quarters
+        self.init(upright: Orientation(rawValue: UInt8(clockwise))!, mirrored: flipped)
+    }
+
+    /// The upright picture's size, from the size in the buffer.
+    func uprightSize(width: Int, height: Int) -> (width: Int, height: Int) {
+        upright.swapsAxes ? (height, width) : (width, height)
     }
 }

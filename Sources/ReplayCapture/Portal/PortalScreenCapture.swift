@@ -32,6 +32,13 @@ public final class PortalScreenCapture: ScreenCapturing {
     /// Pictures the compositor sent on casts closed before this one.
     private var receivedBefore = 0
     public var pool: PixelBufferPool
+    /// Brings turned pictures (a turned wlroots output) upright.
+    private let turner = PictureTurner()
+    /// The last picture converted from an upright frame: where the next one's unchanged parts come from.
+    private var lastConverted: PixelBuffer?
+    /// How many pictures were converted only where the producer said the screen changed
+    /// (damage metadata); the others were converted whole. Read after `run` returns.
+    public private(set) var picturesConvertedInPart = 0
     public let counters: CaptureCounters
     /// The newest token the portal returned for next time (persist mode 2), if any.
     public private(set) var restoreToken: String?
@@ -178,17 +185,18 @@ public final class PortalScreenCapture: ScreenCapturing {
                 try reopenAfterMonitorChange()
                 continue
             }
-            if let format = stream.format, evenSize(width: format.width, height: format.height) != size {
-                let even = evenSize(width: format.width, height: format.height)
+            stream.takeNewest()
+            // A new format, or a picture turned another way, is a new size.
+            if let picture = stream.pictureSize, evenSize(width: picture.width, height: picture.height) != size {
+                let even = evenSize(width: picture.width, height: picture.height)
                 guard even.width > 0, even.height > 0 else {
-                    throw CaptureError(.pipeWireFailed, "the PipeWire stream is \(format.width)x\(format.height), too small to encode")
+                    throw CaptureError(.pipeWireFailed, "the PipeWire stream is \(picture.width)x\(picture.height), too small to encode")
                 }
                 output.formatChanged(width: even.width, height: even.height)
                 // A session that ends on a resize (in-app capture) has stopped us.
                 guard !stop.isRaised else { return }
                 size = even
             }
-            stream.takeNewest()
             let later = MonotonicClock.nanoseconds()
             if stream.holdsFrame {
                 guard pacer.take(at: later) else { continue }
@@ -199,14 +207,25 @@ public final class PortalScreenCapture: ScreenCapturing {
                     continue
                 }
                 let time = MediaTime(nanoseconds: max(stream.heldSince, started))
+                let turn = stream.turn
+                let parts = stream.takeDamagedParts(width: size.width, height: size.height)
+                let base = lastConverted
+                lastConverted = nil
                 let converted = stream.withHeldFrame { data, rowBytes, format in
                     if options.protectedWindows.map({ !$0.windows.isEmpty }) ?? false || !options.excludedWindows.isEmpty {
                         // Wayland does not say where a protected window is: fail closed, all black.
                         Self.paintBlack(pixels)
-                    } else if format.layout.isBlueFirst {
-                        PixelConverter.convertBGRA(data, bytesPerRow: rowBytes, into: pixels)
+                    } else if turn != .none {
+                        turner.convertUpright(data, rowBytes: rowBytes, format.layout, turn, into: pixels)
+                    } else if let parts, let base, base.width == pixels.width, base.height == pixels.height {
+                        // Only what changed: the rest is the last picture's.
+                        PictureTransform.copy(base, into: pixels)
+                        for part in parts { Self.convert(data, rowBytes: rowBytes, format.layout, into: pixels, part: part) }
+                        picturesConvertedInPart += 1
+                        lastConverted = pixels
                     } else {
-                        PixelConverter.convertRGBA(data, bytesPerRow: rowBytes, into: pixels)
+                        Self.convert(data, rowBytes: rowBytes, format.layout, into: pixels)
+                        lastConverted = pixels
                     }
                     return true
                 } ?? false
@@ -220,6 +239,23 @@ public final class PortalScreenCapture: ScreenCapturing {
                 let sample = VideoSample(time: MediaTime(nanoseconds: later), pixels: previous, isRepeat: true)
                 counters.count(delivered: output.offer(sample), repeated: true)
             }
+        }
+    }
+
+    static func convert(_ data: UnsafeRawPointer, rowBytes: Int, _ layout: PixelLayout, into pixels: PixelBuffer) {
+        if layout.isBlueFirst {
+            PixelConverter.convertBGRA(data, bytesPerRow: rowBytes, into: pixels)
+        } else {
+            PixelConverter.convertRGBA(data, bytesPerRow: rowBytes, into: pixels)
+        }
+    }
+
+    private static func convert(_ data: UnsafeRawPointer, rowBytes: Int, _ layout: PixelLayout, into pixels: PixelBuffer,
+                                part: DamageTracker.Rect) {
+        if layout.isBlueFirst {
+            PixelConverter.convertBGRA(data, bytesPerRow: rowBytes, into: pixels, x: part.x, y: part.y, width: part.width, height: part.height)
+        } else {
+            PixelConverter.convertRGBA(data, bytesPerRow: rowBytes, into: pixels, x: part.x, y: part.y, width: part.width, height: part.height)
         }
     }
 
@@ -274,5 +310,32 @@ public struct PortalCaptureBackend: CaptureBackend {
             + "no other program what is on the screen")
         listing.addAudioDevices()
         return listing
+    }
+}
+
+/// Converts a picture that lies turned (or mirrored) in the producer's buffer into an upright
+/// one: into I420 at the buffer's size first (the cheaper picture to turn), then turned into
+/// the delivered picture. The in-between pictures are reused from frame to frame.
+final class PictureTurner {
+    private var asLaid: PixelBuffer?
+    private var mirrored: PixelBuffer?
+
+    func convertUpright(_ data: UnsafeRawPointer, rowBytes: Int, _ layout: PixelLayout, _ turn: PictureTurn, into pixels: PixelBuffer) {
+        let (width, height) = turn.uprightSize(width: pixels.width, height: pixels.height)
+        let laid = Self.reuse(&asLaid, width: width, height: height)
+        PortalScreenCapture.convert(data, rowBytes: rowBytes, layout, into: laid)
+        var upright = laid
+        if turn.mirrored {
+            upright = Self.reuse(&mirrored, width: width, height: height)
+            PictureTransform.mirror(laid, into: upright)
+        }
+        PictureTransform.turnUpright(upright, from: turn.upright, into: pixels)
+    }
+
+    private static func reuse(_ kept: inout PixelBuffer?, width: Int, height: Int) -> PixelBuffer {
+        if let picture = kept, picture.width == width, picture.height == height { return picture }
+        let picture = PixelBuffer(width: width, height: height, format: PixelConverter.format)
+        kept = picture
+        return picture
     }
 }

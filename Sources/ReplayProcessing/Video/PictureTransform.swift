@@ -79,16 +79,21 @@ public final class PictureTransform: Sendable {
 
     /// `picture` turned so that it is upright: what a viewer that ignores rotation tags needs.
     public func rotateUpright(_ picture: PixelBuffer, from orientation: Orientation) -> PixelBuffer {
-        let mode: RotationMode
-        switch orientation {
-        case .up: return picture
-        case .right: mode = kRotate90
-        case .down: mode = kRotate180
-        case .left: mode = kRotate270
-        }
-        let turned = orientation == .right || orientation == .left
-        let (width, height) = turned ? (picture.height, picture.width) : (picture.width, picture.height)
+        guard orientation != .up else { return picture }
+        let (width, height) = orientation.swapsAxes ? (picture.height, picture.width) : (picture.width, picture.height)
         guard let output = pool.take(width: width, height: height, format: picture.format) else { return picture }
+        Self.turnUpright(picture, from: orientation, into: output)
+        return output
+    }
+
+    /// Turns all of `picture` upright into `output`, whose size is the turned one.
+    package static func turnUpright(_ picture: PixelBuffer, from orientation: Orientation, into output: PixelBuffer) {
+        let mode: RotationMode = switch orientation {
+        case .up: kRotate0
+        case .right: kRotate90
+        case .down: kRotate180
+        case .left: kRotate270
+        }
         let source = picture.baseAddress.assumingMemoryBound(to: UInt8.self)
         let target = output.mutableBaseAddress.assumingMemoryBound(to: UInt8.self)
         _ = I420Rotate(
@@ -96,6 +101,17 @@ public final class PictureTransform: Sendable {
             source + picture.offset(ofPlane: 2), Int32(picture.stride(ofPlane: 2)),
             target, Int32(output.stride(ofPlane: 0)), target + output.offset(ofPlane: 1), Int32(output.stride(ofPlane: 1)),
             target + output.offset(ofPlane: 2), Int32(output.stride(ofPlane: 2)), Int32(picture.width), Int32(picture.height), mode)
-        return output
+    }
+
+    /// Mirrors all of `picture` left to right into `output` of the same size.
+    package static func mirror(_ picture: PixelBuffer, into output: PixelBuffer) {
+        precondition(picture.width == output.width && picture.height == output.height, "a mirror keeps the size")
+        let source = picture.baseAddress.assumingMemoryBound(to: UInt8.self)
+        let target = output.mutableBaseAddress.assumingMemoryBound(to: UInt8.self)
+        _ = I420Mirror(
+            source, Int32(picture.stride(ofPlane: 0)), source + picture.offset(ofPlane: 1), Int32(picture.stride(ofPlane: 1)),
+            source + picture.offset(ofPlane: 2), Int32(picture.stride(ofPlane: 2)),
+            target, Int32(output.stride(ofPlane: 0)), target + output.offset(ofPlane: 1), Int32(output.stride(ofPlane: 1)),
+            target + output.offset(ofPlane: 2), Int32(output.stride(ofPlane: 2)), Int32(picture.width), Int32(picture.height))
     }
 }
