@@ -1,5 +1,6 @@
 import CPipeWire
 import ReplayMedia
+import ReplayProcessing
 
 /// The picture layouts the PipeWire consumer accepts. For the screen: the packed 32-bit
 /// ones, most preferred first; the BGR ones are libyuv's fastest path to I420 (the same as
@@ -33,6 +34,24 @@ enum PixelLayout: CaseIterable, Equatable {
     var isBlueFirst: Bool { self == .bgrx || self == .bgra }
 
     var bytesPerPixel: Int { self == .yuy2 ? 2 : 4 }
+
+    /// Converts a screen's packed 32-bit picture into `pixels` (I420), top-left aligned.
+    func convert(_ data: UnsafeRawPointer, rowBytes: Int, into pixels: PixelBuffer) {
+        if isBlueFirst {
+            PixelConverter.convertBGRA(data, bytesPerRow: rowBytes, into: pixels)
+        } else {
+            PixelConverter.convertRGBA(data, bytesPerRow: rowBytes, into: pixels)
+        }
+    }
+
+    /// Converts one part (even edges) into the same place of `pixels`, leaving the rest.
+    func convert(_ data: UnsafeRawPointer, rowBytes: Int, into pixels: PixelBuffer, part: DamageTracker.Rect) {
+        if isBlueFirst {
+            PixelConverter.convertBGRA(data, bytesPerRow: rowBytes, into: pixels, x: part.x, y: part.y, width: part.width, height: part.height)
+        } else {
+            PixelConverter.convertRGBA(data, bytesPerRow: rowBytes, into: pixels, x: part.x, y: part.y, width: part.width, height: part.height)
+        }
+    }
 }
 
 /// One negotiated picture format of a stream.

@@ -220,11 +220,11 @@ public final class PortalScreenCapture: ScreenCapturing {
                     } else if let parts, let base, base.width == pixels.width, base.height == pixels.height {
                         // Only what changed: the rest is the last picture's.
                         PictureTransform.copy(base, into: pixels)
-                        for part in parts { Self.convert(data, rowBytes: rowBytes, format.layout, into: pixels, part: part) }
+                        for part in parts { format.layout.convert(data, rowBytes: rowBytes, into: pixels, part: part) }
                         picturesConvertedInPart += 1
                         lastConverted = pixels
                     } else {
-                        Self.convert(data, rowBytes: rowBytes, format.layout, into: pixels)
+                        format.layout.convert(data, rowBytes: rowBytes, into: pixels)
                         lastConverted = pixels
                     }
                     return true
@@ -239,23 +239,6 @@ public final class PortalScreenCapture: ScreenCapturing {
                 let sample = VideoSample(time: MediaTime(nanoseconds: later), pixels: previous, isRepeat: true)
                 counters.count(delivered: output.offer(sample), repeated: true)
             }
-        }
-    }
-
-    static func convert(_ data: UnsafeRawPointer, rowBytes: Int, _ layout: PixelLayout, into pixels: PixelBuffer) {
-        if layout.isBlueFirst {
-            PixelConverter.convertBGRA(data, bytesPerRow: rowBytes, into: pixels)
-        } else {
-            PixelConverter.convertRGBA(data, bytesPerRow: rowBytes, into: pixels)
-        }
-    }
-
-    private static func convert(_ data: UnsafeRawPointer, rowBytes: Int, _ layout: PixelLayout, into pixels: PixelBuffer,
-                                part: DamageTracker.Rect) {
-        if layout.isBlueFirst {
-            PixelConverter.convertBGRA(data, bytesPerRow: rowBytes, into: pixels, x: part.x, y: part.y, width: part.width, height: part.height)
-        } else {
-            PixelConverter.convertRGBA(data, bytesPerRow: rowBytes, into: pixels, x: part.x, y: part.y, width: part.width, height: part.height)
         }
     }
 
@@ -310,32 +293,5 @@ public struct PortalCaptureBackend: CaptureBackend {
             + "no other program what is on the screen")
         listing.addAudioDevices()
         return listing
-    }
-}
-
-/// Converts a picture that lies turned (or mirrored) in the producer's buffer into an upright
-/// one: into I420 at the buffer's size first (the cheaper picture to turn), then turned into
-/// the delivered picture. The in-between pictures are reused from frame to frame.
-final class PictureTurner {
-    private var asLaid: PixelBuffer?
-    private var mirrored: PixelBuffer?
-
-    func convertUpright(_ data: UnsafeRawPointer, rowBytes: Int, _ layout: PixelLayout, _ turn: PictureTurn, into pixels: PixelBuffer) {
-        let (width, height) = turn.uprightSize(width: pixels.width, height: pixels.height)
-        let laid = Self.reuse(&asLaid, width: width, height: height)
-        PortalScreenCapture.convert(data, rowBytes: rowBytes, layout, into: laid)
-        var upright = laid
-        if turn.mirrored {
-            upright = Self.reuse(&mirrored, width: width, height: height)
-            PictureTransform.mirror(laid, into: upright)
-        }
-        PictureTransform.turnUpright(upright, from: turn.upright, into: pixels)
-    }
-
-    private static func reuse(_ kept: inout PixelBuffer?, width: Int, height: Int) -> PixelBuffer {
-        if let picture = kept, picture.width == width, picture.height == height { return picture }
-        let picture = PixelBuffer(width: width, height: height, format: PixelConverter.format)
-        kept = picture
-        return picture
     }
 }
