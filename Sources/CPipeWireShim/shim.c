@@ -56,6 +56,13 @@ uint32_t CPW_build_buffer_params(uint8_t *buffer, uint32_t size, uint32_t data_t
         SPA_PARAM_META_type, SPA_POD_Id(SPA_META_VideoDamage),
         SPA_PARAM_META_size, SPA_POD_CHOICE_RANGE_Int(sizeof(struct spa_meta_region) * 16, sizeof(struct spa_meta_region) * 1,
                                                       sizeof(struct spa_meta_region) * 16));
+    // The pointer and its picture, when it comes as metadata. Producers fix the size (mutter 43:
+    // room for 384x384 pixels), so the range must take theirs.
+#define CPW_CURSOR_META_SIZE(w, h) ((int)(sizeof(struct spa_meta_cursor) + sizeof(struct spa_meta_bitmap) + (w) * (h) * 4))
+    if (n < max) params[n++] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
+        SPA_PARAM_META_type, SPA_POD_Id(SPA_META_Cursor),
+        SPA_PARAM_META_size, SPA_POD_CHOICE_RANGE_Int(CPW_CURSOR_META_SIZE(64, 64), CPW_CURSOR_META_SIZE(1, 1),
+                                                      CPW_CURSOR_META_SIZE(1024, 1024)));
     for (uint32_t i = 0; i < n; i++) if (params[i] == NULL) return 0;
     return n;
 }
@@ -152,4 +159,29 @@ int CPW_buffer_damage(struct pw_buffer *buffer, CPW_rect *rects, int max) {
         }
     }
     return count > 0 ? count : -1;
+}
+
+int CPW_buffer_cursor(struct pw_buffer *buffer, CPW_cursor *out) {
+    struct spa_meta *meta = spa_buffer_find_meta(buffer->buffer, SPA_META_Cursor);
+    if (meta == NULL || meta->size < sizeof(struct spa_meta_cursor)) return -1;
+    struct spa_meta_cursor *cursor = meta->data;
+    if (!spa_meta_cursor_is_valid(cursor)) return -1;
+    *out = (CPW_cursor){ .x = cursor->position.x, .y = cursor->position.y };
+    if (cursor->bitmap_offset == 0 ||
+        cursor->bitmap_offset + sizeof(struct spa_meta_bitmap) > meta->size) return 0;
+    struct spa_meta_bitmap *bitmap = SPA_PTROFF(cursor, cursor->bitmap_offset, struct spa_meta_bitmap);
+    out->has_bitmap = 1;
+    out->hotspot_x = cursor->hotspot.x;
+    out->hotspot_y = cursor->hotspot.y;
+    if (!spa_meta_bitmap_is_valid(bitmap)) return 0;  // a hidden pointer
+    // The bitmap's rows must lie inside the metadata.
+    uint64_t end = (uint64_t)cursor->bitmap_offset + bitmap->offset +
+                   (uint64_t)bitmap->stride * (bitmap->size.height - 1) + (uint64_t)bitmap->size.width * 4;
+    if (bitmap->stride < (int32_t)bitmap->size.width * 4 || end > meta->size) return 0;
+    out->format = bitmap->format;
+    out->width = bitmap->size.width;
+    out->height = bitmap->size.height;
+    out->stride = bitmap->stride;
+    out->pixels = SPA_PTROFF(bitmap, bitmap->offset, const uint8_t);
+    return 0;
 }

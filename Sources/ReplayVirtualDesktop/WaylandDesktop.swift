@@ -19,7 +19,8 @@ import Glibc
 /// including those the bus started on demand (found by session id: each program we start
 /// leads a session, and what it spawns stays in it).
 public final class WaylandDesktop: @unchecked Sendable {
-    // @unchecked: the process list is only changed by start (before sharing) and stop (under `lock`).
+    // @unchecked: the process list is only changed by start (before sharing) and stop (under
+    // `lock`); the pointer session only under `lock`.
     /// Which desktop: each has its own compositor and portal backend.
     public enum Compositor: String, Sendable, CaseIterable {
         /// GNOME 43: mutter and xdg-desktop-portal-gnome.
@@ -70,6 +71,10 @@ public final class WaylandDesktop: @unchecked Sendable {
         /// sway, floating): a client that changes a small part of the screen. Not with
         /// `flashesAndBeeps`.
         public var window: (width: Int, height: Int)?
+        /// A still fullscreen GTK window of `background` instead, which sets the desktop's arrow
+        /// cursor where the pointer is over it: a compositor shows no cursor over a client that
+        /// sets none, as GStreamer's window does. Move the pointer with `movePointer` (GNOME).
+        public var showsCursor = false
 
         public init(background: UInt32 = 0x2060E0, moving: Bool = true, frameRate: Int = 30) {
             self.background = background
@@ -342,6 +347,7 @@ public final class WaylandDesktop: @unchecked Sendable {
         let running = lock.withLock {
             let running = processes
             processes = []
+            pointer = nil
             return running
         }
         let sessions = Set(running.map(\.process.pid))
@@ -471,6 +477,12 @@ public final class WaylandDesktop: @unchecked Sendable {
 
     private func showScene(_ scene: Scene, width: Int, height: Int) throws {
         if scene.flashesAndBeeps { return try showFlashesAndBeeps(scene, width: width, height: height) }
+        if scene.showsCursor {
+            let rgb = [16, 8, 0].map { String((scene.background >> UInt32($0)) & 0xFF) }
+            try launch("scene", "/usr/bin/python3", ["-c", Self.cursorWindow] + rgb)
+            Thread.sleep(forTimeInterval: 1)
+            return try checkRunning()
+        }
         let colour = String(format: "0xff%06x", scene.background & 0xFF_FFFF)
         let fullscreen = scene.window == nil ? sceneFullscreen : "fullscreen=false"
         let (width, height) = scene.window ?? (width, height)
@@ -513,6 +525,22 @@ public final class WaylandDesktop: @unchecked Sendable {
         Thread.sleep(forTimeInterval: max(0.5, Double(epoch - MonotonicClock.nanoseconds()) / 1e9))
         try checkRunning()
     }
+
+    /// A fullscreen GTK window in one colour (R G B from 0 to 255), painted by a style sheet
+    /// (drawing with cairo from Python would need python3-gi-cairo).
+    private static let cursorWindow = """
+        import sys, gi
+        gi.require_version("Gtk", "3.0")
+        from gi.repository import Gtk, Gdk
+        style = Gtk.CssProvider()
+        style.load_from_data(("window { background: rgb(%s, %s, %s); }" % tuple(sys.argv[1:4])).encode())
+        Gtk.StyleContext.add_provider_for_screen(Gdk.Screen.get_default(), style, Gtk.STYLE_PROVIDER_PRIORITY_USER)
+        window = Gtk.Window()
+        window.connect("destroy", Gtk.main_quit)
+        window.fullscreen()
+        window.show_all()
+        Gtk.main()
+        """
 
     /// Plays a clip fullscreen on the Wayland display, clip time 0 at EPOCH_NS of
     /// CLOCK_MONOTONIC (GStreamer's system clock), through GObject introspection: gst-launch
@@ -561,6 +589,66 @@ public final class WaylandDesktop: @unchecked Sendable {
                              timeout: 5)
         } catch {
             throw VirtualDesktop.StartError(description: "mutter refused to rotate the monitor: \(error)")
+        }
+    }
+
+    // MARK: the pointer
+
+    /// A remote-desktop session of mutter's, which moves a virtual pointer. Mutter ends the
+    /// session when the connection that made it closes, so the desktop keeps both.
+    private struct PointerSession {
+        let bus: DBusConnection
+        let session: String
+        /// A screen-cast stream of the monitor, in whose coordinates the pointer moves.
+        let stream: String
+    }
+
+    private var pointer: PointerSession?
+
+    /// Moves the pointer to `x`, `y` of the monitor, as a person's mouse would (GNOME: through
+    /// mutter's RemoteDesktop API). The first move makes the pointer.
+    public func movePointer(x: Double, y: Double) throws {
+        guard compositor == .gnome else {
+            throw VirtualDesktop.StartError(description: "movePointer needs the GNOME desktop")
+        }
+        let session = try lock.withLock { () throws -> PointerSession in
+            if let pointer { return pointer }
+            let made = try makePointerSession()
+            pointer = made
+            return made
+        }
+        do {
+            _ = try session.bus.call(destination: "org.gnome.Mutter.RemoteDesktop", path: session.session,
+                                     interface: "org.gnome.Mutter.RemoteDesktop.Session", member: "NotifyPointerMotionAbsolute",
+                                     [.string(session.stream), .double(x), .double(y)], timeout: 5)
+        } catch {
+            throw VirtualDesktop.StartError(description: "mutter did not move the pointer: \(error)")
+        }
+    }
+
+    private func makePointerSession() throws -> PointerSession {
+        let bus = try connectBus()
+        let remote = "org.gnome.Mutter.RemoteDesktop", cast = "org.gnome.Mutter.ScreenCast"
+        do {
+            let connector = try DisplayState(on: bus).connector
+            guard let session = try bus.call(destination: remote, path: "/org/gnome/Mutter/RemoteDesktop", interface: remote,
+                                             member: "CreateSession", [], timeout: 5).first?.string,
+                  let id = try bus.call(destination: remote, path: session, interface: "org.freedesktop.DBus.Properties", member: "Get",
+                                        [.string(remote + ".Session"), .string("SessionId")], timeout: 5).first?.string,
+                  let castSession = try bus.call(destination: cast, path: "/org/gnome/Mutter/ScreenCast", interface: cast,
+                                                 member: "CreateSession",
+                                                 [.array(element: "{sv}", [.dictEntry(.string("remote-desktop-session-id"), .variant(.string(id)))])],
+                                                 timeout: 5).first?.string,
+                  let stream = try bus.call(destination: cast, path: castSession, interface: cast + ".Session", member: "RecordMonitor",
+                                            [.string(connector), .array(element: "{sv}", [])], timeout: 5).first?.string else {
+                throw VirtualDesktop.StartError(description: "mutter's remote desktop answered nothing")
+            }
+            _ = try bus.call(destination: remote, path: session, interface: remote + ".Session", member: "Start", [], timeout: 5)
+            return PointerSession(bus: bus, session: session, stream: stream)
+        } catch let error as VirtualDesktop.StartError {
+            throw error
+        } catch {
+            throw VirtualDesktop.StartError(description: "cannot make a pointer with mutter's remote desktop: \(error)")
         }
     }
 

@@ -429,19 +429,30 @@ extension IntegrationTests {
 
         static func collect(from capture: PortalScreenCapture, seconds: Double) throws -> [FrameFacts] {
             let collector = Collector()
+            try run(capture, into: collector, seconds: seconds)
+            return collector.frames.withLock { $0 }
+        }
+
+        /// Runs `capture` into `output` on a thread of its own for `seconds`, calling `meanwhile`
+        /// (on this thread) once it has started.
+        static func run(_ capture: PortalScreenCapture, into output: some CaptureOutput, seconds: Double,
+                        meanwhile: () throws -> Void = {}) throws {
             let stop = StopFlag()
             let failure = Mutex<CaptureError?>(nil)
             let box = UncheckedBox(capture)
             let finished = DispatchSemaphore(value: 0)
             Thread {
-                do throws(CaptureError) { try box.value.run(output: collector, stop: stop) } catch { failure.withLock { $0 = error } }
+                do throws(CaptureError) { try box.value.run(output: output, stop: stop) } catch { failure.withLock { $0 = error } }
                 finished.signal()
             }.start()
-            Thread.sleep(forTimeInterval: seconds)
+            let started = Date()
+            var meanwhileFailure: (any Error)?
+            do { try meanwhile() } catch { meanwhileFailure = error }
+            Thread.sleep(forTimeInterval: max(0, seconds - Date().timeIntervalSince(started)))
             stop.raise()
             #expect(finished.wait(timeout: .now() + 5) == .success, "run did not return after stop")
             if let error = failure.withLock({ $0 }) { throw error }
-            return collector.frames.withLock { $0 }
+            if let meanwhileFailure { throw meanwhileFailure }
         }
 
         /// BT.601 limited range, as libyuv's ARGB to I420.

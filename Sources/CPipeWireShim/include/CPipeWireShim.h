@@ -17,7 +17,7 @@ const struct spa_pod *CPW_build_enum_format(uint8_t *buffer, uint32_t size, cons
                                             uint32_t width, uint32_t height, uint32_t max_fps);
 
 /// The Buffers param (data types as a bit mask of 1 << SPA_DATA_*) and the Meta params
-/// this consumer reads (header, video transform, damage). Writes up to `max` pods into
+/// this consumer reads (header, video transform, damage, cursor). Writes up to `max` pods into
 /// `params`; returns how many.
 uint32_t CPW_build_buffer_params(uint8_t *buffer, uint32_t size, uint32_t data_types,
                                  const struct spa_pod **params, uint32_t max);
@@ -54,6 +54,21 @@ typedef struct {
 /// up to `max` (more are merged into the last). Returns how many, or -1 when the buffer has
 /// no damage metadata or lists no rectangle: then anything may have changed.
 int CPW_buffer_damage(struct pw_buffer *buffer, CPW_rect *rects, int max);
+
+typedef struct {
+    int32_t x, y;               // where the pointer's hotspot is, in the picture
+    int has_bitmap;             // a new picture of the pointer comes with this buffer
+    int32_t hotspot_x, hotspot_y;
+    uint32_t format;            // SPA_VIDEO_FORMAT_* of the bitmap
+    uint32_t width, height;     // 0 x 0: the pointer is hidden
+    int32_t stride;
+    const uint8_t *pixels;      // width x height, `stride` bytes a row; valid while the buffer is held
+} CPW_cursor;
+
+/// The pointer as the producer describes it beside the picture (SPA_META_Cursor, the
+/// portal's metadata cursor mode). 0 when the buffer says where it is; -1 when it has no
+/// such metadata or the pointer is not known (off the screen, or no pointer yet).
+int CPW_buffer_cursor(struct pw_buffer *buffer, CPW_cursor *out);
 
 /// The stream events, as plain C function pointers with one context.
 typedef struct {

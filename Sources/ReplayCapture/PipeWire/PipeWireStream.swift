@@ -28,6 +28,8 @@ final class PipeWireStream {
     private(set) var turn = PictureTurn.none
     /// What changed since the last picture was converted.
     private var damage = DamageTracker()
+    /// The pointer, when the producer sends it as metadata (drawn by the capture, or not).
+    var cursor = MetadataCursor()
 
     /// The upright size of the newest picture: the format's, turned as the picture is.
     var pictureSize: (width: Int, height: Int)? {
@@ -160,6 +162,11 @@ final class PipeWireStream {
             var view = CPW_frame_view()
             CPW_buffer_view(buffer, &view)
             damage.add(Self.damage(of: buffer))
+            // Every buffer says where the pointer is, also one without a picture.
+            var pointer = CPW_cursor()
+            if CPW_buffer_cursor(buffer, &pointer) == 0 {
+                cursor.update(x: Int(pointer.x), y: Int(pointer.y), newSprite: pointer.has_bitmap != 0 ? Self.sprite(of: pointer) : nil)
+            }
             // An empty chunk is a cursor-only or damage-only update: nothing to show.
             if view.data != nil && view.size > 0 && view.corrupted == 0 {
                 received += 1
@@ -180,6 +187,26 @@ final class PipeWireStream {
     /// `DamageTracker.takeParts`); nil to convert it whole. Call once per converted picture.
     func takeDamagedParts(width: Int, height: Int) -> [DamageTracker.Rect]? {
         damage.takeParts(width: width, height: height)
+    }
+
+    /// The pointer's new picture as premultiplied RGBA; a sprite of no size when it is hidden,
+    /// or in a layout this consumer does not read.
+    private static func sprite(of pointer: CPW_cursor) -> MetadataCursor.Sprite {
+        let hidden = MetadataCursor.Sprite(width: 0, height: 0, hotspotX: 0, hotspotY: 0, pixels: [])
+        guard let source = pointer.pixels, pointer.width > 0, pointer.height > 0,
+              let layout = PixelLayout(spaFormat: pointer.format), layout != .yuy2 else { return hidden }
+        let width = Int(pointer.width), height = Int(pointer.height)
+        var pixels = [UInt8](repeating: 0, count: width * height * 4)
+        for y in 0..<height {
+            for x in 0..<width {
+                let from = source + y * Int(pointer.stride) + x * 4, to = (y * width + x) * 4
+                let (red, blue) = layout.isBlueFirst ? (from[2], from[0]) : (from[0], from[2])
+                let alpha = layout == .bgrx || layout == .rgbx ? 255 : from[3]
+                (pixels[to], pixels[to + 1], pixels[to + 2], pixels[to + 3]) = (red, from[1], blue, alpha)
+            }
+        }
+        return MetadataCursor.Sprite(width: width, height: height, hotspotX: Int(pointer.hotspot_x), hotspotY: Int(pointer.hotspot_y),
+                                     pixels: pixels)
     }
 
     private static func damage(of buffer: UnsafeMutablePointer<pw_buffer>) -> [DamageTracker.Rect]? {

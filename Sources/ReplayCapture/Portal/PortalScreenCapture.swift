@@ -176,7 +176,7 @@ public final class PortalScreenCapture: ScreenCapturing {
         while !stop.isRaised {
             let stream = cast.stream
             let now = MonotonicClock.nanoseconds()
-            let deadline = stream.holdsFrame ? pacer.nextFrame(after: now)
+            let deadline = stream.holdsFrame || pointerMoved() ? pacer.nextFrame(after: now)
                 : previous == nil ? now + interval : lastDelivery + options.repeatInterval.nanoseconds
             // Wake at least once an interval to see `stop`.
             try stream.iterate(timeout: Double(max(0, min(deadline - now, interval))) / 1e9)
@@ -215,18 +215,27 @@ public final class PortalScreenCapture: ScreenCapturing {
                     if options.protectedWindows.map({ !$0.windows.isEmpty }) ?? false || !options.excludedWindows.isEmpty {
                         // Wayland does not say where a protected window is: fail closed, all black.
                         Self.paintBlack(pixels)
-                    } else if turn != .none {
+                        stream.cursor.forgetDrawing()
+                        return true
+                    }
+                    if turn != .none {
+                        // (A metadata cursor comes from mutter, which turns pictures itself.)
                         turner.convertUpright(data, rowBytes: rowBytes, format.layout, turn, into: pixels)
-                    } else if let parts, let base, base.width == pixels.width, base.height == pixels.height {
-                        // Only what changed: the rest is the last picture's.
+                        stream.cursor.forgetDrawing()
+                        return true
+                    }
+                    if let parts, let base, base.width == pixels.width, base.height == pixels.height {
+                        // Only what changed: the rest is the last picture's, without its pointer.
                         PictureTransform.copy(base, into: pixels)
+                        stream.cursor.restore(into: pixels)
                         for part in parts { format.layout.convert(data, rowBytes: rowBytes, into: pixels, part: part) }
                         picturesConvertedInPart += 1
-                        lastConverted = pixels
                     } else {
                         format.layout.convert(data, rowBytes: rowBytes, into: pixels)
-                        lastConverted = pixels
+                        stream.cursor.forgetDrawing()
                     }
+                    if options.showCursor { stream.cursor.draw(into: pixels) }
+                    lastConverted = pixels
                     return true
                 } ?? false
                 stream.releaseHeld()
@@ -234,12 +243,27 @@ public final class PortalScreenCapture: ScreenCapturing {
                 lastDelivery = later
                 previous = pixels
                 counters.count(delivered: output.offer(VideoSample(time: time, pixels: pixels)), repeated: false)
+            } else if pointerMoved(), let base = lastConverted, pacer.take(at: later),
+                      let pixels = pool.take(width: size.width, height: size.height, format: PixelConverter.format) {
+                // The pointer moved over a still screen: the last picture, with the pointer in its new place.
+                PictureTransform.copy(base, into: pixels)
+                stream.cursor.restore(into: pixels)
+                stream.cursor.draw(into: pixels)
+                lastConverted = pixels
+                lastDelivery = later
+                previous = pixels
+                counters.count(delivered: output.offer(VideoSample(time: MediaTime(nanoseconds: later), pixels: pixels)), repeated: false)
             } else if let previous, later - lastDelivery >= options.repeatInterval.nanoseconds, pacer.take(at: later) {
                 lastDelivery = later
                 let sample = VideoSample(time: MediaTime(nanoseconds: later), pixels: previous, isRepeat: true)
                 counters.count(delivered: output.offer(sample), repeated: true)
             }
         }
+    }
+
+    /// The compositor's metadata cursor moved or changed since it was drawn, over a picture it can be redrawn on.
+    private func pointerMoved() -> Bool {
+        options.showCursor && cast.stream.cursor.changed && lastConverted != nil
     }
 
     private static func paintBlack(_ pixels: PixelBuffer) {
@@ -268,8 +292,8 @@ public struct PortalCaptureBackend: CaptureBackend {
     }
 
     public func makeScreenCapture(_ options: ScreenCaptureOptions) throws(CaptureError) -> any ScreenCapturing {
-        // The cursor comes drawn in by the compositor: drawing a metadata cursor ourselves is not done yet.
-        let request = ScreenCastRequest(showCursor: options.showCursor, drawsMetadataCursor: false,
+        // The pointer as metadata where the portal offers it (GNOME), drawn by us; else drawn in by the compositor.
+        let request = ScreenCastRequest(showCursor: options.showCursor, drawsMetadataCursor: true,
                                         restoreToken: tokens.token, responseTimeout: responseTimeout)
         let tokens = self.tokens
         return try PortalScreenCapture(options: options, request: request, busAddress: busAddress) { tokens.keep($0) }
