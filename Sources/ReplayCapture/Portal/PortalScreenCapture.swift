@@ -183,6 +183,8 @@ public final class PortalScreenCapture: ScreenCapturing {
             noteMonitorChanges()
             if stream.producerGone {
                 try reopenAfterMonitorChange()
+                // A new stream: nothing is known of what changed, nor where its pointer was drawn.
+                lastConverted = nil
                 continue
             }
             stream.takeNewest()
@@ -196,6 +198,8 @@ public final class PortalScreenCapture: ScreenCapturing {
                 // A session that ends on a resize (in-app capture) has stopped us.
                 guard !stop.isRaised else { return }
                 size = even
+                // The last picture is of the old size: no base for the next.
+                lastConverted = nil
             }
             let later = MonotonicClock.nanoseconds()
             if stream.holdsFrame {
