@@ -167,6 +167,8 @@ let package = Package(
         .executableTarget(
             name: "replay-hostile-extension", dependencies: ["ReplayExtensionKit", "ReplayMedia"],
             path: "Tests/HostileExtension", swiftSettings: strictSettings),
+        // A PipeWire video source that sends DMA-BUF (or tiled, or shared-memory) buffers, for the capture's tests.
+        .executableTarget(name: "replay-pipewire-test-source", dependencies: ["CPipeWire"], path: "Tests/PipeWireTestSource"),
         // Times the live video source's per-frame work for bench/processing.
         .executableTarget(
             name: "replay-processing-bench", dependencies: ["ReplayProcessing", "ReplayMedia"],

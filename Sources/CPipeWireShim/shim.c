@@ -4,6 +4,11 @@
 #include <spa/param/buffers.h>
 #include <spa/pod/builder.h>
 #include <spa/buffer/meta.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <linux/dma-buf.h>
+#include <string.h>
+#include <time.h>
 
 int CPW_loop_iterate(struct pw_loop *loop, int timeout_ms) {
     pw_loop_enter(loop);
@@ -13,7 +18,7 @@ int CPW_loop_iterate(struct pw_loop *loop, int timeout_ms) {
 }
 
 const struct spa_pod *CPW_build_enum_format(uint8_t *buffer, uint32_t size, const uint32_t *formats, uint32_t count,
-                                            uint32_t width, uint32_t height, uint32_t max_fps) {
+                                            uint32_t width, uint32_t height, uint32_t max_fps, int linear_dmabuf) {
     if (count == 0) return NULL;
     struct spa_pod_builder b = SPA_POD_BUILDER_INIT(buffer, size);
     struct spa_pod_frame object, choice;
@@ -35,6 +40,16 @@ const struct spa_pod *CPW_build_enum_format(uint8_t *buffer, uint32_t size, cons
         SPA_FORMAT_VIDEO_maxFramerate, SPA_POD_CHOICE_RANGE_Fraction(&SPA_FRACTION(max_fps, 1), &SPA_FRACTION(1, 1),
                                                                      &SPA_FRACTION(max_fps, 1)),
         0);
+    if (linear_dmabuf) {
+        // Mandatory: only a producer that sends DMA-BUF matches. Don't-fixate: the producer
+        // chooses among the modifiers both sides list (here the one), as PipeWire's DMA-BUF
+        // negotiation has it.
+        spa_pod_builder_prop(&b, SPA_FORMAT_VIDEO_modifier, SPA_POD_PROP_FLAG_MANDATORY | SPA_POD_PROP_FLAG_DONT_FIXATE);
+        spa_pod_builder_push_choice(&b, &choice, SPA_CHOICE_Enum, 0);
+        spa_pod_builder_long(&b, (int64_t)CPW_MODIFIER_LINEAR);
+        spa_pod_builder_long(&b, (int64_t)CPW_MODIFIER_LINEAR);
+        spa_pod_builder_pop(&b, &choice);
+    }
     return (const struct spa_pod *)spa_pod_builder_pop(&b, &object);
 }
 
@@ -78,18 +93,57 @@ int CPW_parse_video_format(const struct spa_pod *param, CPW_video_format *out) {
     out->height = raw.size.height;
     out->max_fps_num = raw.max_framerate.num;
     out->max_fps_den = raw.max_framerate.denom;
-    out->has_modifier = spa_pod_find_prop(param, NULL, SPA_FORMAT_VIDEO_modifier) != NULL;
+    const struct spa_pod_prop *modifier = spa_pod_find_prop(param, NULL, SPA_FORMAT_VIDEO_modifier);
+    out->has_modifier = modifier != NULL;
+    out->modifier_fixed = 0;
+    out->modifier = 0;
+    if (modifier != NULL) {
+        // Still a choice of several while the producer has not fixed it (a choice of one is fixed).
+        uint32_t n_values = 0, choice = SPA_CHOICE_None;
+        const struct spa_pod *value = spa_pod_get_values(&modifier->value, &n_values, &choice);
+        int64_t chosen;
+        if ((choice == SPA_CHOICE_None || n_values == 1) && spa_pod_get_long(value, &chosen) == 0) {
+            out->modifier_fixed = 1;
+            out->modifier = (uint64_t)chosen;
+        }
+    }
     return 0;
+}
+
+/// Our own mapping of a DMA-BUF's first plane, kept in the pw_buffer's user_data.
+typedef struct {
+    struct pw_buffer *buffer;
+    void *base;             // the mapping, from the descriptor's start
+    size_t length;
+    const uint8_t *data;    // where the plane's memory starts (mapoffset into it)
+    uint32_t maxsize;
+} CPW_dmabuf_mapping;
+
+/// The first plane's memory: PipeWire's mapping (shared memory), else ours (a DMA-BUF).
+static const uint8_t *plane_memory(struct pw_buffer *buffer, uint32_t *maxsize) {
+    struct spa_data *d = &buffer->buffer->datas[0];
+    if (d->data != NULL) {
+        *maxsize = d->maxsize;
+        return d->data;
+    }
+    CPW_dmabuf_mapping *mapping = buffer->user_data;
+    if (d->type != SPA_DATA_DmaBuf || mapping == NULL) return NULL;
+    *maxsize = mapping->maxsize;
+    return mapping->data;
 }
 
 void CPW_buffer_view(struct pw_buffer *buffer, CPW_frame_view *out) {
     struct spa_buffer *spa = buffer->buffer;
     struct spa_data *d = &spa->datas[0];
     struct spa_meta_header *header = spa_buffer_find_meta_data(spa, SPA_META_Header, sizeof(*header));
+    uint32_t maxsize = 0;
+    const uint8_t *memory = plane_memory(buffer, &maxsize);
     out->type = d->type;
     out->size = d->chunk ? d->chunk->size : 0;
     out->stride = d->chunk ? d->chunk->stride : 0;
-    out->data = d->data && d->chunk ? (const uint8_t *)d->data + d->chunk->offset : NULL;
+    // The chunk must lie inside the plane: a producer's bad offset never reads past the mapping.
+    int inside = d->chunk && (uint64_t)d->chunk->offset + d->chunk->size <= maxsize;
+    out->data = memory && inside ? memory + d->chunk->offset : NULL;
     out->corrupted = (d->chunk && (d->chunk->flags & SPA_CHUNK_FLAG_CORRUPTED)) ||
                      (header && (header->flags & SPA_META_HEADER_FLAG_CORRUPTED));
     out->pts = header ? header->pts : -1;
@@ -97,10 +151,59 @@ void CPW_buffer_view(struct pw_buffer *buffer, CPW_frame_view *out) {
     out->transform = turn ? turn->transform : SPA_META_TRANSFORMATION_None;
 }
 
+static void sync_dmabuf(struct pw_buffer *buffer, uint64_t flags) {
+    struct spa_data *d = &buffer->buffer->datas[0];
+    if (d->type != SPA_DATA_DmaBuf || d->fd < 0) return;
+    struct dma_buf_sync sync = { .flags = flags | DMA_BUF_SYNC_READ };
+    // Interrupted calls are retried; other failures (an exporter without sync) leave the read as it is.
+    while (ioctl((int)d->fd, DMA_BUF_IOCTL_SYNC, &sync) < 0 && errno == EINTR) {}
+}
+
+void CPW_buffer_begin_read(struct pw_buffer *buffer) { sync_dmabuf(buffer, DMA_BUF_SYNC_START); }
+void CPW_buffer_end_read(struct pw_buffer *buffer) { sync_dmabuf(buffer, DMA_BUF_SYNC_END); }
+
+#define CPW_MAX_MAPPINGS 32
+
 struct CPW_stream_listener {
     struct spa_hook hook;
     CPW_stream_handlers handlers;
+    // Mappings made here, so none outlives the listener even if the stream never removes its buffers.
+    CPW_dmabuf_mapping *mappings[CPW_MAX_MAPPINGS];
 };
+
+static void unmap_dmabuf(CPW_dmabuf_mapping *mapping) {
+    munmap(mapping->base, mapping->length);
+    free(mapping);
+}
+
+static void on_add_buffer(void *data, struct pw_buffer *buffer) {
+    CPW_stream_listener *l = data;
+    struct spa_data *d = &buffer->buffer->datas[0];
+    if (d->type != SPA_DATA_DmaBuf || d->data != NULL || d->fd < 0 || d->maxsize == 0) return;
+    size_t slot = 0;
+    while (slot < CPW_MAX_MAPPINGS && l->mappings[slot] != NULL) slot++;
+    if (slot == CPW_MAX_MAPPINGS) return;
+    // mmap wants a page-aligned offset: map from the start and step to the plane.
+    size_t length = (size_t)d->mapoffset + d->maxsize;
+    void *base = mmap(NULL, length, PROT_READ, MAP_SHARED, (int)d->fd, 0);
+    if (base == MAP_FAILED) return;  // then the buffer reads as empty, and the stream says it got no picture
+    CPW_dmabuf_mapping *mapping = calloc(1, sizeof(*mapping));
+    if (mapping == NULL) { munmap(base, length); return; }
+    *mapping = (CPW_dmabuf_mapping){ buffer, base, length, (const uint8_t *)base + d->mapoffset, d->maxsize };
+    buffer->user_data = mapping;
+    l->mappings[slot] = mapping;
+}
+
+static void on_remove_buffer(void *data, struct pw_buffer *buffer) {
+    CPW_stream_listener *l = data;
+    for (size_t i = 0; i < CPW_MAX_MAPPINGS; i++) {
+        if (l->mappings[i] != NULL && l->mappings[i]->buffer == buffer) {
+            buffer->user_data = NULL;
+            unmap_dmabuf(l->mappings[i]);
+            l->mappings[i] = NULL;
+        }
+    }
+}
 
 static void on_state_changed(void *data, enum pw_stream_state old, enum pw_stream_state state, const char *error) {
     CPW_stream_listener *l = data;
@@ -122,6 +225,8 @@ static const struct pw_stream_events stream_events = {
     .state_changed = on_state_changed,
     .param_changed = on_param_changed,
     .process = on_process,
+    .add_buffer = on_add_buffer,
+    .remove_buffer = on_remove_buffer,
 };
 
 CPW_stream_listener *CPW_stream_listen(struct pw_stream *stream, const CPW_stream_handlers *handlers) {
@@ -135,6 +240,7 @@ CPW_stream_listener *CPW_stream_listen(struct pw_stream *stream, const CPW_strea
 void CPW_stream_unlisten(CPW_stream_listener *listener) {
     if (listener == NULL) return;
     spa_hook_remove(&listener->hook);
+    for (size_t i = 0; i < CPW_MAX_MAPPINGS; i++) if (listener->mappings[i] != NULL) unmap_dmabuf(listener->mappings[i]);
     free(listener);
 }
 
@@ -184,4 +290,136 @@ int CPW_buffer_cursor(struct pw_buffer *buffer, CPW_cursor *out) {
     out->stride = bitmap->stride;
     out->pixels = SPA_PTROFF(bitmap, bitmap->offset, const uint8_t);
     return 0;
+}
+
+// ---- What a producer offers (for the error when nothing was agreed) ----
+
+#define CPW_MAX_PORTS 256
+
+struct inspection {
+    struct pw_core *core;
+    struct pw_registry *registry;
+    struct pw_port *port;
+    struct spa_hook core_hook, registry_hook, port_hook;
+    uint32_t node_id;
+    const char *node_name;
+    struct { uint32_t id, node; } ports[CPW_MAX_PORTS];  // output ports seen, with their node
+    uint32_t n_ports;
+    int pending;            // the sequence number of the sync we wait for
+    int stage;              // 0: listing globals, 1: reading the port's formats, 2: done
+    CPW_producer_offer *out;
+};
+
+static void inspection_global(void *data, uint32_t id, uint32_t permissions, const char *type, uint32_t version,
+                              const struct spa_dict *props) {
+    struct inspection *in = data;
+    (void)permissions; (void)version;
+    if (props == NULL) return;
+    if (strcmp(type, PW_TYPE_INTERFACE_Node) == 0 && in->node_id == PW_ID_ANY) {
+        const char *name = spa_dict_lookup(props, PW_KEY_NODE_NAME);
+        if (name != NULL && in->node_name != NULL && strcmp(name, in->node_name) == 0) in->node_id = id;
+    } else if (strcmp(type, PW_TYPE_INTERFACE_Port) == 0 && in->n_ports < CPW_MAX_PORTS) {
+        const char *direction = spa_dict_lookup(props, PW_KEY_PORT_DIRECTION);
+        const char *node = spa_dict_lookup(props, PW_KEY_NODE_ID);
+        if (direction != NULL && node != NULL && strcmp(direction, "out") == 0) {
+            in->ports[in->n_ports].id = id;
+            in->ports[in->n_ports].node = (uint32_t)strtoul(node, NULL, 10);
+            in->n_ports++;
+        }
+    }
+}
+
+static const struct pw_registry_events inspection_registry_events = {
+    PW_VERSION_REGISTRY_EVENTS,
+    .global = inspection_global,
+};
+
+static void inspection_param(void *data, int seq, uint32_t id, uint32_t index, uint32_t next, const struct spa_pod *param) {
+    struct inspection *in = data;
+    (void)seq; (void)index; (void)next;
+    uint32_t media_type, media_subtype;
+    if (id != SPA_PARAM_EnumFormat || param == NULL || spa_format_parse(param, &media_type, &media_subtype) < 0 ||
+        media_type != SPA_MEDIA_TYPE_video || media_subtype != SPA_MEDIA_SUBTYPE_raw) return;
+    in->out->formats++;
+    const struct spa_pod_prop *modifier = spa_pod_find_prop(param, NULL, SPA_FORMAT_VIDEO_modifier);
+    if (modifier == NULL) {
+        in->out->readable++;
+        return;
+    }
+    uint32_t n_values = 0, choice = SPA_CHOICE_None;
+    const struct spa_pod *values = spa_pod_get_values(&modifier->value, &n_values, &choice);
+    if (values->type != SPA_TYPE_Long || n_values == 0) return;
+    const int64_t *list = SPA_POD_BODY_CONST(values);
+    for (uint32_t i = 0; i < n_values; i++) {
+        if ((uint64_t)list[i] == CPW_MODIFIER_LINEAR) {
+            in->out->readable++;
+            return;
+        }
+    }
+    if (in->out->gpu_modifier == 0) in->out->gpu_modifier = (uint64_t)list[0];
+}
+
+static const struct pw_port_events inspection_port_events = {
+    PW_VERSION_PORT_EVENTS,
+    .param = inspection_param,
+};
+
+static void inspection_done(void *data, uint32_t id, int seq) {
+    struct inspection *in = data;
+    if (id != PW_ID_CORE || seq != in->pending) return;
+    if (in->stage == 0) {
+        uint32_t port = PW_ID_ANY;
+        for (uint32_t i = 0; i < in->n_ports && in->node_id != PW_ID_ANY; i++)
+            if (in->ports[i].node == in->node_id) { port = in->ports[i].id; break; }
+        in->port = port == PW_ID_ANY ? NULL : pw_registry_bind(in->registry, port, PW_TYPE_INTERFACE_Port, PW_VERSION_PORT, 0);
+        if (in->port == NULL) { in->stage = 2; return; }
+        in->out->found = 1;
+        pw_port_add_listener(in->port, &in->port_hook, &inspection_port_events, in);
+        pw_port_enum_params(in->port, 0, SPA_PARAM_EnumFormat, 0, UINT32_MAX, NULL);
+        in->pending = pw_core_sync(in->core, PW_ID_CORE, 0);
+        in->stage = 1;
+    } else {
+        in->stage = 2;
+    }
+}
+
+static const struct pw_core_events inspection_core_events = {
+    PW_VERSION_CORE_EVENTS,
+    .done = inspection_done,
+};
+
+static int64_t monotonic_ms(void) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+int CPW_inspect_producer(struct pw_loop *loop, struct pw_core *core, uint32_t node_id, const char *node_name,
+                         int timeout_ms, CPW_producer_offer *out) {
+    *out = (CPW_producer_offer){ 0 };
+    struct inspection *in = calloc(1, sizeof(*in));  // large (the port list): not on the stack
+    if (in == NULL) return -ENOMEM;
+    *in = (struct inspection){ .core = core, .node_id = node_id, .node_name = node_name, .out = out };
+    in->registry = pw_core_get_registry(core, PW_VERSION_REGISTRY, 0);
+    if (in->registry == NULL) { free(in); return -ENOMEM; }
+    pw_core_add_listener(core, &in->core_hook, &inspection_core_events, in);
+    pw_registry_add_listener(in->registry, &in->registry_hook, &inspection_registry_events, in);
+    in->pending = pw_core_sync(core, PW_ID_CORE, 0);
+    int64_t deadline = monotonic_ms() + timeout_ms;
+    int result = 0;
+    while (in->stage < 2) {
+        int64_t left = deadline - monotonic_ms();
+        if (left <= 0) { result = -ETIMEDOUT; break; }
+        int dispatched = CPW_loop_iterate(loop, (int)left);
+        if (dispatched < 0 && dispatched != -EINTR) { result = dispatched; break; }
+    }
+    if (in->port != NULL) {
+        spa_hook_remove(&in->port_hook);
+        pw_proxy_destroy((struct pw_proxy *)in->port);
+    }
+    spa_hook_remove(&in->registry_hook);
+    spa_hook_remove(&in->core_hook);
+    pw_proxy_destroy((struct pw_proxy *)in->registry);
+    free(in);
+    return result;
 }

@@ -11,10 +11,15 @@ int CPW_loop_iterate(struct pw_loop *loop, int timeout_ms);
 
 /// A raw video EnumFormat param accepting any of `formats` (SPA_VIDEO_FORMAT_*, most
 /// preferred first), any size up to 8192x8192 (preferring width x height) and a maximum
-/// frame rate up to `max_fps`. SHM only: no modifier property, so no DMA-BUF is offered.
+/// frame rate up to `max_fps`. Without `linear_dmabuf` it has no modifier property: shared
+/// memory. With it, it asks for a DMA-BUF with the linear modifier only (rows of pixels,
+/// as in memory; a tiled GPU layout cannot be read without that GPU).
 /// Built into `buffer`; NULL when it does not fit.
 const struct spa_pod *CPW_build_enum_format(uint8_t *buffer, uint32_t size, const uint32_t *formats, uint32_t count,
-                                            uint32_t width, uint32_t height, uint32_t max_fps);
+                                            uint32_t width, uint32_t height, uint32_t max_fps, int linear_dmabuf);
+
+/// DRM_FORMAT_MOD_LINEAR (libdrm's drm_fourcc.h): a DMA-BUF laid out as rows of pixels.
+#define CPW_MODIFIER_LINEAR 0ULL
 
 /// The Buffers param (data types as a bit mask of 1 << SPA_DATA_*) and the Meta params
 /// this consumer reads (header, video transform, damage, cursor). Writes up to `max` pods into
@@ -27,6 +32,8 @@ typedef struct {
     uint32_t width, height;
     uint32_t max_fps_num, max_fps_den;
     int has_modifier;       // a DMA-BUF format
+    int modifier_fixed;     // the producer has chosen its modifier (else it still offers several)
+    uint64_t modifier;      // the chosen modifier, when fixed
 } CPW_video_format;
 
 /// Parses a negotiated Format param; 0 on success, negative when it is not raw video.
@@ -42,8 +49,14 @@ typedef struct {
     uint32_t transform;     // SPA_META_TRANSFORMATION_*: how the picture was turned in the buffer
 } CPW_frame_view;
 
-/// Looks into a dequeued buffer's first plane.
+/// Looks into a dequeued buffer's first plane. A DMA-BUF is mapped for reading when the
+/// stream adds the buffer (PipeWire maps only shared memory itself).
 void CPW_buffer_view(struct pw_buffer *buffer, CPW_frame_view *out);
+
+/// Brackets CPU reads of a DMA-BUF's mapping (DMA_BUF_IOCTL_SYNC), so the GPU's writes are
+/// visible and its caches kept coherent; nothing for shared memory.
+void CPW_buffer_begin_read(struct pw_buffer *buffer);
+void CPW_buffer_end_read(struct pw_buffer *buffer);
 
 typedef struct {
     int32_t x, y;
@@ -70,6 +83,19 @@ typedef struct {
 /// such metadata or the pointer is not known (off the screen, or no pointer yet).
 int CPW_buffer_cursor(struct pw_buffer *buffer, CPW_cursor *out);
 
+typedef struct {
+    int found;               // the producer's node and its output port were found
+    uint32_t formats;        // the EnumFormat params of that port
+    uint32_t readable;       // of them, ones in shared memory or offering the linear modifier
+    uint64_t gpu_modifier;   // a modifier of a DMA-BUF format that offers no linear one (0: none seen)
+} CPW_producer_offer;
+
+/// What a producer offers, when a stream agreed on no format with it: finds node `node_id`
+/// (or, when it is PW_ID_ANY, the node named `node_name`) on `core` and reads its output
+/// port's EnumFormat params, running `loop` for up to `timeout_ms`. 0, or a negative errno.
+int CPW_inspect_producer(struct pw_loop *loop, struct pw_core *core, uint32_t node_id, const char *node_name,
+                         int timeout_ms, CPW_producer_offer *out);
+
 /// The stream events, as plain C function pointers with one context.
 typedef struct {
     void *context;
@@ -80,7 +106,8 @@ typedef struct {
 
 typedef struct CPW_stream_listener CPW_stream_listener;
 
-/// Registers `handlers` (copied) on `stream`; remove with CPW_stream_unlisten before the stream goes.
+/// Registers `handlers` (copied) on `stream`, and maps DMA-BUF buffers as they come and go;
+/// remove with CPW_stream_unlisten before the stream goes (after it is disconnected).
 CPW_stream_listener *CPW_stream_listen(struct pw_stream *stream, const CPW_stream_handlers *handlers);
 void CPW_stream_unlisten(CPW_stream_listener *listener);
 

@@ -32,6 +32,9 @@ public final class PipeWireCamera: CameraCapturing, @unchecked Sendable {
         let deadline = MonotonicClock.nanoseconds() + Int64(formatTimeout * 1e9)
         while stream.format == nil {
             guard MonotonicClock.nanoseconds() < deadline else {
+                if let why = stream.whyNoFormat() {
+                    throw CaptureError(.cameraUnavailable, "the camera \(device.map { "'\($0)' " } ?? "")cannot be read: \(why)")
+                }
                 throw CaptureError(.cameraUnavailable, device.map { "no camera named '\($0)' answered through PipeWire within \(Int(formatTimeout)) s" }
                     ?? "no camera answered through PipeWire within \(Int(formatTimeout)) s: is one connected?")
             }

@@ -17,6 +17,8 @@ final class PipeWireStream {
     private let core: OpaquePointer
     private let stream: OpaquePointer
     private var listener: OpaquePointer?
+    /// The producer's node: its id, or PW_ID_ANY with the name asked for.
+    private let producer: (id: UInt32, name: String?)
     /// The newest frame, kept from the producer until it is converted.
     private var held: UnsafeMutablePointer<pw_buffer>?
     /// When the held frame was drawn (monotonic nanoseconds): its time.
@@ -74,6 +76,7 @@ final class PipeWireStream {
                 : "cannot connect to PipeWire (is it running in this session?): \(reason)")
         }
         let node: UInt32
+        var nodeName: String?
         let layouts: [PixelLayout]
         let properties: UnsafeMutablePointer<pw_properties>?
         switch source {
@@ -89,6 +92,7 @@ final class PipeWireStream {
                 pw_properties_set(properties, "node.dont-reconnect", "true")
             }
             node = UInt32(bitPattern: -1)  // PW_ID_ANY: the target, or the session manager's choice
+            nodeName = target
             layouts = PixelLayout.camera
         }
         guard let stream = pw_stream_new(core, "replayd", properties) else {
@@ -101,6 +105,7 @@ final class PipeWireStream {
         self.context = context
         self.core = core
         self.stream = stream
+        self.producer = (node, nodeName)
 
         var handlers = CPW_stream_handlers(
             context: Unmanaged.passUnretained(self).toOpaque(),
@@ -113,22 +118,42 @@ final class PipeWireStream {
             process: nil)
         listener = CPW_stream_listen(stream, &handlers)
 
-        var podBuffer = [UInt8](repeating: 0, count: 1024)
+        // Shared memory first: we read pictures on the CPU, where a GPU's DMA-BUF is slow to read
+        // (uncached). A linear DMA-BUF is the fallback, for producers that send nothing else.
+        var podBuffer = [UInt8](repeating: 0, count: 2048)
         let formats = layouts.map(\.spaFormat)
         let result = podBuffer.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            guard var pod = CPW_build_enum_format(buffer.baseAddress, UInt32(buffer.count), formats, UInt32(formats.count),
-                                                  UInt32(max(1, preferredWidth)), UInt32(max(1, preferredHeight)),
-                                                  UInt32(max(1, maxFPS))) else { return -ENOSPC }
-            let flags = pw_stream_flags(rawValue: PW_STREAM_FLAG_AUTOCONNECT.rawValue | PW_STREAM_FLAG_MAP_BUFFERS.rawValue)
-            return withUnsafeMutablePointer(to: &pod) { params in
-                params.withMemoryRebound(to: UnsafePointer<spa_pod>?.self, capacity: 1) {
-                    pw_stream_connect(stream, SPA_DIRECTION_INPUT, node, flags, $0, 1)
-                }
+            let half = buffer.count / 2
+            var pods = [false, true].map { linearDMABuf -> UnsafePointer<spa_pod>? in
+                CPW_build_enum_format(buffer.baseAddress! + (linearDMABuf ? half : 0), UInt32(half), formats, UInt32(formats.count),
+                                      UInt32(max(1, preferredWidth)), UInt32(max(1, preferredHeight)), UInt32(max(1, maxFPS)),
+                                      linearDMABuf ? 1 : 0)
             }
+            guard !pods.contains(where: { $0 == nil }) else { return -ENOSPC }
+            let flags = pw_stream_flags(rawValue: PW_STREAM_FLAG_AUTOCONNECT.rawValue | PW_STREAM_FLAG_MAP_BUFFERS.rawValue)
+            return pw_stream_connect(stream, SPA_DIRECTION_INPUT, node, flags, &pods, UInt32(pods.count))
         }
         guard result >= 0 else {
             throw CaptureError(.pipeWireFailed, "cannot connect a PipeWire stream: \(String(cString: strerror(-result)))")
         }
+    }
+
+    /// Why no format was agreed, when the producer's own offer says it: it sends only a GPU's
+    /// tiled DMA-BUF, which is not read here. Nil when its offer was readable or not found.
+    func whyNoFormat(timeout: Double = 2) -> String? {
+        var offer = CPW_producer_offer()
+        let milliseconds = Int32(timeout * 1000)
+        let result = if let name = producer.name {
+            name.withCString { CPW_inspect_producer(loop, core, producer.id, $0, milliseconds, &offer) }
+        } else {
+            CPW_inspect_producer(loop, core, producer.id, nil, milliseconds, &offer)
+        }
+        guard result == 0, offer.found != 0, offer.formats > 0, offer.readable == 0 else { return nil }
+        if offer.gpu_modifier != 0 {
+            return "it sends only DMA-BUF in a GPU's tiled layout (modifier 0x\(String(offer.gpu_modifier, radix: 16))), which "
+                + "only that GPU can read; replayd reads shared memory or a linear DMA-BUF"
+        }
+        return "it offers no buffers replayd can read (shared memory or a linear DMA-BUF)"
     }
 
     /// Stops reading: the producer's buffers go back and the node is unlinked.
@@ -230,6 +255,8 @@ final class PipeWireStream {
         var view = CPW_frame_view()
         CPW_buffer_view(held, &view)
         guard let data = view.data, let rowBytes = format.rowBytes(stride: view.stride, size: view.size) else { return nil }
+        CPW_buffer_begin_read(held)
+        defer { CPW_buffer_end_read(held) }
         return body(UnsafeRawPointer(data), rowBytes, format)
     }
 
@@ -261,14 +288,23 @@ final class PipeWireStream {
             failure = "the PipeWire producer chose a format this consumer cannot read"
             return
         }
+        if parsed.has_modifier != 0 {
+            // The producer fixes the modifier and offers the format again; until then, nothing to do.
+            guard parsed.modifier_fixed != 0 else { return }
+            guard parsed.modifier == UInt64(CPW_MODIFIER_LINEAR) else {
+                failure = "the PipeWire producer chose a tiled DMA-BUF (modifier 0x\(String(parsed.modifier, radix: 16))), which only its GPU can read"
+                return
+            }
+        }
         // The frame held was drawn in the old format.
         releaseHeld()
         damage.invalidate()
         format = StreamFormat(layout: layout, width: Int(parsed.width), height: Int(parsed.height))
-        // Shared memory (MemFd, or MemPtr) now; DMA-BUF needs a modifier in the format, which is not offered.
+        // A format with a modifier is a DMA-BUF one (mapped by the shim's listener); else shared memory.
         var podBuffer = [UInt8](repeating: 0, count: 1024)
         var params = [UnsafePointer<spa_pod>?](repeating: nil, count: 8)
-        let dataTypes = UInt32(1 << SPA_DATA_MemFd.rawValue | 1 << SPA_DATA_MemPtr.rawValue)
+        let dataTypes = parsed.has_modifier != 0 ? UInt32(1 << SPA_DATA_DmaBuf.rawValue)
+            : UInt32(1 << SPA_DATA_MemFd.rawValue | 1 << SPA_DATA_MemPtr.rawValue)
         podBuffer.withUnsafeMutableBufferPointer { buffer in
             params.withUnsafeMutableBufferPointer { params in
                 let count = CPW_build_buffer_params(buffer.baseAddress, UInt32(buffer.count), dataTypes, params.baseAddress,

@@ -109,6 +109,9 @@ public final class PortalScreenCapture: ScreenCapturing {
         let deadline = MonotonicClock.nanoseconds() + Int64(formatTimeout * 1e9)
         while stream.format == nil {
             guard MonotonicClock.nanoseconds() < deadline else {
+                if let why = stream.whyNoFormat() {
+                    throw CaptureError(.pipeWireFailed, "the desktop's screen cast cannot be read: \(why)")
+                }
                 throw CaptureError(.pipeWireFailed, "the PipeWire stream of node \(source.nodeID) agreed on no format within \(Int(formatTimeout)) s")
             }
             try stream.iterate(timeout: 0.1)
