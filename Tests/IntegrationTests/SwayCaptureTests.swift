@@ -51,20 +51,10 @@ extension IntegrationTests {
                 compositor: .sway, width: 640, height: 480, audio: false, scene: WaylandDesktop.Scene(background: Self.background)))
             defer { fixture.stop() }
             let desktop = try #require(fixture.waylandDesktop)
-            try fixture.startDaemon(["--capture", "portal", "--portal-token-file", fixture.portalTokenFile.path])
-            let movie = fixture.file("resized.mp4")
-            let recording = try fixture.startReplay(["record", "--duration", "6", "--no-app-audio", "--output", movie.path])
-            Thread.sleep(forTimeInterval: 2.5)
-            try desktop.resize(width: 1280, height: 720)
-            let result = recording.finish(timeout: 60)
-            #expect(result.status == 0, "\(result)\n\(fixture.daemonLog.suffix(2000))")
-            #expect(fixture.daemonLog.contains("screen resized"), "\(fixture.daemonLog.suffix(2000))")
-            let probe = try MediaProbe(movie)
-            let video = try #require(probe.video)
-            #expect(video.width == 640 && video.height == 480)
-            let duration = try #require(probe.duration)
-            #expect(abs(duration - 6) <= 0.5, "duration \(duration)")
-            #expect((video.packets ?? 0) >= Int(duration * 20), "\(video.packets ?? 0) frames in \(duration) s")
+            let movie = try WaylandCapture.recordAcrossAChange(fixture, seconds: 6, changeAfter: 2.5) {
+                try desktop.resize(width: 1280, height: 720)
+            }
+            try WaylandCapture.expectKeptGoingAt640x480(movie, seconds: 6, fixture)
             // 1280x720 fitted into 640x480 is 640x360 in the middle, bars of 60 above and below.
             // (The scene keeps its own 4:3 picture in the wide window: its colour is in the middle.)
             let before = try DecodedFrame(movie, at: 1.5, width: 640, height: 480)
@@ -119,13 +109,7 @@ extension IntegrationTests {
                 compositor: .sway, width: 640, height: 480, audio: false, scene: .colourBars()))
             defer { fixture.stop() }
             let desktop = try #require(fixture.waylandDesktop)
-            try fixture.startDaemon(["--capture", "portal", "--portal-token-file", fixture.portalTokenFile.path])
-            let movie = fixture.file("turned.mp4")
-            let recording = try fixture.startReplay(["record", "--duration", "5", "--no-app-audio", "--output", movie.path])
-            Thread.sleep(forTimeInterval: 2)
-            try desktop.transform(transform)
-            let result = recording.finish(timeout: 60)
-            #expect(result.status == 0, "\(result)\n\(fixture.daemonLog.suffix(2000))")
+            let movie = try WaylandCapture.recordAcrossAChange(fixture, seconds: 5, changeAfter: 2) { try desktop.transform(transform) }
             let before = try DecodedFrame(movie, at: 1, width: 640, height: 480)
             let after = try DecodedFrame(movie, at: 4.5, width: 640, height: 480)
             let isGrey = { (c: DecodedFrame.RGB) in c.r > 150 && c.g > 150 && c.b > 150 }

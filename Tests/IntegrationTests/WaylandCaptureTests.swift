@@ -292,10 +292,13 @@ extension IntegrationTests {
             let drawn = Int((duration * 30).rounded())
             print("10 s through the portal on \(compositor): \(frames) frames of the scene's \(drawn) (\(frames * 100 / max(1, drawn))%) in \(duration) s")
             #expect(abs(duration - 10) <= 0.5, "duration \(duration)")
-            // Quiet runs here kept 92–100%; a busy machine costs the software-rendered compositor
-            // frames of its own (80% once, with a benchmark running beside). That twice the cap is
-            // asked, without which mutter sent 88%, is pinned by ScreenCastPortalTests.
-            #expect(Double(frames) >= 0.85 * Double(drawn), "\(frames) of \(drawn) frames")
+            // The 95% holds on sway (99–100% in every run here, full CI runs too). mutter
+            // renders in software and drops frames of its own on a busy machine (quiet runs kept
+            // 92–100%, one beside a benchmark 80%), so GNOME is held to 85% of what the scene drew;
+            // that replayd delivers 95% of what mutter sends is the first test's. That twice the
+            // cap is asked, without which mutter sent 88%, is pinned by ScreenCastPortalTests.
+            let share = compositor == .sway ? 0.95 : 0.85
+            #expect(Double(frames) >= share * Double(drawn), "\(frames) of \(drawn) frames")
             let frame = try DecodedFrame(movie, at: 8, width: 1280, height: 720)
             let expected = (r: Int(Self.background >> 16), g: Int((Self.background >> 8) & 0xFF), b: Int(Self.background & 0xFF))
             // The scene's colour in the corners, but for the one the moving ball may be passing.
@@ -311,20 +314,8 @@ extension IntegrationTests {
                 width: 640, height: 480, audio: false, scene: WaylandDesktop.Scene(background: Self.background)))
             defer { fixture.stop() }
             let desktop = try #require(fixture.waylandDesktop)
-            try fixture.startDaemon(["--capture", "portal", "--portal-token-file", fixture.portalTokenFile.path])
-            let movie = fixture.file("rotated.mp4")
-            let recording = try fixture.startReplay(["record", "--duration", "6", "--no-app-audio", "--output", movie.path])
-            Thread.sleep(forTimeInterval: 2.5)
-            try desktop.rotate(quarterTurns: 1)
-            let result = recording.finish(timeout: 60)
-            #expect(result.status == 0, "\(result)\n\(fixture.daemonLog.suffix(2000))")
-            #expect(fixture.daemonLog.contains("screen resized"), "\(fixture.daemonLog.suffix(2000))")
-            let probe = try MediaProbe(movie)
-            let video = try #require(probe.video)
-            #expect(video.width == 640 && video.height == 480)
-            let duration = try #require(probe.duration)
-            #expect(abs(duration - 6) <= 0.5, "duration \(duration)")
-            #expect((video.packets ?? 0) >= Int(duration * 20), "\(video.packets ?? 0) frames in \(duration) s")
+            let movie = try Self.recordAcrossAChange(fixture, seconds: 6, changeAfter: 2.5) { try desktop.rotate(quarterTurns: 1) }
+            try Self.expectKeptGoingAt640x480(movie, seconds: 6, fixture)
             // Before: the scene edge to edge. After: 480x640 fitted into 640x480 is 360x480 in
             // the middle, with black bars of 140 on the left and right.
             let before = try DecodedFrame(movie, at: 1.5, width: 640, height: 480)
@@ -425,6 +416,32 @@ extension IntegrationTests {
             }
             func append(_ audio: AudioBuffer) {}
             func formatChanged(width: Int, height: Int) {}
+        }
+
+        /// Starts replayd on the fixture's desktop and records `seconds` into a movie, making
+        /// `change` (a new size, a turn) `changeAfter` seconds in; the recording must end well.
+        static func recordAcrossAChange(_ fixture: ReplayFixture, seconds: Int, changeAfter: Double,
+                                        _ change: () throws -> Void) throws -> URL {
+            try fixture.startDaemon(["--capture", "portal", "--portal-token-file", fixture.portalTokenFile.path])
+            let movie = fixture.file("changed.mp4")
+            let recording = try fixture.startReplay(["record", "--duration", "\(seconds)", "--no-app-audio", "--output", movie.path])
+            Thread.sleep(forTimeInterval: changeAfter)
+            try change()
+            let result = recording.finish(timeout: 60)
+            #expect(result.status == 0, "\(result)\n\(fixture.daemonLog.suffix(2000))")
+            return movie
+        }
+
+        /// A recording across a change of the screen's size went on to its end at its own
+        /// 640x480, at a steady rate, and replayd noticed the change.
+        static func expectKeptGoingAt640x480(_ movie: URL, seconds: Int, _ fixture: ReplayFixture) throws {
+            #expect(fixture.daemonLog.contains("screen resized"), "\(fixture.daemonLog.suffix(2000))")
+            let probe = try MediaProbe(movie)
+            let video = try #require(probe.video)
+            #expect(video.width == 640 && video.height == 480)
+            let duration = try #require(probe.duration)
+            #expect(abs(duration - Double(seconds)) <= 0.5, "duration \(duration)")
+            #expect((video.packets ?? 0) >= Int(duration * 20), "\(video.packets ?? 0) frames in \(duration) s")
         }
 
         static func collect(from capture: PortalScreenCapture, seconds: Double) throws -> [FrameFacts] {

@@ -27,14 +27,19 @@ extension IntegrationTests {
             return desktop
         }
 
+        /// The screen with the pointer asked as metadata (drawn by the capture when `showCursor`).
+        static func capture(_ desktop: WaylandDesktop, showCursor: Bool) throws -> PortalScreenCapture {
+            try PortalScreenCapture(
+                options: ScreenCaptureOptions(fps: 30, showCursor: showCursor),
+                request: ScreenCastRequest(showCursor: showCursor, drawsMetadataCursor: true, restoreToken: desktop.restoreToken,
+                                           responseTimeout: 10),
+                busAddress: desktop.busAddress)
+        }
+
         @Test func theCursorIsDrawnWhereThePointerIsAndFollowsIt() throws {
             let desktop = try Self.desktop()
             defer { desktop.stop() }
-            let capture = try PortalScreenCapture(
-                options: ScreenCaptureOptions(fps: 30, showCursor: true),
-                request: ScreenCastRequest(showCursor: true, drawsMetadataCursor: true, restoreToken: desktop.restoreToken,
-                                           responseTimeout: 10),
-                busAddress: desktop.busAddress)
+            let capture = try Self.capture(desktop, showCursor: true)
             let pictures = Pictures()
             try WaylandCapture.run(capture, into: pictures, seconds: 3) {
                 Thread.sleep(forTimeInterval: 1.2)
@@ -63,11 +68,7 @@ extension IntegrationTests {
         @Test func withoutTheCursorTheScreenHasNoArrow() throws {
             let desktop = try Self.desktop()
             defer { desktop.stop() }
-            let capture = try PortalScreenCapture(
-                options: ScreenCaptureOptions(fps: 30, showCursor: false),
-                request: ScreenCastRequest(showCursor: false, drawsMetadataCursor: true, restoreToken: desktop.restoreToken,
-                                           responseTimeout: 10),
-                busAddress: desktop.busAddress)
+            let capture = try Self.capture(desktop, showCursor: false)
             let pictures = Pictures()
             try WaylandCapture.run(capture, into: pictures, seconds: 2) {
                 Thread.sleep(forTimeInterval: 0.8)

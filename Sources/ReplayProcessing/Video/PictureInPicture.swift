@@ -1,4 +1,4 @@
-public import ReplayMedia
+package import ReplayMedia
 
 /// Where a camera's picture goes in a recording's: in a corner, as wide as a share of the
 /// recording, its own shape kept, a small margin from the edges.

@@ -53,9 +53,19 @@ public final class PictureTransform: Sendable {
     /// Copies all of `picture` into `output` of the same size and format.
     package static func copy(_ picture: PixelBuffer, into output: PixelBuffer) {
         precondition(picture.width == output.width && picture.height == output.height, "a copy keeps the size")
+        planeToPlane(picture, output, I420Copy)
+    }
+
+    /// A libyuv I420-to-I420 call: source planes and strides, target planes and strides, the source's size.
+    private typealias PlaneCall = (UnsafePointer<UInt8>?, Int32, UnsafePointer<UInt8>?, Int32, UnsafePointer<UInt8>?, Int32,
+                                   UnsafeMutablePointer<UInt8>?, Int32, UnsafeMutablePointer<UInt8>?, Int32,
+                                   UnsafeMutablePointer<UInt8>?, Int32, Int32, Int32) -> Int32
+
+    /// Calls `call` with all of `picture`'s planes as the source and `output`'s as the target.
+    private static func planeToPlane(_ picture: PixelBuffer, _ output: PixelBuffer, _ call: PlaneCall) {
         let source = picture.baseAddress.assumingMemoryBound(to: UInt8.self)
         let target = output.mutableBaseAddress.assumingMemoryBound(to: UInt8.self)
-        _ = I420Copy(
+        _ = call(
             source, Int32(picture.stride(ofPlane: 0)), source + picture.offset(ofPlane: 1), Int32(picture.stride(ofPlane: 1)),
             source + picture.offset(ofPlane: 2), Int32(picture.stride(ofPlane: 2)),
             target, Int32(output.stride(ofPlane: 0)), target + output.offset(ofPlane: 1), Int32(output.stride(ofPlane: 1)),
@@ -94,24 +104,12 @@ public final class PictureTransform: Sendable {
         case .down: kRotate180
         case .left: kRotate270
         }
-        let source = picture.baseAddress.assumingMemoryBound(to: UInt8.self)
-        let target = output.mutableBaseAddress.assumingMemoryBound(to: UInt8.self)
-        _ = I420Rotate(
-            source, Int32(picture.stride(ofPlane: 0)), source + picture.offset(ofPlane: 1), Int32(picture.stride(ofPlane: 1)),
-            source + picture.offset(ofPlane: 2), Int32(picture.stride(ofPlane: 2)),
-            target, Int32(output.stride(ofPlane: 0)), target + output.offset(ofPlane: 1), Int32(output.stride(ofPlane: 1)),
-            target + output.offset(ofPlane: 2), Int32(output.stride(ofPlane: 2)), Int32(picture.width), Int32(picture.height), mode)
+        planeToPlane(picture, output) { I420Rotate($0, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, mode) }
     }
 
     /// Mirrors all of `picture` left to right into `output` of the same size.
     package static func mirror(_ picture: PixelBuffer, into output: PixelBuffer) {
         precondition(picture.width == output.width && picture.height == output.height, "a mirror keeps the size")
-        let source = picture.baseAddress.assumingMemoryBound(to: UInt8.self)
-        let target = output.mutableBaseAddress.assumingMemoryBound(to: UInt8.self)
-        _ = I420Mirror(
-            source, Int32(picture.stride(ofPlane: 0)), source + picture.offset(ofPlane: 1), Int32(picture.stride(ofPlane: 1)),
-            source + picture.offset(ofPlane: 2), Int32(picture.stride(ofPlane: 2)),
-            target, Int32(output.stride(ofPlane: 0)), target + output.offset(ofPlane: 1), Int32(output.stride(ofPlane: 1)),
-            target + output.offset(ofPlane: 2), Int32(output.stride(ofPlane: 2)), Int32(picture.width), Int32(picture.height))
+        planeToPlane(picture, output, I420Mirror)
     }
 }
