@@ -62,7 +62,7 @@ extension IntegrationTests {
             let sync = try LipSync(recorded)
             #expect(sync.offsets.count >= 4, "flashes \(sync.flashes), beeps \(sync.beeps)")
             // Within one frame at 30 fps.
-            #expect(sync.maxAbsoluteOffset <= 1000.0 / 30, "offsets \(sync.offsets) ms")
+            #expect(sync.maxAbsoluteOffset <= LipSync.limit(frames: 1), "offsets \(sync.offsets) ms")
         }
 
         @Test func rtmpRidesOutAServerRestartAndTheHostAppSeesReconnecting() throws {

@@ -392,8 +392,8 @@ extension IntegrationTests {
             #expect(sync.offsets.count >= 10, "flashes \(sync.flashes), beeps \(sync.beeps)")
             let sorted = sync.offsets.map(abs).sorted()
             let median = sorted.isEmpty ? .infinity : sorted[sorted.count / 2]
-            #expect(median <= 1000.0 / 30, "offsets \(sync.offsets)")
-            #expect(sync.maxAbsoluteOffset <= 2000.0 / 30, "offsets \(sync.offsets)")
+            #expect(median <= LipSync.limit(frames: 1), "offsets \(sync.offsets)")
+            #expect(sync.maxAbsoluteOffset <= LipSync.limit(frames: 2), "offsets \(sync.offsets)")
         }
 
         // MARK: helpers

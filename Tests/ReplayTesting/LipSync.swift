@@ -10,6 +10,14 @@ public struct LipSync: Sendable {
     public let offsets: [Double]
 
     public var maxAbsoluteOffset: Double { offsets.map(abs).max() ?? .infinity }
+
+    /// A beep is found to the millisecond (48-sample windows), so a true offset of exactly one
+    /// frame can measure up to 1 ms more.
+    public static let beepResolution = 1.0
+
+    /// The largest offset, in milliseconds, that is within `frames` frames at `fps`, as this
+    /// measurement can see it.
+    public static func limit(frames: Double, fps: Double = 30) -> Double { frames * 1000 / fps + beepResolution }
     /// How far the offset moved from the first pair to the last.
     public var drift: Double { (offsets.last ?? 0) - (offsets.first ?? 0) }
 
