@@ -6,14 +6,14 @@ import Glibc
 #endif
 
 /// A headless Wayland desktop of our own, for tests and for machines without one: a
-/// compositor (GNOME's `mutter --headless --virtual-monitor`, or wlroots' sway with its
-/// headless backend), PipeWire with WirePlumber (and pipewire-pulse for sound),
+/// compositor (GNOME's `mutter --headless --virtual-monitor`, wlroots' sway with its
+/// headless backend, or KDE's KWin with its virtual backend), PipeWire with WirePlumber (and pipewire-pulse for sound),
 /// xdg-desktop-portal with the compositor's backend, all on a private session bus in a
 /// private `XDG_RUNTIME_DIR`; the machine's own bus is never touched.
 ///
-/// GNOME's portal shows a dialog before sharing a screen unless the permission store holds
-/// a restore token for the monitor, so the desktop seeds one, as a person's earlier choice
-/// would have; `restoreToken` is it. On sway the portal (xdg-desktop-portal-wlr) runs a
+/// GNOME's and KDE's portals show a dialog before sharing a screen unless the permission
+/// store holds a restore token for the monitor, so the desktop seeds one, in the format of
+/// that desktop's portal, as a person's earlier choice would have; `restoreToken` is it. On sway the portal (xdg-desktop-portal-wlr) runs a
 /// chooser program instead of a dialog: ours picks the one output, as a person would, and
 /// counts how often it was asked (`dialogsShown`). `stop()` ends every process this desktop started,
 /// including those the bus started on demand (found by session id: each program we start
@@ -28,6 +28,23 @@ public final class WaylandDesktop: @unchecked Sendable {
         /// sway 1.7 (wlroots, pixman renderer) and xdg-desktop-portal-wlr, built with the
         /// shared-memory patch of scripts/build-xdpw (stock 0.7.0 needs a GPU).
         case sway
+        /// KDE Plasma 5.27: KWin's virtual backend and xdg-desktop-portal-kde. Without a GPU
+        /// KWin 5.27 draws with QPainter and its screen casts carry no picture (see
+        /// `WaylandDesktop+KDE.swift`): the portal, the restore token and the stream's
+        /// negotiation can be tested on it, the pictures cannot.
+        case kde
+
+        /// `XDG_CURRENT_DESKTOP`, by which xdg-desktop-portal picks its backend.
+        var currentDesktop: String {
+            switch self {
+            case .gnome: "GNOME"
+            case .sway: "sway"
+            case .kde: "KDE"
+            }
+        }
+
+        /// The desktops whose screen casts carry pictures on a machine without a GPU.
+        public static let withPictures: [Compositor] = [.gnome, .sway]
     }
 
     public struct Options: Sendable {
@@ -106,15 +123,15 @@ public final class WaylandDesktop: @unchecked Sendable {
     public let busAddress: String
     public let compositor: Compositor
     /// The compositor's socket in `runtimeDirectory`.
-    public private(set) var waylandDisplay = "wayland-0"
+    public internal(set) var waylandDisplay = "wayland-0"
     /// `unix:PATH` of pipewire-pulse, when audio was asked for.
     public private(set) var pulseServer: String?
     /// The token seeded into the permission store: ScreenCast with it needs no dialog. Empty
     /// on sway, whose portal keeps its own restore data: the first cast's token is the one.
-    public private(set) var restoreToken = ""
+    public internal(set) var restoreToken = ""
     /// "vendor:product:serial" of the virtual monitor, as the portal's restore data names it
-    /// (GNOME); the output's name (sway).
-    public private(set) var monitor = ""
+    /// (GNOME); the output's name (sway); the output's place, "0x0" (KDE).
+    public internal(set) var monitor = ""
     /// Seconds from start to a portal that answers.
     public private(set) var startupSeconds = 0.0
     private var processes: [(name: String, process: ChildProcess)] = []
@@ -130,7 +147,7 @@ public final class WaylandDesktop: @unchecked Sendable {
             "WAYLAND_DISPLAY": waylandDisplay,
             "DBUS_SESSION_BUS_ADDRESS": busAddress,
             "XDG_SESSION_TYPE": "wayland",
-            "XDG_CURRENT_DESKTOP": compositor == .gnome ? "GNOME" : "sway",
+            "XDG_CURRENT_DESKTOP": compositor.currentDesktop,
         ]
         if let pulseServer { environment["PULSE_SERVER"] = pulseServer }
         return environment
@@ -207,16 +224,25 @@ public final class WaylandDesktop: @unchecked Sendable {
             try startGNOME(options, bus: bus)
         case .sway:
             try startSway(options, bus: bus)
+        case .kde:
+            try startKDE(options, bus: bus)
         }
         try launch("xdg-desktop-portal", "/usr/libexec/xdg-desktop-portal", [])
         try waitFor("xdg-desktop-portal", name: "org.freedesktop.portal.Desktop", on: bus)
         try waitForSessionManager()
         if options.audio { try setUpAudio() }
 
-        if compositor == .gnome {
+        switch compositor {
+        case .gnome:
             monitor = try Self.virtualMonitor(on: bus)
             restoreToken = UUID().uuidString.lowercased()
-            try Self.seedPermission(token: restoreToken, monitor: monitor, on: bus)
+            try Self.seedPermission(token: restoreToken, restoreData: Self.gnomeRestoreData(monitor: monitor), on: bus)
+        case .kde:
+            monitor = Self.kdeOutput
+            restoreToken = UUID().uuidString.lowercased()
+            try Self.seedPermission(token: restoreToken, restoreData: Self.kdeRestoreData(output: monitor), on: bus)
+        case .sway:
+            break
         }
         if let scene = options.scene { try showScene(scene, width: options.width, height: options.height) }
     }
@@ -386,7 +412,7 @@ public final class WaylandDesktop: @unchecked Sendable {
 
     // MARK: parts
 
-    private func launch(_ name: String, _ path: String, _ arguments: [String], environment extra: [String: String] = [:],
+    func launch(_ name: String, _ path: String, _ arguments: [String], environment extra: [String: String] = [:],
                         removing: [String] = []) throws {
         guard FileManager.default.isExecutableFile(atPath: path) else {
             throw VirtualDesktop.StartError(description: "\(path) is missing: install the Wayland desktop's packages (scripts/install-deps)")
@@ -426,12 +452,12 @@ public final class WaylandDesktop: @unchecked Sendable {
         }
     }
 
-    private func waitFor(_ what: String, file: String) throws {
+    func waitFor(_ what: String, file: String) throws {
         let path = runtimeDirectory.appendingPathComponent(file).path
         try waitFor(what) { FileManager.default.fileExists(atPath: path) }
     }
 
-    private func waitFor(_ what: String, name: String, on bus: DBusConnection) throws {
+    func waitFor(_ what: String, name: String, on bus: DBusConnection) throws {
         try waitFor(what) {
             let reply = try? bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
                                       member: "NameHasOwner", [.string(name)], timeout: 2)
@@ -471,8 +497,9 @@ public final class WaylandDesktop: @unchecked Sendable {
     }
 
     /// How the scene's waylandsink fills the screen. On sway a tiling compositor's one window
-    /// already does, and GStreamer 1.22's `fullscreen=true` fails there (it asks before its
-    /// window exists, so the window gets no size).
+    /// already does, and GStreamer 1.22's `fullscreen=true` fails there and on KWin (it asks
+    /// before its window exists, so the window gets no size); on KWin the window is the
+    /// screen's size.
     private var sceneFullscreen: String { compositor == .gnome ? "fullscreen=true" : "fullscreen=false" }
 
     private func showScene(_ scene: Scene, width: Int, height: Int) throws {
@@ -734,15 +761,19 @@ public final class WaylandDesktop: @unchecked Sendable {
         }
     }
 
-    /// Stores a screen-cast permission for `monitor` under `token`, for unsandboxed apps
-    /// (app id ""), in the format xdg-desktop-portal-gnome restores from:
+    /// What xdg-desktop-portal-gnome restores `monitor` from:
     /// ("GNOME", 1, <(created, last used, [(id, source type MONITOR, <match string>)])>).
-    private static func seedPermission(token: String, monitor: String, on bus: DBusConnection) throws {
-        let store = (destination: "org.freedesktop.impl.portal.PermissionStore", path: "/org/freedesktop/impl/portal/PermissionStore")
-        let restoreData = DBusValue.structure([
+    private static func gnomeRestoreData(monitor: String) -> DBusValue {
+        .structure([
             .string("GNOME"), .uint32(1),
             .variant(.structure([.int64(0), .int64(0), .array(element: "(uuv)", [.structure([.uint32(0), .uint32(1), .variant(.string(monitor))])])])),
         ])
+    }
+
+    /// Stores a screen-cast permission under `token`, for unsandboxed apps (app id ""), with
+    /// the portal backend's own `restoreData` (the frontend hands it back to the backend).
+    static func seedPermission(token: String, restoreData: DBusValue, on bus: DBusConnection) throws {
+        let store = (destination: "org.freedesktop.impl.portal.PermissionStore", path: "/org/freedesktop/impl/portal/PermissionStore")
         do {
             _ = try bus.call(destination: store.destination, path: store.path, interface: store.destination, member: "SetPermission",
                              [.string("screencast"), .bool(true), .string(token), .string(""), .array(element: "s", [.string("yes")])],
