@@ -36,7 +36,7 @@ extension ClientConnection {
             chord = parsed
         }
         try requireConsent(Self.capabilities(of: options))
-        if case .pickWindow(let seconds) = options.area { try channel.send(DaemonEvent.waitingForWindowPick(seconds: seconds)) }
+        try tellWhoChooses(options.area)
 
         var buffered = options
         buffered.duration = nil

@@ -53,11 +53,7 @@ extension ClientConnection {
         }
         let filter = try areaFilter(options.area)
         try requireConsent(Self.capabilities(of: options))
-        // The portal will show the desktop's dialog: the person is told why nothing happens yet.
-        if role == .person, daemon.captureInfo.remembersScreenChoice == false {
-            try channel.send(DaemonEvent.waitingForScreenChoice(seconds: Int(daemon.configuration.screenChoiceTimeout)))
-        }
-        if case .pickWindow(let seconds) = options.area { try channel.send(DaemonEvent.waitingForWindowPick(seconds: seconds)) }
+        try tellWhoChooses(options.area)
 
         let session = RecordingSession(
             id: daemon.store.newID(), options: options, filter: filter, store: daemon.store, parts: daemon.parts,
@@ -102,6 +98,21 @@ extension ClientConnection {
         if options.microphone { capabilities.insert(.microphone) }
         if options.camera != nil { capabilities.insert(.camera) }
         return capabilities
+    }
+
+    /// Tells the person why nothing happens yet: the desktop's dialog is asking (portal, no
+    /// choice kept for this kind of source), or the next click picks the window (X11).
+    func tellWhoChooses(_ area: CaptureArea?) throws {
+        switch daemon.portalWillAsk(for: area) {
+        case true?:
+            // An app's recording waits for the dialog too; only the person's tools hear why.
+            guard role == .person else { return }
+            try channel.send(DaemonEvent.waitingForScreenChoice(seconds: Int(daemon.configuration.screenChoiceTimeout)))
+        case false?:
+            return
+        case nil:
+            if case .pickWindow(let seconds) = area { try channel.send(DaemonEvent.waitingForWindowPick(seconds: seconds)) }
+        }
     }
 
     /// Who may record which part: the person anything; an app a monitor or a region (parts of

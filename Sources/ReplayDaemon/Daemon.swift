@@ -154,11 +154,19 @@ public final class Daemon: Sendable, PickerBackend {
     /// The capture backend and why, for the person's `status`.
     var captureInfo: CaptureBackendInfo {
         var remembered: Bool?
-        if case .portal(let tokens) = configuration.capture { remembered = tokens.token != nil }
+        if case .portal(let tokens) = configuration.capture { remembered = tokens.monitor.token != nil }
         return CaptureBackendInfo(backend: parts.capture.name, reason: configuration.captureReason, remembersScreenChoice: remembered)
     }
 
-    /// Forgets the screen the person chose in the portal's dialog: the next capture asks again.
+    /// Whether the portal's dialog will ask the person to choose what `area` captures: no
+    /// token is kept for that kind of choice. Nil for X11, which has no dialog.
+    func portalWillAsk(for area: CaptureArea?) -> Bool? {
+        guard case .portal(let tokens) = configuration.capture else { return nil }
+        let keeper = if case .pickWindow = area { tokens.window } else { tokens.monitor }
+        return keeper.token == nil
+    }
+
+    /// Forgets the screen and window the person chose in the portal's dialog: the next capture asks again.
     func forgetScreenChoice() {
         if case .portal(let tokens) = configuration.capture { tokens.forget() }
     }

@@ -223,13 +223,14 @@ public enum DaemonEvent: Codable, Sendable, Equatable {
     case broadcastUpdated(status: BroadcastStatus)
     /// The portal's restore token is forgotten (there may have been none).
     case screenChoiceForgotten
-    /// To the person's own tools, before `recordingStarted`: no screen choice is remembered,
-    /// so the desktop is asking which screen to share; replayd waits up to `seconds`.
+    /// To the person's own tools, before `recordingStarted` or `clipBufferingStarted`: no
+    /// choice of that kind (a screen, or with `pickWindow` a window) is remembered, so the
+    /// desktop is asking what to share; replayd waits up to `seconds`.
     case waitingForScreenChoice(seconds: Int)
     /// The answer to `listSources`.
     case sources(sources: CaptureSources)
-    /// To the person's own tools, before `recordingStarted`: the next click on a window
-    /// chooses what is recorded (`CaptureArea.pickWindow`).
+    /// To the person's own tools, before `recordingStarted` or `clipBufferingStarted`, on X11: the next click on a
+    /// window chooses what is recorded (`CaptureArea.pickWindow`).
     case waitingForWindowPick(seconds: Int)
     case clipBufferingStarted(status: ClipStatus)
     case clipSaved(clip: ClipSaved)

@@ -25,6 +25,10 @@ public final class WaylandDesktop: @unchecked Sendable {
     public enum Compositor: String, Sendable, CaseIterable {
         /// GNOME 43: mutter and xdg-desktop-portal-gnome.
         case gnome
+        /// GNOME Shell 43 (`gnome-shell --headless`, mutter inside it) and
+        /// xdg-desktop-portal-gnome: the portal shares a window only through the shell's
+        /// window list (org.gnome.Shell.Introspect), which mutter alone does not have.
+        case gnomeShell
         /// sway 1.7 (wlroots, pixman renderer) and xdg-desktop-portal-wlr, built with the
         /// shared-memory patch of scripts/build-xdpw (stock 0.7.0 needs a GPU).
         case sway
@@ -37,7 +41,7 @@ public final class WaylandDesktop: @unchecked Sendable {
         /// `XDG_CURRENT_DESKTOP`, by which xdg-desktop-portal picks its backend.
         var currentDesktop: String {
             switch self {
-            case .gnome: "GNOME"
+            case .gnome, .gnomeShell: "GNOME"
             case .sway: "sway"
             case .kde: "KDE"
             }
@@ -220,7 +224,7 @@ public final class WaylandDesktop: @unchecked Sendable {
             pulseServer = "unix:\(runtimeDirectory.path)/pulse/native"
         }
         switch compositor {
-        case .gnome:
+        case .gnome, .gnomeShell:
             try startGNOME(options, bus: bus)
         case .sway:
             try startSway(options, bus: bus)
@@ -233,7 +237,7 @@ public final class WaylandDesktop: @unchecked Sendable {
         if options.audio { try setUpAudio() }
 
         switch compositor {
-        case .gnome:
+        case .gnome, .gnomeShell:
             monitor = try Self.virtualMonitor(on: bus)
             restoreToken = UUID().uuidString.lowercased()
             try Self.seedPermission(token: restoreToken, restoreData: Self.gnomeRestoreData(monitor: monitor), on: bus)
@@ -248,10 +252,15 @@ public final class WaylandDesktop: @unchecked Sendable {
     }
 
     private func startGNOME(_ options: Options, bus: DBusConnection) throws {
-        try launch("mutter", "/usr/bin/mutter", [
+        let arguments = [
             "--headless", "--virtual-monitor", "\(options.width)x\(options.height)", "--wayland", "--no-x11",
             "--wayland-display", waylandDisplay,
-        ])
+        ]
+        if compositor == .gnomeShell {
+            try startShell(arguments, bus: bus)
+        } else {
+            try launch("mutter", "/usr/bin/mutter", arguments)
+        }
         try waitFor("mutter's screen cast service", name: "org.gnome.Mutter.ScreenCast", on: bus)
         try waitFor("mutter's Wayland socket", file: waylandDisplay)
         try launch("xdg-desktop-portal-gnome", "/usr/libexec/xdg-desktop-portal-gnome", [])
@@ -437,7 +446,7 @@ public final class WaylandDesktop: @unchecked Sendable {
         return text.split(separator: "\n").suffix(5).joined(separator: "\n")
     }
 
-    private func checkRunning() throws {
+    func checkRunning() throws {
         for entry in lock.withLock({ processes }) where !entry.process.isRunning {
             throw VirtualDesktop.StartError(description: "\(entry.name) exited at start:\n\(logTail(entry.name))")
         }
@@ -465,7 +474,7 @@ public final class WaylandDesktop: @unchecked Sendable {
         }
     }
 
-    private func connectBus() throws -> DBusConnection {
+    func connectBus() throws -> DBusConnection {
         do {
             return try DBusConnection(address: busAddress)
         } catch {
@@ -500,7 +509,10 @@ public final class WaylandDesktop: @unchecked Sendable {
     /// already does, and GStreamer 1.22's `fullscreen=true` fails there and on KWin (it asks
     /// before its window exists, so the window gets no size); on KWin the window is the
     /// screen's size.
-    private var sceneFullscreen: String { compositor == .gnome ? "fullscreen=true" : "fullscreen=false" }
+    private var sceneFullscreen: String { isGNOME ? "fullscreen=true" : "fullscreen=false" }
+
+    /// mutter, alone or inside GNOME Shell.
+    var isGNOME: Bool { compositor == .gnome || compositor == .gnomeShell }
 
     private func showScene(_ scene: Scene, width: Int, height: Int) throws {
         if scene.flashesAndBeeps { return try showFlashesAndBeeps(scene, width: width, height: height) }
@@ -635,7 +647,7 @@ public final class WaylandDesktop: @unchecked Sendable {
     /// Moves the pointer to `x`, `y` of the monitor, as a person's mouse would (GNOME: through
     /// mutter's RemoteDesktop API). The first move makes the pointer.
     public func movePointer(x: Double, y: Double) throws {
-        guard compositor == .gnome else {
+        guard isGNOME else {
             throw VirtualDesktop.StartError(description: "movePointer needs the GNOME desktop")
         }
         let session = try lock.withLock { () throws -> PointerSession in

@@ -26,7 +26,7 @@ struct CaptureChoices: ParsableArguments {
     @Option(help: "Record only this monitor (a name `replay sources` lists); the movie has its size.")
     var monitor: String?
 
-    @Option(help: ArgumentHelp("Record only this window (an id `replay sources` lists, like 0x1c00007), or `pick`: the next click chooses. It is followed as it moves and resizes, fitted into the movie, which keeps its first size.", valueName: "id|pick"))
+    @Option(help: ArgumentHelp("Record only this window (an id `replay sources` lists, like 0x1c00007), or `pick`: the next click chooses (on Wayland: the desktop's dialog, once; the choice is remembered). It is followed as it moves and resizes, fitted into the movie, which keeps its first size.", valueName: "id|pick"))
     var window: String?
 
     @Option(help: ArgumentHelp("Record only this rectangle of the screen: width x height + left + top in pixels, as in 800x600+100+50.", valueName: "WxH+X+Y"))

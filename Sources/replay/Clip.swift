@@ -52,13 +52,10 @@ extension Replay.Clip {
         func run() throws {
             try reportingFailure {
                 let channel = try DaemonClient.connect(socket: daemon.socket)
-                try channel.send(ClientRequest.startClipBuffering(
-                    options: try choices.recordingOptions(duration: nil), length: length, byteBudget: budget << 20, hotkey: hotkey))
-                var reply = try DaemonClient.next(channel).message
-                while case .waitingForWindowPick(let seconds) = reply {
-                    printError("Click the window to keep (replayd waits up to \(seconds) s).")
-                    reply = try DaemonClient.next(channel).message
-                }
+                let options = try choices.recordingOptions(duration: nil)
+                try channel.send(ClientRequest.startClipBuffering(options: options, length: length, byteBudget: budget << 20, hotkey: hotkey))
+                let pick = if case .pickWindow = options.area { true } else { false }
+                let reply = try DaemonClient.nextAfterChoices(channel, window: pick, keeping: true)
                 guard case .clipBufferingStarted(let status) = reply else {
                     throw DaemonClient.Failure(description: "unexpected reply from replayd")
                 }

@@ -16,6 +16,23 @@ enum DaemonClient {
         let description: String
     }
 
+    /// Reads past replayd's notes that a person must choose first, saying each: the desktop's
+    /// dialog is asking (Wayland), or the next click picks the window (X11). Returns the
+    /// reply that follows. `keeping` words the click for a clip buffer.
+    static func nextAfterChoices(_ channel: MessageChannel, window: Bool, keeping: Bool = false) throws -> DaemonEvent {
+        while true {
+            let reply = try next(channel).message
+            if case .waitingForScreenChoice(let seconds) = reply {
+                printError("The desktop is asking which \(window ? "window" : "screen") to share: answer its dialog "
+                    + "(replayd waits up to \(seconds) s).")
+            } else if case .waitingForWindowPick(let seconds) = reply {
+                printError("Click the window to \(keeping ? "keep" : "record") (replayd waits up to \(seconds) s).")
+            } else {
+                return reply
+            }
+        }
+    }
+
     /// Connects to the daemon at `socket`, first starting one if none is listening there.
     static func connect(socket: String?, environment: [String: String] = [:], display: String? = nil) throws -> MessageChannel {
         var merged = ProcessInfo.processInfo.environment

@@ -20,17 +20,8 @@ struct RecordingRun {
         let started: RecordingStarted
         do {
             try channel.send(ClientRequest.startRecording(options: options))
-            var reply = try DaemonClient.next(channel).message
-            while true {
-                if case .waitingForScreenChoice(let seconds) = reply {
-                    printError("The desktop is asking which screen to share: answer its dialog (replayd waits up to \(seconds) s).")
-                } else if case .waitingForWindowPick(let seconds) = reply {
-                    printError("Click the window to record (replayd waits up to \(seconds) s).")
-                } else {
-                    break
-                }
-                reply = try DaemonClient.next(channel).message
-            }
+            let pick = if case .pickWindow = options.area { true } else { false }
+            let reply = try DaemonClient.nextAfterChoices(channel, window: pick)
             guard case .recordingStarted(let recording) = reply else {
                 throw DaemonClient.Failure(description: "unexpected reply from replayd")
             }

@@ -50,7 +50,7 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
     @Option(help: "Seconds to wait for the person to answer the desktop's screen-sharing dialog (ScreenCast portal) before a capture gives up.")
     var screenChoiceTimeout: Int = 60
 
-    @Option(help: "File where replayd keeps the ScreenCast portal's restore token (mode 0600), so the desktop need not ask again after a restart (default: screencast-token in $XDG_STATE_HOME/openreplaykit, or beside the system store).")
+    @Option(help: "File where replayd keeps the ScreenCast portal's restore token for the monitor (mode 0600), so the desktop need not ask again after a restart (default: screencast-token in $XDG_STATE_HOME/openreplaykit, or beside the system store). The window chosen for `--window pick` is kept beside it, under the same name followed by -window.")
     var portalTokenFile: String?
 
     @Option(help: "Exit after this many seconds with no client and no recording.")
@@ -161,7 +161,9 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
                 consent: .init(policy: policy, timeout: .seconds(consentTimeout), idleLimit: .seconds(consentIdle)),
                 pagesPort: noPages ? nil : pagesPort, inspector: inspector,
                 extensionDirectories: extensionsDir.map { URL(fileURLWithPath: $0) })
-            let tokens = RestoreTokenKeeper(file: URL(fileURLWithPath: portalTokenFile ?? tokenFile.path))
+            let monitorTokenFile = portalTokenFile ?? tokenFile.path
+            let tokens = ScreenCastTokens(monitor: RestoreTokenKeeper(file: URL(fileURLWithPath: monitorTokenFile)),
+                                          window: RestoreTokenKeeper(file: URL(fileURLWithPath: monitorTokenFile + "-window")))
             let environment = ProcessInfo.processInfo.environment
             settings.capture = switch capture {
             case "x11": .x11

@@ -41,6 +41,11 @@ extension IntegrationTests {
             let forgotten = try fixture.replay(["record", "--duration", "1", "--no-app-audio", "--json"], timeout: 60)
             #expect(forgotten.status == 0, "\(forgotten)")
             #expect(desktop.dialogsShown == 2, "after --forget the chooser was asked \(desktop.dialogsShown) times in all")
+
+            // xdg-desktop-portal-wlr shares monitors only: a window pick is refused, saying so.
+            let window = try fixture.replay(["record", "--window", "pick", "--duration", "1", "--no-app-audio"], timeout: 60)
+            #expect(window.status != 0 && window.stderr.contains("offers no window to share"), "\(window)")
+            #expect(desktop.dialogsShown == 2, "a window pick asked the chooser")
         }
 
         /// A new resolution mid-recording: xdg-desktop-portal-wlr renegotiates the stream's

@@ -93,6 +93,7 @@ extension IntegrationTests {
             // (sway runs as another user: root ends it all the same.)
             let compositorProcess = switch compositor {
             case .gnome: "mutter"
+            case .gnomeShell: "gnome-shell"
             case .sway: "sway"
             case .kde: "kwin_wayland"
             }

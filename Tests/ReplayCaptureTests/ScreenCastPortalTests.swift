@@ -1,4 +1,5 @@
 @testable import ReplayCapture
+import Foundation
 import ReplayDBus
 import Testing
 #if canImport(Glibc)
@@ -15,6 +16,7 @@ import Glibc
         let uniqueName = ":1.42"
         var version: UInt32 = 5
         var cursorModes: UInt32 = 7
+        var sourceTypes: UInt32 = 3
         /// Per method: the Response (code, results), or nil to never answer (a dialog nobody answers).
         var responses: [String: (UInt32, [String: DBusValue])?] = [
             "CreateSession": (0, ["session_handle": .string("/org/freedesktop/portal/desktop/session/1_42/s")]),
@@ -47,6 +49,7 @@ import Glibc
                 switch arguments.last?.string {
                 case "version": return [.variant(.uint32(version))]
                 case "AvailableCursorModes": return [.variant(.uint32(cursorModes))]
+                case "AvailableSourceTypes": return [.variant(.uint32(sourceTypes))]
                 default: return [.variant(.uint32(1))]
                 }
             }
@@ -100,6 +103,38 @@ import Glibc
         #expect(bus.calls.map(\.member).filter { $0 != "Get" } == ["CreateSession", "SelectSources", "Start", "OpenPipeWireRemote"])
         // Every request carried a handle token, subscribed to before the call.
         #expect(["CreateSession", "SelectSources", "Start"].allSatisfy { bus.options(of: $0)["handle_token"]?.string != nil })
+    }
+
+    /// A window pick asks the dialog for a window; a portal that offers none (sway's) is refused before any session.
+    @Test func aWindowIsAskedForAsAWindowAndAPortalWithoutWindowsSaysSo() throws {
+        let bus = FakePortal()
+        _ = try ScreenCastPortal(bus: bus).open(ScreenCastRequest(source: .window, restoreToken: "window-token"))
+        #expect(bus.options(of: "SelectSources")["types"] == .uint32(2))
+        #expect(bus.options(of: "SelectSources")["restore_token"] == .string("window-token"))
+
+        let monitorsOnly = FakePortal()
+        monitorsOnly.sourceTypes = 1
+        #expect {
+            _ = try ScreenCastPortal(bus: monitorsOnly).open(ScreenCastRequest(source: .window))
+        } throws: { error in
+            (error as? CaptureError)?.message.contains("offers no window to share (source types 1") == true
+        }
+        #expect(!monitorsOnly.calls.contains { $0.member == "CreateSession" })
+    }
+
+    /// A monitor's token restores only a monitor: the two choices are kept apart, and forgotten together.
+    @Test func theMonitorsAndTheWindowsChoicesAreKeptApartAndForgottenTogether() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("tokens-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let files = (monitor: folder.appendingPathComponent("screencast-token"), window: folder.appendingPathComponent("screencast-token-window"))
+        let tokens = ScreenCastTokens(monitor: RestoreTokenKeeper(file: files.monitor), window: RestoreTokenKeeper(file: files.window))
+        tokens.keeper(for: .monitor).keep("monitor-token")
+        tokens.keeper(for: .window).keep("window-token")
+        #expect(tokens.monitor.token == "monitor-token" && tokens.window.token == "window-token")
+        #expect(RestoreTokenKeeper(file: files.window).token == "window-token", "the window's choice is not kept across a restart")
+        tokens.forget()
+        #expect(tokens.monitor.token == nil && tokens.window.token == nil)
+        #expect(!FileManager.default.fileExists(atPath: files.monitor.path) && !FileManager.default.fileExists(atPath: files.window.path))
     }
 
     @Test func portalsBeforeVersion4GetNoPersistenceOptions() throws {

@@ -3,7 +3,7 @@ public import ReplayMedia
 import ReplayProcessing
 public import ReplaySystem
 
-/// Captures a monitor through the ScreenCast portal and PipeWire (Wayland) as a
+/// Captures a monitor or a window through the ScreenCast portal and PipeWire (Wayland) as a
 /// variable-frame-rate stream of I420 frames, like `ScreenCapture` does on X11.
 ///
 /// The compositor sends a frame only when the screen changed; the newest one is held until
@@ -61,9 +61,11 @@ public final class PortalScreenCapture: ScreenCapturing {
         guard options.filter == .everything else {
             throw CaptureError(.noDisplay, "capturing one app's own windows is not available through the ScreenCast portal")
         }
-        guard options.area == .screen else {
+        switch (options.area, request.source) {
+        case (.screen, .monitor), (.pickWindow, .window): break
+        default:
             throw CaptureError(.areaUnavailable, "through the ScreenCast portal the desktop's dialog chooses the monitor or "
-                + "window: a monitor, window or region can be named only on X11")
+                + "window (`--window pick` asks it for a window): a monitor, window or region can be named only on X11")
         }
         self.options = options
         self.counters = counters
@@ -287,28 +289,30 @@ public final class PortalScreenCapture: ScreenCapturing {
     }
 }
 
-/// Wayland: the monitor through the ScreenCast portal and PipeWire; audio through the
-/// PulseAudio API, which pipewire-pulse serves on PipeWire desktops.
+/// Wayland: the monitor, or a window the person picks, through the ScreenCast portal and
+/// PipeWire; audio through the PulseAudio API, which pipewire-pulse serves on PipeWire desktops.
 public struct PortalCaptureBackend: CaptureBackend {
     public var name: String { "portal" }
     /// The session bus; nil for this login session's.
     public let busAddress: String?
-    /// Where the restore token lives between sessions.
-    public let tokens: RestoreTokenKeeper
+    /// Where the restore tokens live between sessions.
+    public let tokens: ScreenCastTokens
     /// How long to wait for the portal's answers (a dialog waits for a person).
     public let responseTimeout: Double
 
-    public init(busAddress: String? = nil, tokens: RestoreTokenKeeper = RestoreTokenKeeper(), responseTimeout: Double = 60) {
+    public init(busAddress: String? = nil, tokens: ScreenCastTokens = ScreenCastTokens(), responseTimeout: Double = 60) {
         self.busAddress = busAddress
         self.tokens = tokens
         self.responseTimeout = responseTimeout
     }
 
     public func makeScreenCapture(_ options: ScreenCaptureOptions) throws(CaptureError) -> any ScreenCapturing {
+        // A window pick is the desktop's dialog showing windows; the window is then followed by the compositor.
+        let source: ScreenCastRequest.Source = if case .pickWindow = options.area { .window } else { .monitor }
+        let tokens = self.tokens.keeper(for: source)
         // The pointer as metadata where the portal offers it (GNOME), drawn by us; else drawn in by the compositor.
-        let request = ScreenCastRequest(showCursor: options.showCursor, drawsMetadataCursor: true,
+        let request = ScreenCastRequest(source: source, showCursor: options.showCursor, drawsMetadataCursor: true,
                                         restoreToken: tokens.token, responseTimeout: responseTimeout)
-        let tokens = self.tokens
         return try PortalScreenCapture(options: options, request: request, busAddress: busAddress) { tokens.keep($0) }
     }
 

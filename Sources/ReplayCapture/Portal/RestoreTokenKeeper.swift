@@ -41,3 +41,25 @@ public final class RestoreTokenKeeper: Sendable {
         if let file { try? FileManager.default.removeItem(at: file) }
     }
 }
+
+/// The person's two remembered choices: a token restores only the kind of source it was
+/// given for, so a monitor and a window are kept apart.
+public struct ScreenCastTokens: Sendable {
+    public let monitor: RestoreTokenKeeper
+    public let window: RestoreTokenKeeper
+
+    public init(monitor: RestoreTokenKeeper = RestoreTokenKeeper(), window: RestoreTokenKeeper = RestoreTokenKeeper()) {
+        self.monitor = monitor
+        self.window = window
+    }
+
+    public func keeper(for source: ScreenCastRequest.Source) -> RestoreTokenKeeper {
+        source == .monitor ? monitor : window
+    }
+
+    /// Forgets both: the desktop asks again for either.
+    public func forget() {
+        monitor.forget()
+        window.forget()
+    }
+}

@@ -48,6 +48,14 @@ public struct ScreenCastRequest: Sendable {
         case metadata = 4
     }
 
+    /// What the desktop's dialog offers the person: a monitor or a window (`SelectSources`'
+    /// `types`). A restore token is for one kind of choice.
+    public enum Source: UInt32, Sendable {
+        case monitor = 1
+        case window = 2
+    }
+
+    public var source: Source
     public var showCursor: Bool
     /// Whether the consumer can draw a metadata cursor itself; if so, metadata is preferred,
     /// so the choice to show it stays ours.
@@ -59,8 +67,9 @@ public struct ScreenCastRequest: Sendable {
     /// How long to wait for each Response: a dialog waits for a person.
     public var responseTimeout: Double
 
-    public init(showCursor: Bool = true, drawsMetadataCursor: Bool = false, restoreToken: String? = nil,
+    public init(source: Source = .monitor, showCursor: Bool = true, drawsMetadataCursor: Bool = false, restoreToken: String? = nil,
                 persistMode: UInt32 = 2, responseTimeout: Double = 30) {
+        self.source = source
         self.showCursor = showCursor
         self.drawsMetadataCursor = drawsMetadataCursor
         self.restoreToken = restoreToken
@@ -163,8 +172,9 @@ struct ScreenCastPortal {
         let version = try property("version")?.uint32 ?? 1
         let cursorModes = try property("AvailableCursorModes")?.uint32 ?? 0
         let sourceTypes = try property("AvailableSourceTypes")?.uint32 ?? 1
-        guard sourceTypes & 1 != 0 else {
-            throw CaptureError(.portalUnavailable, "the ScreenCast portal offers no monitor source (types \(sourceTypes))")
+        guard sourceTypes & request.source.rawValue != 0 else {
+            throw CaptureError(.portalUnavailable, "this desktop's ScreenCast portal offers no \(request.source) to share (source types "
+                + "\(sourceTypes)\(request.source == .window ? "; xdg-desktop-portal-wlr shares monitors only" : ""))")
         }
 
         let created = try self.request("CreateSession", [], ["session_handle_token": .string("\(tokenPrefix)_session")],
@@ -173,7 +183,7 @@ struct ScreenCastPortal {
             throw CaptureError(.portalUnavailable, "ScreenCast.CreateSession answered without a session_handle")
         }
         do {
-            var selection: [String: DBusValue] = ["types": .uint32(1), "multiple": .bool(false)]
+            var selection: [String: DBusValue] = ["types": .uint32(request.source.rawValue), "multiple": .bool(false)]
             if let mode = request.cursorMode(available: cursorModes) { selection["cursor_mode"] = .uint32(mode.rawValue) }
             // persist_mode and restore_token came with version 4; older portals reject unknown options.
             if version >= 4 {

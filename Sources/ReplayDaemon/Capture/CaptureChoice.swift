@@ -4,12 +4,12 @@ public import ReplayCapture
 public enum CaptureChoice: Sendable {
     /// The X display (`Configuration.displayName`, else `$DISPLAY`).
     case x11
-    /// The ScreenCast portal and PipeWire; the restore token lives in `tokens`.
-    case portal(RestoreTokenKeeper)
+    /// The ScreenCast portal and PipeWire; the restore tokens live in `tokens`.
+    case portal(ScreenCastTokens)
 
     /// On a Wayland session (`WAYLAND_DISPLAY` set, or `XDG_SESSION_TYPE=wayland`) the portal,
     /// since an X11 grab there sees only XWayland windows; otherwise X11.
-    public static func automatic(environment: [String: String], tokens: RestoreTokenKeeper) -> CaptureChoice {
+    public static func automatic(environment: [String: String], tokens: ScreenCastTokens) -> CaptureChoice {
         waylandSign(environment) != nil ? .portal(tokens) : .x11
     }
 
