@@ -229,8 +229,8 @@ public enum DaemonEvent: Codable, Sendable, Equatable {
     case waitingForScreenChoice(seconds: Int)
     /// The answer to `listSources`.
     case sources(sources: CaptureSources)
-    /// To the person's own tools, before `recordingStarted` or `clipBufferingStarted`, on X11: the next click on a
-    /// window chooses what is recorded (`CaptureArea.pickWindow`).
+    /// To the person's own tools, on X11, before `recordingStarted` or `clipBufferingStarted`:
+    /// the next click on a window chooses what is recorded (`CaptureArea.pickWindow`).
     case waitingForWindowPick(seconds: Int)
     case clipBufferingStarted(status: ClipStatus)
     case clipSaved(clip: ClipSaved)
