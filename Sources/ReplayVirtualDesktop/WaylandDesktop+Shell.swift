@@ -21,18 +21,19 @@ extension WaylandDesktop {
     }
 
     /// Opens a window of `testWindowApp` titled `title`, in one colour (R G B from 0 to 255),
-    /// `width` x `height`, where the shell places it; returns once it is drawn.
+    /// `width` x `height`, where the shell places it; returns once it is on the screen.
     public func showWindow(title: String, colour: (red: Int, green: Int, blue: Int), width: Int, height: Int) throws {
         guard compositor == .gnomeShell else {
             throw VirtualDesktop.StartError(description: "showWindow needs the GNOME Shell desktop")
         }
-        try launch("window-\(title)", "/usr/bin/python3", [
+        let name = "window-\(UUID().uuidString.prefix(8))"
+        try launch(name, "/usr/bin/python3", [
             "-c", Self.testWindow, Self.testWindowApp, title, String(colour.red), String(colour.green), String(colour.blue),
             String(width), String(height),
         ])
-        // Mapped and drawn takes a few frames; a window that cannot reach the compositor exits.
-        Thread.sleep(forTimeInterval: 1)
-        try checkRunning()
+        // It says when it is mapped (a window that cannot reach the compositor exits instead).
+        let log = directory.appendingPathComponent("\(name).log")
+        try waitFor("the window '\(title)'") { ((try? String(contentsOf: log, encoding: .utf8)) ?? "").contains("drawn") }
     }
 
     /// Stores a restore token for the window titled `title` in xdg-desktop-portal-gnome's format,
@@ -62,6 +63,12 @@ extension WaylandDesktop {
             Gtk.StyleContext.add_provider_for_screen(Gdk.Screen.get_default(), style, Gtk.STYLE_PROVIDER_PRIORITY_USER)
             window = Gtk.ApplicationWindow(application=app, title=title)
             window.set_default_size(int(width), int(height))
+            # Mapped: GTK has drawn and committed its first picture. (The draw signal itself
+            # would need python3-gi-cairo.)
+            def mapped(*_):
+                print("drawn", flush=True)
+                window.disconnect(handler)
+            handler = window.connect_after("map-event", mapped)
             window.show_all()
         app = Gtk.Application(application_id=app_id, flags=Gio.ApplicationFlags.NON_UNIQUE)
         app.connect("activate", activate)

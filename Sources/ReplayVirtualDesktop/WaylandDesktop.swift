@@ -452,7 +452,7 @@ public final class WaylandDesktop: @unchecked Sendable {
         }
     }
 
-    private func waitFor(_ what: String, timeout: Double = 15, _ ready: () -> Bool) throws {
+    func waitFor(_ what: String, timeout: Double = 15, _ ready: () -> Bool) throws {
         let deadline = Date().addingTimeInterval(timeout)
         while !ready() {
             try checkRunning()

@@ -32,7 +32,7 @@ extension IntegrationTests {
             // As if the person had chosen the red window in GNOME's dialog before.
             let windowTokenFile = URL(fileURLWithPath: fixture.portalTokenFile.path + "-window")
             try (try desktop.seedWindowToken(title: "Red test window") + "\n").write(to: windowTokenFile, atomically: true, encoding: .utf8)
-            try fixture.startDaemon(["--capture", "portal", "--portal-token-file", fixture.portalTokenFile.path, "--screen-choice-timeout", "3"])
+            try fixture.startDaemon(["--capture", "portal", "--portal-token-file", fixture.portalTokenFile.path, "--screen-choice-timeout", "8"])
 
             let movie = fixture.file("window.mp4")
             let result = try fixture.replay(["record", "--window", "pick", "--duration", "3", "--no-app-audio", "--output", movie.path],
