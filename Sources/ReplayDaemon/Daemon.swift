@@ -162,8 +162,7 @@ public final class Daemon: Sendable, PickerBackend {
     /// token is kept for that kind of choice. Nil for X11, which has no dialog.
     func portalWillAsk(for area: CaptureArea?) -> Bool? {
         guard case .portal(let tokens) = configuration.capture else { return nil }
-        let keeper = if case .pickWindow = area { tokens.window } else { tokens.monitor }
-        return keeper.token == nil
+        return tokens.keeper(for: ScreenCastRequest.Source(for: ScreenArea(area))).token == nil
     }
 
     /// Forgets the screen and window the person chose in the portal's dialog: the next capture asks again.

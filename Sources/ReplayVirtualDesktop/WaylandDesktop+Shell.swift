@@ -37,17 +37,11 @@ extension WaylandDesktop {
     }
 
     /// Stores a restore token for the window titled `title` in xdg-desktop-portal-gnome's format,
-    /// as a person's earlier choice of it in GNOME's dialog would have, and returns it:
-    /// ("GNOME", 1, <(created, last used, [(id, source type WINDOW, <(app id, title)>)])>).
+    /// as a person's earlier choice of it in GNOME's dialog would have, and returns it. The
+    /// shell names the app by its desktop file.
     public func seedWindowToken(title: String) throws -> String {
-        let token = UUID().uuidString.lowercased()
         let window = DBusValue.structure([.string(Self.testWindowApp + ".desktop"), .string(title)])
-        let restoreData = DBusValue.structure([
-            .string("GNOME"), .uint32(1),
-            .variant(.structure([.int64(0), .int64(0), .array(element: "(uuv)", [.structure([.uint32(0), .uint32(2), .variant(window)])])])),
-        ])
-        try Self.seedPermission(token: token, restoreData: restoreData, on: try connectBus())
-        return token
+        return try Self.seedPermission(Self.gnomeRestoreData(sourceType: 2, match: window), on: try connectBus())
     }
 
     /// A GTK window: app id, title, R G B, width, height. Its own instance (NON_UNIQUE), so two

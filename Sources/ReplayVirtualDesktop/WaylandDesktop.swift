@@ -7,14 +7,14 @@ import Glibc
 
 /// A headless Wayland desktop of our own, for tests and for machines without one: a
 /// compositor (GNOME's `mutter --headless --virtual-monitor`, wlroots' sway with its
-/// headless backend, or KDE's KWin with its virtual backend), PipeWire with WirePlumber (and pipewire-pulse for sound),
-/// xdg-desktop-portal with the compositor's backend, all on a private session bus in a
+/// headless backend, or KDE's KWin with its virtual backend), PipeWire with WirePlumber
+/// (and pipewire-pulse for sound), xdg-desktop-portal with the compositor's backend, all on a private session bus in a
 /// private `XDG_RUNTIME_DIR`; the machine's own bus is never touched.
 ///
 /// GNOME's and KDE's portals show a dialog before sharing a screen unless the permission
 /// store holds a restore token for the monitor, so the desktop seeds one, in the format of
-/// that desktop's portal, as a person's earlier choice would have; `restoreToken` is it. On sway the portal (xdg-desktop-portal-wlr) runs a
-/// chooser program instead of a dialog: ours picks the one output, as a person would, and
+/// that desktop's portal, as a person's earlier choice would have; `restoreToken` is it. On
+/// sway the portal (xdg-desktop-portal-wlr) runs a chooser program instead of a dialog: ours picks the one output, as a person would, and
 /// counts how often it was asked (`dialogsShown`). `stop()` ends every process this desktop started,
 /// including those the bus started on demand (found by session id: each program we start
 /// leads a session, and what it spawns stays in it).
@@ -127,15 +127,15 @@ public final class WaylandDesktop: @unchecked Sendable {
     public let busAddress: String
     public let compositor: Compositor
     /// The compositor's socket in `runtimeDirectory`.
-    public internal(set) var waylandDisplay = "wayland-0"
+    public private(set) var waylandDisplay = "wayland-0"
     /// `unix:PATH` of pipewire-pulse, when audio was asked for.
     public private(set) var pulseServer: String?
     /// The token seeded into the permission store: ScreenCast with it needs no dialog. Empty
     /// on sway, whose portal keeps its own restore data: the first cast's token is the one.
-    public internal(set) var restoreToken = ""
+    public private(set) var restoreToken = ""
     /// "vendor:product:serial" of the virtual monitor, as the portal's restore data names it
     /// (GNOME); the output's name (sway); the output's place, "0x0" (KDE).
-    public internal(set) var monitor = ""
+    public private(set) var monitor = ""
     /// Seconds from start to a portal that answers.
     public private(set) var startupSeconds = 0.0
     private var processes: [(name: String, process: ChildProcess)] = []
@@ -239,12 +239,10 @@ public final class WaylandDesktop: @unchecked Sendable {
         switch compositor {
         case .gnome, .gnomeShell:
             monitor = try Self.virtualMonitor(on: bus)
-            restoreToken = UUID().uuidString.lowercased()
-            try Self.seedPermission(token: restoreToken, restoreData: Self.gnomeRestoreData(monitor: monitor), on: bus)
+            restoreToken = try Self.seedPermission(Self.gnomeRestoreData(sourceType: 1, match: .string(monitor)), on: bus)
         case .kde:
             monitor = Self.kdeOutput
-            restoreToken = UUID().uuidString.lowercased()
-            try Self.seedPermission(token: restoreToken, restoreData: Self.kdeRestoreData(output: monitor), on: bus)
+            restoreToken = try Self.seedPermission(Self.kdeRestoreData(output: monitor), on: bus)
         case .sway:
             break
         }
@@ -773,18 +771,21 @@ public final class WaylandDesktop: @unchecked Sendable {
         }
     }
 
-    /// What xdg-desktop-portal-gnome restores `monitor` from:
-    /// ("GNOME", 1, <(created, last used, [(id, source type MONITOR, <match string>)])>).
-    private static func gnomeRestoreData(monitor: String) -> DBusValue {
+    /// What xdg-desktop-portal-gnome restores one source from: ("GNOME", 1, <(created, last
+    /// used, [(id, source type, <match>)])>); a monitor (type 1) matches by "vendor:product:serial",
+    /// a window (type 2) by (app id, title).
+    static func gnomeRestoreData(sourceType: UInt32, match: DBusValue) -> DBusValue {
         .structure([
             .string("GNOME"), .uint32(1),
-            .variant(.structure([.int64(0), .int64(0), .array(element: "(uuv)", [.structure([.uint32(0), .uint32(1), .variant(.string(monitor))])])])),
+            .variant(.structure([.int64(0), .int64(0), .array(element: "(uuv)", [.structure([.uint32(0), .uint32(sourceType), .variant(match)])])])),
         ])
     }
 
-    /// Stores a screen-cast permission under `token`, for unsandboxed apps (app id ""), with
-    /// the portal backend's own `restoreData` (the frontend hands it back to the backend).
-    static func seedPermission(token: String, restoreData: DBusValue, on bus: DBusConnection) throws {
+    /// Stores a screen-cast permission for unsandboxed apps (app id ""), with the portal
+    /// backend's own `restoreData` (the frontend hands it back to the backend), under a new
+    /// token, which it returns.
+    static func seedPermission(_ restoreData: DBusValue, on bus: DBusConnection) throws -> String {
+        let token = UUID().uuidString.lowercased()
         let store = (destination: "org.freedesktop.impl.portal.PermissionStore", path: "/org/freedesktop/impl/portal/PermissionStore")
         do {
             _ = try bus.call(destination: store.destination, path: store.path, interface: store.destination, member: "SetPermission",
@@ -795,5 +796,6 @@ public final class WaylandDesktop: @unchecked Sendable {
         } catch {
             throw VirtualDesktop.StartError(description: "cannot seed the portal's permission store: \(error)")
         }
+        return token
     }
 }

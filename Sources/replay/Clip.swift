@@ -54,8 +54,7 @@ extension Replay.Clip {
                 let channel = try DaemonClient.connect(socket: daemon.socket)
                 let options = try choices.recordingOptions(duration: nil)
                 try channel.send(ClientRequest.startClipBuffering(options: options, length: length, byteBudget: budget << 20, hotkey: hotkey))
-                let pick = if case .pickWindow = options.area { true } else { false }
-                let reply = try DaemonClient.nextAfterChoices(channel, window: pick, keeping: true)
+                let reply = try DaemonClient.nextAfterChoices(channel, area: options.area, keeping: true)
                 guard case .clipBufferingStarted(let status) = reply else {
                     throw DaemonClient.Failure(description: "unexpected reply from replayd")
                 }

@@ -19,7 +19,8 @@ enum DaemonClient {
     /// Reads past replayd's notes that a person must choose first, saying each: the desktop's
     /// dialog is asking (Wayland), or the next click picks the window (X11). Returns the
     /// reply that follows. `keeping` words the click for a clip buffer.
-    static func nextAfterChoices(_ channel: MessageChannel, window: Bool, keeping: Bool = false) throws -> DaemonEvent {
+    static func nextAfterChoices(_ channel: MessageChannel, area: CaptureArea?, keeping: Bool = false) throws -> DaemonEvent {
+        let window = if case .pickWindow = area { true } else { false }
         while true {
             let reply = try next(channel).message
             if case .waitingForScreenChoice(let seconds) = reply {

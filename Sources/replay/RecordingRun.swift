@@ -20,8 +20,7 @@ struct RecordingRun {
         let started: RecordingStarted
         do {
             try channel.send(ClientRequest.startRecording(options: options))
-            let pick = if case .pickWindow = options.area { true } else { false }
-            let reply = try DaemonClient.nextAfterChoices(channel, window: pick)
+            let reply = try DaemonClient.nextAfterChoices(channel, area: options.area)
             guard case .recordingStarted(let recording) = reply else {
                 throw DaemonClient.Failure(description: "unexpected reply from replayd")
             }

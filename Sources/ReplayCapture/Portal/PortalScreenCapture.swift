@@ -307,8 +307,7 @@ public struct PortalCaptureBackend: CaptureBackend {
     }
 
     public func makeScreenCapture(_ options: ScreenCaptureOptions) throws(CaptureError) -> any ScreenCapturing {
-        // A window pick is the desktop's dialog showing windows; the window is then followed by the compositor.
-        let source: ScreenCastRequest.Source = if case .pickWindow = options.area { .window } else { .monitor }
+        let source = ScreenCastRequest.Source(for: options.area)
         let tokens = self.tokens.keeper(for: source)
         // The pointer as metadata where the portal offers it (GNOME), drawn by us; else drawn in by the compositor.
         let request = ScreenCastRequest(source: source, showCursor: options.showCursor, drawsMetadataCursor: true,

@@ -53,6 +53,12 @@ public struct ScreenCastRequest: Sendable {
     public enum Source: UInt32, Sendable {
         case monitor = 1
         case window = 2
+
+        /// What the dialog is asked for to capture `area`: a window for a window pick (the
+        /// compositor then follows it), else the monitor.
+        public init(for area: ScreenArea) {
+            self = if case .pickWindow = area { .window } else { .monitor }
+        }
     }
 
     public var source: Source
