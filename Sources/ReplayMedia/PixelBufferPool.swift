@@ -72,6 +72,15 @@ public final class PixelBufferPool: Sendable {
         return storage.map { PixelBuffer(width: width, height: height, format: format, storage: $0) }
     }
 
+    /// Makes sure `count` storages for pictures of this size are there and written once, so
+    /// the first pictures taken do not pay for faulting fresh memory in. A fixed pool has its
+    /// storages already.
+    package func prefill(count: Int, width: Int, height: Int, format: PictureFormat) {
+        guard !isFixed else { return }
+        let taken = (0..<count).compactMap { _ in take(width: width, height: height, format: format) }
+        for picture in taken { picture.storage.mutableBytes.initializeMemory(as: UInt8.self, repeating: 0) }
+    }
+
     /// How many storages the pool holds (in use or free).
     public var count: Int { storages.withLock { $0.count } }
 }

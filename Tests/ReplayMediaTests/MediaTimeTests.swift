@@ -73,6 +73,19 @@ import Testing
         #expect(pool.count == 1)
     }
 
+    @Test func prefillingMakesStoragesThatTheNextPicturesReuse() {
+        let pool = PixelBufferPool()
+        pool.prefill(count: 3, width: 64, height: 32, format: .bt601VideoRange)
+        #expect(pool.count == 3)
+        let taken = (0..<3).compactMap { _ in pool.take(width: 64, height: 32, format: .bt601VideoRange) }
+        #expect(taken.count == 3 && pool.count == 3, "the three pictures take the prefilled storages")
+        #expect(taken.allSatisfy { $0.bytes.allSatisfy { $0 == 0 } }, "prefilled memory was written once")
+        // A fixed pool has its storages already: nothing is added.
+        let fixed = PixelBufferPool(fixed: [PixelStorage(byteCount: 64 * 32 * 3 / 2)])
+        fixed.prefill(count: 3, width: 64, height: 32, format: .bt601VideoRange)
+        #expect(fixed.count == 1)
+    }
+
     @Test func aFixedPoolNeverGrowsAndGivesNothingWhenAllAreInUse() {
         // The pool must hold the only references: a storage is free when nobody else has it.
         let pool = PixelBufferPool(fixed: [PixelStorage(byteCount: 64 * 32 * 3 / 2), PixelStorage(byteCount: 64 * 32 * 3 / 2)])
