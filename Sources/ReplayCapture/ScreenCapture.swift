@@ -112,7 +112,8 @@ public final class ScreenCapture: ScreenCapturing {
         // Three pictures are in flight when frames come steadily: one taken, two with the consumer.
         pool.prefill(count: 3, width: frameSize.width, height: frameSize.height, format: PixelConverter.format)
         guard let picture = pool.take(width: frameSize.width, height: frameSize.height, format: PixelConverter.format) else { return }
-        // Reading the shared image once faults in our side of it.
+        // Reading the shared image once faults in our side of it. The pool is still the
+        // capture's own (shared surfaces are set later), so this unmasked picture reaches nobody.
         PixelConverter.convertBGRA(image.pixels, bytesPerRow: image.bytesPerRow, into: picture)
     }
 
