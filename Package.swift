@@ -180,7 +180,7 @@ let package = Package(
             path: "Examples/SecretNotes", swiftSettings: strictSettings),
         .executableTarget(
             name: "replay-demo-scene",
-            dependencies: ["ReplayVirtualDesktop", "ReplaySystem"],
+            dependencies: ["ReplayVirtualDesktop", "ReplaySystem", "ReplayIPC"],
             swiftSettings: strictSettings),
 
         .testTarget(

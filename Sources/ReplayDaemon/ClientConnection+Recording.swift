@@ -52,6 +52,7 @@ extension ClientConnection {
             throw Refusal(code: .busy, message: "this connection is already recording")
         }
         let filter = try areaFilter(options.area)
+        try requireRoomInStore(for: options.video)
         try requireConsent(Self.capabilities(of: options))
         try tellWhoChooses(options.area)
 
@@ -89,6 +90,18 @@ extension ClientConnection {
             if let pid { daemon.consent.markActive(pid: pid) }
             try? channel.send(DaemonEvent.recordingFinished(summary: summary))
         }
+    }
+
+    /// A store whose disk cannot hold the first seconds refuses the recording before it starts,
+    /// instead of failing a second later with an empty movie.
+    func requireRoomInStore(for video: VideoEncoding) throws {
+        guard let free = daemon.store.freeBytes() else { return }
+        let needed = max(1 << 20, video.estimatedBytes(seconds: 2))
+        guard free < needed else { return }
+        throw Refusal(code: .insufficientStorage, message: String(
+            format: "the recording store's disk is full: %.1f MB free, and the first seconds of this recording need about %.1f MB. "
+                + "Free some space, or delete recordings you exported (replay recordings list, replay recordings delete ID…)",
+            Double(free) / 1_000_000, Double(needed) / 1_000_000))
     }
 
     /// What a recording of `options` asks the person for.

@@ -129,11 +129,16 @@ public struct RecordingOptions: Codable, Sendable, Equatable {
     public var camera: CameraOverlay?
     /// Windows painted black in this recording only (X ids, up to 256).
     public var excludedWindows: [UInt32]?
+    /// true: a sound source named by `audioDevice`, `microphoneDevice` or `audioApplication`
+    /// that cannot be opened refuses the recording (`captureFailed`) instead of recording
+    /// without it. nil (absent, as older clients send) is false: a warning.
+    public var requireNamedAudio: Bool?
 
     public init(duration: Double? = nil, fps: Int = 30, microphone: Bool = false, appAudio: Bool = true,
                 showCursor: Bool = true, video: VideoEncoding = .default, notify: Bool? = nil,
                 audioDevice: String? = nil, microphoneDevice: String? = nil, audioApplication: String? = nil,
-                area: CaptureArea? = nil, camera: CameraOverlay? = nil, excludedWindows: [UInt32]? = nil) {
+                area: CaptureArea? = nil, camera: CameraOverlay? = nil, excludedWindows: [UInt32]? = nil,
+                requireNamedAudio: Bool? = nil) {
         self.duration = duration
         self.fps = fps
         self.microphone = microphone
@@ -147,6 +152,7 @@ public struct RecordingOptions: Codable, Sendable, Equatable {
         self.area = area
         self.camera = camera
         self.excludedWindows = excludedWindows
+        self.requireNamedAudio = requireNamedAudio
     }
 }
 
@@ -324,9 +330,12 @@ public struct RecordingInfo: Codable, Sendable, Equatable {
     public var height: Int
     public var bytes: Int64
     public var error: String?
+    /// The video codec; nil (absent) in entries made before 0.25. The store keeps fragmented
+    /// MP4, which `exportRecording` writes unless asked for Matroska.
+    public var codec: VideoCodec?
 
     public init(id: String, created: Double, state: State, duration: Double, frames: Int, dropped: Int,
-                width: Int, height: Int, bytes: Int64, error: String?) {
+                width: Int, height: Int, bytes: Int64, error: String?, codec: VideoCodec? = nil) {
         self.id = id
         self.created = created
         self.state = state
@@ -337,6 +346,7 @@ public struct RecordingInfo: Codable, Sendable, Equatable {
         self.height = height
         self.bytes = bytes
         self.error = error
+        self.codec = codec
     }
 }
 
@@ -358,9 +368,11 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     public var pagesURL: String?
     /// How the screen is captured, and why; told only to the person's own tools.
     public var capture: CaptureBackendInfo?
+    /// The daemon's release (`ReleaseVersion.current`); absent from daemons before 0.25.
+    public var version: String?
 
     public init(pid: Int32, display: String?, activeRecordings: [String], mode: Mode, store: String?, pagesURL: String?,
-                capture: CaptureBackendInfo? = nil) {
+                capture: CaptureBackendInfo? = nil, version: String? = ReleaseVersion.current) {
         self.pid = pid
         self.display = display
         self.activeRecordings = activeRecordings
@@ -368,6 +380,7 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         self.store = store
         self.pagesURL = pagesURL
         self.capture = capture
+        self.version = version
     }
 }
 

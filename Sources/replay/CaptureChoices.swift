@@ -17,11 +17,14 @@ struct CaptureChoices: ParsableArguments {
     @Option(help: "Record app audio from this output (an audio server sink name, as `pactl list short sinks` shows) instead of the default.")
     var audioDevice: String?
 
-    @Option(help: "Record the microphone from this input (a source name, as `pactl list short sources` shows) instead of the default.")
+    @Option(help: "Record the microphone from this input (a source name, as `pactl list short sources` shows) instead of the default; implies --mic.")
     var micDevice: String?
 
     @Option(help: "Record only this application's sound (its name or program, as `pactl list sink-inputs` shows; it must be playing when the recording starts).")
     var audioApp: String?
+
+    @Flag(help: "Record even when a sound source named by --audio-device, --mic-device or --audio-app cannot be opened (a warning, and no such track); without it, that is an error before recording starts.")
+    var audioBestEffort = false
 
     @Option(help: "Record only this monitor (a name `replay sources` lists); the movie has its size.")
     var monitor: String?
@@ -47,7 +50,7 @@ struct CaptureChoices: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Draw the pointer into the recording.")
     var cursor = true
 
-    @Option(help: "Frames per second at most; a still screen records fewer.")
+    @Option(parsing: .unconditional, help: "Frames per second at most; a still screen records fewer.")
     var fps = 30
 
     @Option(help: "Video codec: h264 (x264, the default: least CPU, plays everywhere), hevc (x265) or av1 (SVT-AV1): smaller files for more CPU.")
@@ -77,6 +80,9 @@ struct CaptureChoices: ParsableArguments {
     if audio == AudioChoice.none || audio == .mic, audioApp != nil || audioDevice != nil {
         throw ValidationError("--audio-app and --audio-device choose app audio, which --audio \(audio!.rawValue) leaves out")
     }
+    if audio == AudioChoice.none || audio == .system, micDevice != nil {
+        throw ValidationError("--mic-device chooses the microphone, which --audio \(audio!.rawValue) leaves out")
+    }
     if [monitor, window, region].compactMap({ $0 }).count > 1 {
         throw ValidationError("give one of --monitor, --window and --region")
     }
@@ -90,14 +96,15 @@ struct CaptureChoices: ParsableArguments {
     /// The request's options; `duration` nil records until stopped.
     func recordingOptions(duration: Double?) throws -> RecordingOptions {
     RecordingOptions(
-        duration: duration, fps: fps, microphone: audio.map { $0 == .mic || $0 == .both } ?? mic,
+        duration: duration, fps: fps, microphone: audio.map { $0 == .mic || $0 == .both } ?? (mic || micDevice != nil),
         appAudio: audio.map { $0 == .system || $0 == .both } ?? appAudio, showCursor: cursor,
         video: VideoEncoding(preset: preset, bitRate: bitrate.map { $0 * 1000 }, keyframeInterval: keyframeInterval,
                              codec: codec == .h264 ? nil : codec, quality: quality),
         notify: noNotify ? false : nil, audioDevice: audioDevice, microphoneDevice: micDevice, audioApplication: audioApp,
         area: try area(),
         camera: camera || cameraDevice != nil
-            ? CameraOverlay(device: cameraDevice, corner: cameraCorner.overlayCorner, size: cameraSize) : nil)
+            ? CameraOverlay(device: cameraDevice, corner: cameraCorner.overlayCorner, size: cameraSize) : nil,
+        requireNamedAudio: audioBestEffort ? nil : true)
     }
 
     /// What part of the screen --monitor, --window or --region names; nil for all of it.

@@ -78,10 +78,10 @@ extension Replay.Clip {
         @Option(help: "Seconds to save (default: everything kept).")
         var last: Double?
 
-        @Option(help: "Also export the clip to this file (Matroska when it ends in .mkv).")
+        @Option(help: "Also export the clip to this file (Matroska when it ends in .mkv); - writes it to standard output.")
         var to: String?
 
-        @Flag(help: "Replace the --to file if it exists.")
+        @Flag(help: "Replace the --to file if it is an existing regular file (never a folder).")
         var force = false
 
         @Flag(help: "Print {id, duration, asked, frames, bytes} as one JSON object.")
@@ -89,7 +89,12 @@ extension Replay.Clip {
 
         func validate() throws {
             if let last, !(last > 0 && last <= 600) { throw ValidationError("--last must be more than 0 and up to 600 seconds") }
-            if let to, FileManager.default.fileExists(atPath: to), !force { throw ValidationError("\(to) exists; pass --force to replace it") }
+            if let to {
+                let destination = MovieDestination(to)
+                if destination == .standardOutput && json { throw ValidationError("--json and --to - both write to standard output: choose one") }
+                _ = try destination.container(choice: nil, option: "--to")
+                try destination.check(force: force, option: "--to", bytesNeeded: 0)
+            }
         }
 
         func run() throws {
@@ -99,7 +104,11 @@ extension Replay.Clip {
                 guard case .clipSaved(let clip) = try DaemonClient.next(channel).message else {
                     throw DaemonClient.Failure(description: "unexpected reply from replayd")
                 }
-                if let to { try Exporter(channel: channel, quiet: json).export(id: clip.id, to: to) }
+                if let to {
+                    let destination = MovieDestination(to)
+                    try Exporter(channel: channel, quiet: json).export(
+                        id: clip.id, to: destination, container: try destination.container(choice: nil, option: "--to"), force: force)
+                }
                 if json {
                     print(try Status.encode(clip))
                     return
@@ -107,7 +116,9 @@ extension Replay.Clip {
                 if clip.isShort, let asked = clip.asked {
                     printError("warning: only \(String(format: "%.1f", clip.duration)) s were kept so far, not the \(String(format: "%g", asked)) s asked")
                 }
-                print("Saved \(clip.id): \(String(format: "%.1f", clip.duration)) s, \(clip.frames) frames.")
+                let line = "Saved \(clip.id): \(String(format: "%.1f", clip.duration)) s, \(clip.frames) frames."
+                // Standard output may be carrying the movie.
+                if to.map(MovieDestination.init) == .standardOutput { printError(line) } else { print(line) }
             }
         }
     }

@@ -116,3 +116,20 @@ func reportingFailure(_ body: () throws -> Void) throws {
 func printError(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
 }
+
+/// Whether a process has ended, as far as this machine says.
+enum ProcessState {
+    /// True when `pid` is gone or a zombie (killed, not yet reaped) within about a second: a
+    /// connection closes a moment before the kernel finishes the process that held it.
+    static func hasEnded(_ pid: Int32) -> Bool {
+        for _ in 0..<20 {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let afterName = stat.lastIndex(of: ")") else { return true }
+            // The state letter follows the command's name in parentheses.
+            let state = stat[stat.index(after: afterName)...].trimmingCharacters(in: .whitespaces).first
+            if state == "Z" || state == "X" { return true }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return false
+    }
+}

@@ -21,31 +21,36 @@ extension Replay {
 
         @OptionGroup var daemon: DaemonOptions
 
-        @Option(help: "Stop once this many seconds are recorded; time paused does not count (default: until Ctrl-C).")
+        // Unconditional: `--duration -1` is a value to refuse with a reason, not a missing one.
+        @Option(parsing: .unconditional, help: "Stop once this many seconds are recorded; time paused does not count (default: until Ctrl-C).")
         var duration: Double?
 
         @OptionGroup(title: "What to record") var choices: CaptureChoices
 
-        @Option(name: .shortAndLong, help: "Also export the finished recording to this file (Matroska when it ends in .mkv).")
+        @Option(name: .shortAndLong, help: ArgumentHelp("Also export the finished recording to this file (Matroska when it ends in .mkv), or with - to standard output (fragmented MP4 or Matroska: neither needs seeking). Its folder and free space are checked before recording starts.", valueName: "file|-"))
         var output: String?
 
-        @Option(help: "The --output file's container: mp4 or mkv (Matroska, the same streams copied); the store keeps MP4. Default: as the file's extension says.")
+        @Option(help: "The --output file's container: mp4 or mkv (Matroska, the same streams copied); the store keeps MP4. Default: as the file's extension says, with which it must agree.")
         var container: ContainerChoice?
 
-        @Flag(help: "Replace the --output file if it exists.")
+        @Flag(help: "Replace the --output file if it is an existing regular file (never a folder); the new movie replaces it only once complete.")
         var force = false
 
         @Flag(help: "Print the result as one JSON object with keys id, duration, frames, dropped.")
         var json = false
 
         func validate() throws {
-            if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
+            if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds, such as --duration 10") }
             if container != nil && output == nil {
                 throw ValidationError("--container is the --output file's: the store keeps MP4 (`replay recordings export --container` later)")
             }
             // Refused now rather than after the recording.
-            if let output, FileManager.default.fileExists(atPath: output), !force {
-                throw ValidationError("\(output) exists; pass --force to replace it")
+            if let output {
+                let destination = MovieDestination(output)
+                if destination == .standardOutput && json { throw ValidationError("--json and --output - both write to standard output: choose one") }
+                _ = try destination.container(choice: container, option: "--output")
+                let video = try choices.recordingOptions(duration: duration).video
+                try destination.check(force: force, option: "--output", bytesNeeded: video.estimatedBytes(seconds: 60))
             }
         }
 
@@ -74,13 +79,17 @@ extension Replay {
                 printError("error: \(error)")
                 throw ExitCode.failure
             }
-            let result = try RecordingRun(channel: channel, options: options, json: json).perform()
+            let destination = output.map(MovieDestination.init)
+            var run = RecordingRun(channel: channel, options: options, json: json)
+            run.summaryToStandardError = destination == .standardOutput
+            let result = try run.perform()
             var exported = true
-            if let output, let id = result.id {
+            if let destination, let id = result.id, !result.daemonStopped {
                 do {
-                    try Exporter(channel: channel, quiet: json).export(id: id, to: output, container: container?.container)
+                    try Exporter(channel: channel, quiet: json).export(
+                        id: id, to: destination, container: try destination.container(choice: container, option: "--output"), force: force)
                 } catch {
-                    printError("error: export failed: \(error)")
+                    printError("error: export failed: \(error). The take is kept in the store: replay recordings export \(id) --to FILE")
                     exported = false
                 }
             }

@@ -10,10 +10,14 @@ struct RecordingRun {
     let channel: MessageChannel
     let options: RecordingOptions
     let json: Bool
+    /// The summary goes to standard error when standard output carries the movie (`--output -`).
+    var summaryToStandardError = false
 
     struct Outcome {
         var id: String?
         var succeeded: Bool
+        /// The daemon went away mid-recording: nothing more can be asked of it.
+        var daemonStopped = false
     }
 
     func perform() throws -> Outcome {
@@ -46,22 +50,33 @@ struct RecordingRun {
         if !json && !progress.enabled {
             printError("Recording \(started.id) at \(started.width)x\(started.height)…")
         }
+        var recorded: Double = 0
         while true {
             let event: DaemonEvent
             do {
                 event = try DaemonClient.next(channel).message
             } catch {
                 progress.finish()
+                if let pid = try? channel.peer(executableOf: { _ in nil }).pid, ProcessState.hasEnded(pid) {
+                    // Said once, with what the person needs: the take is in the store up to its last second.
+                    printError("error: replayd stopped while recording (it was killed or crashed). \(started.id) is kept in the store, "
+                        + "interrupted after about \(String(format: "%.0f", recorded)) s; the movie plays up to its last second. "
+                        + "Export it with: replay recordings export \(started.id) --to FILE")
+                    return Outcome(id: started.id, succeeded: false, daemonStopped: true)
+                }
                 printError("error: recording \(started.id) ended without a result: \(error)")
                 return Outcome(id: started.id, succeeded: false)
             }
             switch event {
             case .progress(let update):
+                recorded = update.elapsed
                 progress.show(update, duration: options.duration)
             case .recordingFinished(let summary):
                 progress.finish()
                 report(summary)
-                return Outcome(id: summary.id, succeeded: summary.error == nil)
+                // A recording without a single frame is not kept: there is nothing to export.
+                let kept = summary.frames > 0
+                return Outcome(id: kept ? summary.id : nil, succeeded: summary.error == nil)
             default:
                 continue
             }
@@ -69,6 +84,7 @@ struct RecordingRun {
     }
 
     private func report(_ summary: RecordingSummary) {
+        let say: (String) -> Void = summaryToStandardError ? { printError($0) } : { print($0) }
         if json {
             var object: [String: Any] = [
                 "id": summary.id, "duration": (summary.duration * 1000).rounded() / 1000,
@@ -78,13 +94,15 @@ struct RecordingRun {
             let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
             print(String(decoding: data, as: UTF8.self))
         } else {
-            print("id:       \(summary.id)")
-            print("duration: \(String(format: "%.2f", summary.duration)) s")
-            print("frames:   \(summary.frames)")
-            print("dropped:  \(summary.dropped)")
+            say("id:       \(summary.id)")
+            say("duration: \(String(format: "%.2f", summary.duration)) s")
+            say("frames:   \(summary.frames)")
+            say("dropped:  \(summary.dropped)")
         }
         if let error = summary.error {
-            printError("error: \(error) (what was recorded before it is kept)")
+            printError("error: \(error) (\(summary.frames > 0 ? "what was recorded before it is kept" : "nothing was recorded, and nothing is kept"))")
+        } else if summary.frames == 0 {
+            printError("warning: no picture was recorded, so nothing is kept")
         }
     }
 }

@@ -1,6 +1,10 @@
 import ArgumentParser
 import Foundation
 import ReplayIPC
+import ReplayMedia
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension Replay {
     struct Recordings: ParsableCommand {
@@ -12,7 +16,14 @@ extension Replay {
 
 extension Replay.Recordings {
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List recordings, oldest first.")
+        static let configuration = CommandConfiguration(
+            abstract: "List recordings, oldest first.",
+            discussion: """
+                Each line: id, when it was made, length, size in pixels, frames, codec/container \
+                (the store keeps fragmented MP4, which an export writes unless --container mkv or \
+                a .mkv name asks for Matroska), size on disk and state: recording, complete, or \
+                interrupted (ended by a fault; it plays up to its last second).
+                """)
 
         @OptionGroup var daemon: DaemonOptions
 
@@ -46,8 +57,11 @@ extension Replay.Recordings {
             dateFormatter.dateFormat = "yyyy-MM-dd HH:mm"
             for info in recordings {
                 let date = dateFormatter.string(from: Date(timeIntervalSince1970: info.created))
-                let size = String(format: "%.1f MB", Double(info.bytes) / 1_000_000)
-                var line = "\(info.id)  \(date)  \(String(format: "%7.1f s", info.duration))  \(info.width)x\(info.height)  \(info.frames) frames  \(size)  \(info.state.rawValue)"
+                let size = String(format: "%8.1f MB", Double(info.bytes) / 1_000_000)
+                // The store keeps fragmented MP4: what an export writes unless asked for Matroska.
+                let format = "\(info.codec?.rawValue ?? "?")/mp4"
+                var line = "\(info.id)  \(date)  \(String(format: "%7.1f s", info.duration))  \(info.width)x\(info.height)  "
+                    + "\(info.frames) frames  \(format)  \(size)  \(info.state.rawValue)"
                 if let error = info.error { line += " (\(error))" }
                 print(line)
             }
@@ -63,25 +77,27 @@ extension Replay.Recordings {
         @Argument(help: "The recording's id, as 'replay recordings list' shows it.")
         var id: String
 
-        @Option(help: "The file to write: an MP4 movie, or Matroska when it ends in .mkv.")
+        @Option(help: "The file to write: an MP4 movie, or Matroska when it ends in .mkv; - writes the movie to standard output.")
         var to: String
 
-        @Option(help: "mp4 or mkv (Matroska: the same streams, copied); default: as --to's extension says.")
+        @Option(help: "mp4 or mkv (Matroska: the same streams, copied); default: as --to's extension says. Must agree with that extension.")
         var container: ContainerChoice?
 
-        @Flag(help: "Replace the file if it exists.")
+        @Flag(help: "Replace the file if it is an existing regular file (never a folder).")
         var force = false
 
         func validate() throws {
-            if FileManager.default.fileExists(atPath: to) && !force {
-                throw ValidationError("\(to) exists; pass --force to replace it")
-            }
+            let destination = MovieDestination(to)
+            _ = try destination.container(choice: container, option: "--to")
+            try destination.check(force: force, option: "--to", bytesNeeded: 0)
         }
 
         func run() throws {
             do {
                 let channel = try DaemonClient.connect(socket: daemon.socket)
-                try Exporter(channel: channel, quiet: false).export(id: id, to: to, container: container?.container)
+                let destination = MovieDestination(to)
+                try Exporter(channel: channel, quiet: false).export(
+                    id: id, to: destination, container: try destination.container(choice: container, option: "--to"), force: force)
             } catch {
                 printError("error: \(error)")
                 throw ExitCode.failure
@@ -120,70 +136,162 @@ extension Replay.Recordings {
     }
 
     struct Delete: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Delete a recording from the private store.")
+        static let configuration = CommandConfiguration(
+            abstract: "Delete recordings from the private store.",
+            discussion: "Each id is deleted on its own: one that cannot be (unknown, still recording) is reported and the rest are still deleted; the exit status is non-zero if any failed.")
 
         @OptionGroup var daemon: DaemonOptions
 
-        @Argument(help: "The recording's id, as 'replay recordings list' shows it.")
-        var id: String
+        @Argument(help: "The recordings' ids, as 'replay recordings list' shows them.")
+        var ids: [String]
+
+        func validate() throws {
+            if ids.isEmpty { throw ValidationError("name at least one recording id ('replay recordings list' shows them)") }
+        }
 
         func run() throws {
+            var failed = 0
             try reportingFailure {
-                try DaemonClient.ask(.deleteRecording(id: id), socket: daemon.socket) {
-                    if case .recordingDeleted = $0 { () } else { nil }
+                let channel = try DaemonClient.connect(socket: daemon.socket)
+                for id in ids {
+                    try channel.send(ClientRequest.deleteRecording(id: id))
+                    do {
+                        guard case .recordingDeleted = try DaemonClient.next(channel).message else {
+                            throw DaemonClient.Failure(description: "unexpected reply from replayd")
+                        }
+                        printError("Deleted \(id).")
+                    } catch let refusal as DaemonClient.Failure {
+                        printError("error: \(id): \(refusal)")
+                        failed += 1
+                    }
                 }
-                printError("Deleted \(id).")
             }
+            if failed > 0 { throw ExitCode.failure }
         }
     }
 }
 
-/// Streams a recording from the daemon into a file: written beside the target and renamed
-/// into place only when complete, so a failed export never leaves half a movie under its name.
+/// Streams a recording from the daemon to a `MovieDestination`. A file is written beside its
+/// target and renamed into place only when complete, so a failed export never leaves half a
+/// movie under its name, and the rename is all that replaces an old file.
 struct Exporter {
     let channel: MessageChannel
     let quiet: Bool
 
-    /// Writes recording `id` to `path`, in `container` (nil: as the file's extension says).
-    func export(id: String, to path: String, container: MovieContainer? = nil) throws {
-        let container = container ?? MovieContainer(fileExtensionOf: path)
+    /// Where an export failed, with the reason and what the person can do.
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Writes recording `id` to `destination` in `container`; `force` lets the rename replace a regular file.
+    func export(id: String, to destination: MovieDestination, container: MovieContainer, force: Bool) throws {
         try channel.send(ClientRequest.exportRecording(id: id, container: container == .mp4 ? nil : container))
         guard case .exportBegin(let size) = try DaemonClient.next(channel).message else {
             throw DaemonClient.Failure(description: "unexpected reply from replayd")
         }
-        let target = URL(fileURLWithPath: path)
-        let partial = target.deletingLastPathComponent().appendingPathComponent(".\(target.lastPathComponent).partial")
-        guard FileManager.default.createFile(atPath: partial.path, contents: nil),
-              let handle = FileHandle(forWritingAtPath: partial.path) else {
-            throw DaemonClient.Failure(description: "cannot write \(partial.path)")
-        }
+        // The whole movie must fit beside its target before a byte is written.
+        try destination.checkRoom(bytesNeeded: size)
+        let output = try MovieOutput(destination)
         var written: Int64 = 0
         do {
-            defer { try? handle.close() }
             while true {
                 let event = try DaemonClient.next(channel)
                 switch event.message {
                 case .exportChunk:
-                    try handle.write(contentsOf: event.body)
+                    try output.write(event.body)
                     written += Int64(event.body.count)
                 case .exportEnd:
                     // A finished recording does not change; one still being written may grow.
                     guard written >= size else {
                         throw DaemonClient.Failure(description: "export ended after \(written) of \(size) bytes")
                     }
-                    try handle.synchronize()
-                    _ = try? FileManager.default.removeItem(at: target)
-                    try FileManager.default.moveItem(at: partial, to: target)
-                    if !quiet { printError("Exported \(id) to \(path) (\(String(format: "%.1f", Double(written) / 1_000_000)) MB).") }
+                    try output.finish(force: force)
+                    if !quiet {
+                        let megabytes = String(format: "%.1f", Double(written) / 1_000_000)
+                        switch destination {
+                        case .file(let path): printError("Exported \(id) to \(path) (\(megabytes) MB).")
+                        case .standardOutput: printError("Wrote \(id) to standard output (\(megabytes) MB).")
+                        }
+                    }
                     return
                 default:
                     throw DaemonClient.Failure(description: "unexpected reply from replayd during export")
                 }
             }
         } catch {
-            try? FileManager.default.removeItem(at: partial)
+            output.abandon()
             throw error
         }
+    }
+}
+
+/// The bytes of one export on their way out: a partial file beside the target, or standard output.
+private final class MovieOutput {
+    private let destination: MovieDestination
+    private let fd: Int32
+    private let partial: String?
+    private var isOpen = true
+
+    init(_ destination: MovieDestination) throws {
+        self.destination = destination
+        switch destination {
+        case .standardOutput:
+            // A reader that goes away is an error to report, not a signal that kills us.
+            signal(SIGPIPE, SIG_IGN)
+            fd = STDOUT_FILENO
+            partial = nil
+        case .file(let path):
+            let partialPath = MovieDestination.partialPath(for: path)
+            let opened = open(partialPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+            guard opened >= 0 else {
+                throw Exporter.Failure(description: "cannot write \(partialPath): \(MovieDestination.reason(errno))")
+            }
+            fd = opened
+            partial = partialPath
+        }
+    }
+
+    func write(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, bytes.count - offset) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                let reason = MovieDestination.reason(errno)
+                throw Exporter.Failure(description: partial.map { "cannot write \($0): \(reason)" } ?? "cannot write to standard output: \(reason)")
+            }
+            offset += count
+        }
+    }
+
+    /// Makes the file whole on disk, then renames it over the target: rename(2) replaces a
+    /// regular file in one step and refuses a folder.
+    func finish(force: Bool) throws {
+        guard case .file(let path) = destination, let partial else { return }
+        guard fsync(fd) == 0 else { throw Exporter.Failure(description: "cannot write \(partial): \(MovieDestination.reason(errno))") }
+        var status = stat()
+        if lstat(path, &status) == 0 {
+            // Checked before recording; checked again, as the place may have changed since.
+            if status.st_mode & S_IFMT == S_IFDIR { throw Exporter.Failure(description: "\(path) is a folder, which is never replaced") }
+            if status.st_mode & S_IFMT != S_IFREG { throw Exporter.Failure(description: "\(path) is not a regular file, which is never replaced") }
+            if !force { throw Exporter.Failure(description: "\(path) appeared while recording; pass --force to replace it") }
+        }
+        guard rename(partial, path) == 0 else {
+            throw Exporter.Failure(description: "cannot put the movie at \(path): \(MovieDestination.reason(errno))")
+        }
+        closeFile()
+    }
+
+    /// Removes the partial file of an export that failed.
+    func abandon() {
+        guard let partial else { return }
+        closeFile()
+        unlink(partial)
+    }
+
+    private func closeFile() {
+        if isOpen, partial != nil { close(fd) }
+        isOpen = false
     }
 }
 
@@ -195,9 +303,3 @@ enum ContainerChoice: String, CaseIterable, ExpressibleByArgument {
     var container: MovieContainer { self == .mkv ? .matroska : .mp4 }
 }
 
-extension MovieContainer {
-    /// Matroska for a .mkv or .mka file name, MP4 for anything else.
-    init(fileExtensionOf path: String) {
-        self = ["mkv", "mka"].contains(URL(fileURLWithPath: path).pathExtension.lowercased()) ? .matroska : .mp4
-    }
-}

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ReplayIPC
 
 @main
 struct Replay: ParsableCommand {
@@ -22,6 +23,7 @@ struct Replay: ParsableCommand {
               replay consent-agent          (answer apps that ask to capture)
               replay broadcast start --extension file --setup dir=/tmp/out
             """,
+        version: ReleaseVersion.current,
         subcommands: [Record.self, Pause.self, Resume.self, Recordings.self, Broadcast.self, Extensions.self, ConsentAgent.self, Status.self, Sources.self, Clip.self])
 }
 

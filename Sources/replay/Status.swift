@@ -9,7 +9,7 @@ extension Replay {
 
         @OptionGroup var daemon: DaemonOptions
 
-        @Flag(help: "Print one JSON object: pid, mode (user or system), store, display, activeRecordings, pagesURL, capture.")
+        @Flag(help: "Print one JSON object: version, pid, mode (user or system), store, display, activeRecordings, pagesURL, capture.")
         var json = false
 
         func run() throws {
@@ -23,7 +23,8 @@ extension Replay {
                     print(String(decoding: try encoder.encode(status), as: UTF8.self))
                     return
                 }
-                print("replayd pid \(status.pid) (\(status.mode.rawValue) mode), display \(status.display ?? "(none)")")
+                let version = status.version.map { " \($0)," } ?? ""
+                print("replayd\(version) pid \(status.pid) (\(status.mode.rawValue) mode), display \(status.display ?? "(none)")")
                 if let store = status.store { print("store: \(store)") }
                 if let pages = status.pagesURL { print("pages: \(pages)") }
                 if let capture = status.capture { print("capture: \(Sources.describe(capture))") }

@@ -33,7 +33,8 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
             read the store; clients of every user may connect. Upload extensions are found in \
             /usr/share/openreplaykit/extensions, ~/.local/share/openreplaykit/extensions and \
             --extensions-dir.
-            """)
+            """,
+        version: ReleaseVersion.current)
 
     @Option(help: "Unix socket to listen on (default: $XDG_RUNTIME_DIR/openreplaykit/replayd-DISPLAY.sock).")
     var socket: String?

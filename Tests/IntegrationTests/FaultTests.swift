@@ -11,14 +11,18 @@ extension IntegrationTests {
             let fixture = try ReplayFixture()
             defer { fixture.stop() }
             try fixture.startDaemon()
-            let recording = try fixture.startReplay(["record", "--duration", "20"])
+            let recording = try fixture.startReplay(["record", "--duration", "20", "--output", fixture.file("wanted.mp4").path])
             Thread.sleep(forTimeInterval: 10)
             let daemon = try #require(fixture.daemon)
             daemon.signal(SIGKILL)
             daemon.wait()
             let cli = recording.finish(timeout: 10)
             #expect(cli.status != 0, "\(cli)")
-            #expect(cli.stderr.contains("ended without a result"), "\(cli)")
+            // Said once: the daemon stopped, the take is kept, and how to export it; no export is tried.
+            #expect(cli.stderr.components(separatedBy: "replayd stopped while recording").count == 2, "\(cli)")
+            #expect(cli.stderr.contains("is kept in the store, interrupted after about"), "\(cli)")
+            #expect(cli.stderr.contains("Export it with: replay recordings export rec-"), "\(cli)")
+            #expect(!cli.stderr.contains("export failed") && !cli.stderr.contains("closed the connection"), "\(cli)")
 
             let movie = try #require(fixture.storedMovies().first)
             let probe = try MediaProbe(movie)
@@ -26,10 +30,14 @@ extension IntegrationTests {
             #expect((probe.video?.duration ?? probe.duration ?? 0) >= 8)
             #expect((probe.audio.first?.duration ?? 0) >= 8, "audio \(probe.audio.first?.duration ?? 0)")
 
-            // A new daemon reports it as interrupted and can still export it.
+            // A new daemon reports it as interrupted, with the figures of the file itself.
             try fixture.startDaemon()
             let listed = try fixture.replay(["recordings", "list", "--json"])
             #expect(listed.stdout.contains("\"interrupted\""), "\(listed)")
+            let entry = try #require((try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])?.first)
+            #expect(entry["frames"] as? Int == probe.video?.packets, "listed \(entry["frames"] ?? "?"), the file has \(probe.video?.packets ?? 0)")
+            let listedDuration = entry["duration"] as? Double ?? 0
+            #expect(abs(listedDuration - (probe.video?.duration ?? 0)) < 0.1, "listed \(listedDuration) s, the file's video \(probe.video?.duration ?? 0) s")
         }
 
         @Test func sigtermStopsTheDaemonCleanlyAndKeepsTheRecording() throws {
@@ -107,7 +115,8 @@ extension IntegrationTests {
         @Test func aFullDiskEndsTheRecordingWithAnErrorAndKeepsWhatWasWritten() throws {
             let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("ork-full-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
-            let mount = try Command.run("/bin/mount", ["-t", "tmpfs", "-o", "size=512k", "tmpfs", mountPoint.path])
+            // Room for the first seconds (the store refuses less), which fill up within the take.
+            let mount = try Command.run("/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint.path])
             try #require(mount.status == 0, "this test needs root to mount a small tmpfs: \(mount)")
             defer {
                 _ = try? Command.run("/bin/umount", [mountPoint.path])
@@ -132,6 +141,14 @@ extension IntegrationTests {
             ])
             #expect(decode.status == 0 && decode.stderr.isEmpty, "\(decode)")
             #expect(Int(decode.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == probe.video?.packets, "\(decode)")
+
+            // The next recording into the full store is refused before it starts, and leaves no empty entry.
+            let next = try fixture.replay(["record", "--duration", "5", "--bitrate", "4000"])
+            #expect(next.status != 0 && next.stderr.contains("the recording store's disk is full"), "\(next)")
+            let listed = try fixture.replay(["recordings", "list", "--json"])
+            let entries = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]], "\(listed)")
+            #expect(entries.count == 1 && entries.allSatisfy { ($0["frames"] as? Int ?? 0) > 0 }, "\(listed)")
+            #expect(fixture.storedMovies().count == 1)
         }
 
         @Test func malformedRequestsAreRejectedAndTheDaemonCarriesOn() throws {

@@ -215,7 +215,8 @@ extension IntegrationTests {
             #expect(abs(mixed - 300) > 15, "the whole mix measured \(mixed) Hz")
 
             let missing = try fixture.replay(["record", "--duration", "1", "--audio-app", "nothing-plays"])
-            #expect(missing.stderr.contains("no application named 'nothing-plays' is playing sound now")
+            // Named and not playing: refused before recording, saying who does play.
+            #expect(missing.status != 0 && missing.stderr.contains("no application named 'nothing-plays' is playing sound now")
                     && missing.stderr.contains("ToneLow"), "\(missing)")
             let contradiction = try fixture.replay(["record", "--duration", "1", "--audio", "mic", "--audio-app", "ToneLow"])
             #expect(contradiction.status != 0 && contradiction.stderr.contains("leaves out"), "\(contradiction)")

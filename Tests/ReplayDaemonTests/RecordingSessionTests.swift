@@ -15,13 +15,14 @@ import Testing
         let sink: FakeMovieSink
         let clock = ManualClock()
         let directory: URL
+        let store: RecordingStore
         let session: RecordingSession
 
         init(audio: [AudioSource] = [], sink: FakeMovieSink = FakeMovieSink(), options: RecordingOptions = RecordingOptions(appAudio: false)) throws {
             backend = FakeCaptureBackend(audio: audio)
             self.sink = sink
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("session-\(UUID().uuidString)")
-            let store = try RecordingStore(directory: directory)
+            store = try RecordingStore(directory: directory)
             session = RecordingSession(
                 id: store.newID(), options: options, store: store,
                 parts: SessionParts(capture: backend, movies: sink, extensions: FakeExtension(), clock: clock),
@@ -211,6 +212,36 @@ import Testing
         #expect(rig.sink.written.format?.audioSources == [])
         rig.session.stop()
         #expect(rig.session.waitUntilFinished().error == nil)
+    }
+
+    /// A sound source the person named is part of what they asked for: when it cannot be
+    /// opened (and they did not ask for best effort) the recording is refused before it starts.
+    @Test func aNamedSoundSourceThatCannotBeOpenedRefusesTheStart() throws {
+        let rig = try Rig(options: RecordingOptions(appAudio: true, audioDevice: "nosuch", requireNamedAudio: true))
+        defer { rig.cleanUp() }
+        #expect(throws: DaemonError(code: .captureFailed, message: "cannot record app audio from 'nosuch': no audio server (fake)")) {
+            try rig.session.start()
+        }
+        #expect(rig.sink.written.format == nil, "no movie was opened")
+        #expect(rig.store.list().isEmpty)
+
+        let lenient = try Rig(options: RecordingOptions(appAudio: true, audioDevice: "nosuch"))
+        defer { lenient.cleanUp() }
+        #expect(try lenient.session.start().warnings == ["app audio not recorded: no audio server (fake)"])
+        lenient.session.stop()
+        _ = lenient.session.waitUntilFinished()
+    }
+
+    /// A recording that ends before its first picture leaves no empty entry in the store.
+    @Test func aRecordingWithoutAPictureLeavesNothingInTheStore() throws {
+        let rig = try Rig()
+        defer { rig.cleanUp() }
+        let started = try rig.session.start()
+        #expect(rig.store.info(id: started.id)?.state == .recording, "listed from its start")
+        rig.screen.send(.fail("the X server closed the connection"))
+        let summary = rig.session.waitUntilFinished()
+        #expect(summary.frames == 0 && summary.error != nil)
+        #expect(rig.store.list().isEmpty, "\(rig.store.list())")
     }
 
     /// What SIGTERM does to each recording (Daemon.shutdown): stop, then wait. In every phase

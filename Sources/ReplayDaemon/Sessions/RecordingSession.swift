@@ -100,12 +100,17 @@ final class RecordingSession: Sendable {
         var audioCaptures: [any AudioCapturing] = []
         for source in [AudioSource.app, .microphone]
         where (source == .app && options.appAudio) || (source == .microphone && options.microphone) {
+            let selection = source == .app ? AudioSelection(device: options.audioDevice, application: options.audioApplication)
+                : AudioSelection(device: options.microphoneDevice)
             do {
-                let selection = source == .app ? AudioSelection(device: options.audioDevice, application: options.audioApplication)
-                    : AudioSelection(device: options.microphoneDevice)
                 audioCaptures.append(try parts.capture.makeAudioCapture(source, selection: selection))
             } catch {
-                warnings.append("\(source == .app ? "app audio" : "microphone") not recorded: \(error.description)")
+                let what = source == .app ? "app audio" : "microphone"
+                // A source the person named is part of what they asked for: without it, no recording.
+                if options.requireNamedAudio == true, let named = selection.application ?? selection.device {
+                    throw failStart(DaemonError(code: .captureFailed, message: "cannot record \(what) from '\(named)': \(error.description)"))
+                }
+                warnings.append("\(what) not recorded: \(error.description)")
             }
         }
         let audioSources = audioCaptures.map(\.source)
@@ -271,7 +276,8 @@ final class RecordingSession: Sendable {
         }
         let (width, height) = state.withLock { ($0.width, $0.height) }
         let info = RecordingInfo(id: clipID, created: Date().timeIntervalSince1970, state: .complete, duration: saved.duration.seconds,
-                                 frames: saved.videoFrames, dropped: 0, width: width, height: height, bytes: saved.bytes, error: nil)
+                                 frames: saved.videoFrames, dropped: 0, width: width, height: height, bytes: saved.bytes, error: nil,
+                                 codec: options.video.codec ?? .h264)
         _ = store.save(info)
         logger.info("clip saved", metadata: ["clipBuffer": "\(id)", "recording": "\(clipID)", "duration": "\(info.duration)"])
         return ClipSaved(id: clipID, duration: info.duration, asked: duration?.seconds, frames: saved.videoFrames, bytes: saved.bytes)
@@ -396,7 +402,15 @@ final class RecordingSession: Sendable {
             return RecordingSummary(id: id, duration: max(0, duration.seconds), frames: frames,
                                     dropped: state.counters?.dropped ?? 0, error: state.lifecycle.failure)
         }
-        if destination == .store { _ = store.save(info(finalDuration: duration)) }
+        if destination == .store {
+            // A movie without a single picture is no recording: the store never lists an empty one.
+            if frames == 0 {
+                store.delete(id: id)
+                logger.info("nothing was recorded: the empty movie is not kept", metadata: ["recording": "\(id)"])
+            } else {
+                _ = store.save(info(finalDuration: duration))
+            }
+        }
         for (source, timeline) in audioTimelines where timeline.insertedFrames + timeline.droppedFrames > 0 {
             // Silence inserted or audio dropped to keep sync: large numbers point at a capture problem.
             logger.info("audio timing corrections", metadata: [
@@ -427,7 +441,7 @@ final class RecordingSession: Sendable {
             return RecordingInfo(
                 id: id, created: state.created, state: status, duration: max(0, duration.seconds),
                 frames: state.writtenFrames, dropped: state.counters?.dropped ?? 0, width: state.width, height: state.height,
-                bytes: state.bytes, error: state.lifecycle.failure)
+                bytes: state.bytes, error: state.lifecycle.failure, codec: options.video.codec ?? .h264)
         }
     }
 }

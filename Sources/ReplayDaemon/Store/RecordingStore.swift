@@ -1,6 +1,10 @@
 public import Foundation
 public import ReplayIPC
+import ReplayMedia
 import ReplaySystem
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The daemon's private store: a directory of mode 0700 holding `ID.mp4` and its `ID.json`.
 /// Clients only ever see ids; paths never leave the daemon.
@@ -16,6 +20,17 @@ public final class RecordingStore: Sendable {
             info.state = .interrupted
             info.error = info.error ?? "replayd stopped during the recording"
             info.bytes = fileSize(id: info.id)
+            // The figures saved a second before the stop can be ahead of the file's last whole fragment.
+            if let path = moviePath(id: info.id), let facts = FragmentedMovieFacts(contentsOf: path) {
+                info.frames = facts.videoFrames
+                info.duration = facts.videoDuration
+                info.codec = info.codec ?? facts.videoCodec.flatMap(VideoCodec.init(rawValue:))
+            }
+            // Killed before its first fragment: there is nothing to keep.
+            if info.frames == 0 {
+                delete(id: info.id)
+                continue
+            }
             save(info)
         }
     }
@@ -70,10 +85,17 @@ public final class RecordingStore: Sendable {
     /// Removes a recording and its metadata; false when there is no such recording.
     @discardableResult
     public func delete(id: String) -> Bool {
-        guard let movie = moviePath(id: id), info(id: id) != nil else { return false }
+        guard let movie = moviePath(id: id), info(id: id) != nil || FileManager.default.fileExists(atPath: movie.path) else { return false }
         try? FileManager.default.removeItem(at: movie)
         try? FileManager.default.removeItem(at: directory.appendingPathComponent("\(id).json"))
         return true
+    }
+
+    /// Bytes free for us on the store's file system; nil when the system cannot say.
+    public func freeBytes() -> Int64? {
+        var disk = statvfs()
+        guard statvfs(directory.path, &disk) == 0 else { return nil }
+        return Int64(disk.f_bavail) * Int64(disk.f_frsize)
     }
 
     public func fileSize(id: String) -> Int64 {
