@@ -129,11 +129,15 @@ public struct RecordingOptions: Codable, Sendable, Equatable {
     public var camera: CameraOverlay?
     /// Windows painted black in this recording only (X ids, up to 256).
     public var excludedWindows: [UInt32]?
+    /// `cfr`: exactly `fps` pictures a second, the last one repeated while the screen is
+    /// still, for video editors; nil (absent, as from older clients) is `vfr`.
+    public var frameRateMode: FrameRateMode?
 
     public init(duration: Double? = nil, fps: Int = 30, microphone: Bool = false, appAudio: Bool = true,
                 showCursor: Bool = true, video: VideoEncoding = .default, notify: Bool? = nil,
                 audioDevice: String? = nil, microphoneDevice: String? = nil, audioApplication: String? = nil,
-                area: CaptureArea? = nil, camera: CameraOverlay? = nil, excludedWindows: [UInt32]? = nil) {
+                area: CaptureArea? = nil, camera: CameraOverlay? = nil, excludedWindows: [UInt32]? = nil,
+                frameRateMode: FrameRateMode? = nil) {
         self.duration = duration
         self.fps = fps
         self.microphone = microphone
@@ -147,6 +151,7 @@ public struct RecordingOptions: Codable, Sendable, Equatable {
         self.area = area
         self.camera = camera
         self.excludedWindows = excludedWindows
+        self.frameRateMode = frameRateMode
     }
 }
 

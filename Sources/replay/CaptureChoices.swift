@@ -47,8 +47,13 @@ struct CaptureChoices: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Draw the pointer into the recording.")
     var cursor = true
 
-    @Option(help: "Frames per second at most; a still screen records fewer.")
+    @Option(help: "Frames per second: at most, as the screen changes (vfr); exactly (cfr).")
     var fps = 30
+
+    @Option(help: ArgumentHelp(
+        "How frames are spaced in time. vfr (variable frame rate, the default): a frame when the screen changes, up to --fps a second, and a still picture again only every quarter second: smaller files, less CPU, and players show it right. cfr (constant frame rate): exactly --fps frames every second, the last picture repeated while the screen is still: use it for video editors (DaVinci Resolve, Premiere, Kdenlive…), which expect a fixed rate and may stutter or drift out of sync with a variable one.",
+        valueName: "vfr|cfr"))
+    var frameRateMode: FrameRateMode = .vfr
 
     @Option(help: "Video codec: h264 (x264, the default: least CPU, plays everywhere), hevc (x265) or av1 (SVT-AV1): smaller files for more CPU.")
     var codec: VideoCodec = .h264
@@ -97,7 +102,8 @@ struct CaptureChoices: ParsableArguments {
         notify: noNotify ? false : nil, audioDevice: audioDevice, microphoneDevice: micDevice, audioApplication: audioApp,
         area: try area(),
         camera: camera || cameraDevice != nil
-            ? CameraOverlay(device: cameraDevice, corner: cameraCorner.overlayCorner, size: cameraSize) : nil)
+            ? CameraOverlay(device: cameraDevice, corner: cameraCorner.overlayCorner, size: cameraSize) : nil,
+        frameRateMode: frameRateMode == .vfr ? nil : frameRateMode)
     }
 
     /// What part of the screen --monitor, --window or --region names; nil for all of it.
@@ -122,6 +128,7 @@ struct CaptureChoices: ParsableArguments {
 
 extension VideoCodec: ExpressibleByArgument {}
 extension VideoQuality: ExpressibleByArgument {}
+extension FrameRateMode: ExpressibleByArgument {}
 
 /// `--audio`: which sound a recording keeps.
 enum AudioChoice: String, CaseIterable, ExpressibleByArgument {
