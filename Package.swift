@@ -204,7 +204,7 @@ let package = Package(
             name: "ReplayCaptureTests", dependencies: ["ReplayCapture", "ReplayDBus", "ReplaySystem", "ReplayMedia"],
             swiftSettings: strictSettings),
         .testTarget(name: "ReplaySystemTests", dependencies: ["ReplaySystem"], swiftSettings: strictSettings),
-        .testTarget(name: "ReplayIPCTests", dependencies: ["ReplayIPC", "ReplaySystem"], swiftSettings: strictSettings),
+        .testTarget(name: "ReplayIPCTests", dependencies: ["ReplayIPC", "ReplaySystem", "ReplayMedia"], swiftSettings: strictSettings),
         .testTarget(
             name: "ReplayDaemonTests",
             dependencies: ["ReplayDaemon", "ReplayIPC", "ReplaySystem", "ReplayCapture", "ReplayCodec", "ReplayMedia",

@@ -19,10 +19,12 @@ public struct MovieFormat: Sendable {
     public var audioSources: [AudioSource]
     public var sampleRate: Int
     public var channels: Int
+    /// `cfr`: the pictures come on the 1/fps grid, and the video track is timed in frames.
+    public var frameRateMode: FrameRateMode
 
     public init(width: Int, height: Int, picture: PictureFormat, fps: Int, preset: String = "ultrafast", bitRate: Int? = nil, crf: Int = 23,
                 keyframeInterval: Int? = nil, codec: VideoCodec = .h264, quality: VideoQuality? = nil,
-                audioSources: [AudioSource], sampleRate: Int = 48_000, channels: Int = 2) {
+                audioSources: [AudioSource], sampleRate: Int = 48_000, channels: Int = 2, frameRateMode: FrameRateMode = .vfr) {
         self.codec = codec
         self.quality = quality
         self.width = width
@@ -36,6 +38,7 @@ public struct MovieFormat: Sendable {
         self.audioSources = audioSources
         self.sampleRate = sampleRate
         self.channels = channels
+        self.frameRateMode = frameRateMode
     }
 }
 
@@ -63,7 +66,8 @@ public final class MovieWriter {
         }
         video = try VideoEncoder(codec: format.codec, width: format.width, height: format.height, pictureFormat: format.picture,
                                  fps: format.fps, preset: format.preset, bitRate: format.bitRate, crf: format.crf,
-                                 quality: format.quality, keyframeInterval: format.keyframeInterval)
+                                 quality: format.quality, keyframeInterval: format.keyframeInterval,
+                                 frameRateMode: format.frameRateMode)
         var encoders: [AudioSource: AudioEncoder] = [:]
         for source in format.audioSources {
             encoders[source] = try AudioEncoder(sampleRate: format.sampleRate, channels: format.channels)
@@ -94,8 +98,7 @@ public final class MovieWriter {
     }
 
     public func append(_ sample: VideoSample, at time: MediaTime) throws(CodecError) {
-        let pts = time.value(timescale: Int64(VideoEncoder.timescale))
-        try video.encode(sample.pixels, pts: pts) { packet throws(CodecError) in try write(packet, from: video.context, stream: 0) }
+        try video.encode(sample.pixels, pts: video.pts(time)) { packet throws(CodecError) in try write(packet, from: video.context, stream: 0) }
         videoFrames += 1
     }
 

@@ -1,8 +1,8 @@
 import CFFmpeg
 import ReplayMedia
 
-/// H.264 (x264), HEVC (x265) or AV1 (SVT-AV1) through libavcodec, for variable-frame-rate
-/// input stamped in 1/90000 s.
+/// H.264 (x264), HEVC (x265) or AV1 (SVT-AV1) through libavcodec: variable-frame-rate
+/// input stamped in 1/90000 s, or constant-frame-rate input stamped in frames (1/fps s).
 final class VideoEncoder {
     static let timescale: Int32 = 90_000
     private let encoder: EncoderContext
@@ -14,14 +14,19 @@ final class VideoEncoder {
     let codec: VideoCodec
     /// Makes the next picture a keyframe (a stream that reconnected needs one at once).
     var keyframeRequested = false
+    /// Stamped in frames: every packet lasts one.
+    private let constantRate: Bool
 
     /// - Parameters:
     ///   - preset: x264's preset names, mapped to each encoder's own speed steps.
     ///   - quality: constant quality (the codec's `crf` for it, or lossless); nil uses `crf`.
     ///   - fixedKeyframes: keyframes exactly every `keyframeInterval` pictures and never at
     ///     scene cuts, as live ingest (and 2 s HLS segments) want.
+    ///   - frameRateMode: `cfr` counts time in frames, so every packet lasts exactly 1/fps and
+    ///     the track says so (its time scale a multiple of fps, every sample the same length).
     init(codec: VideoCodec = .h264, width: Int, height: Int, pictureFormat: PictureFormat, fps: Int, preset: String, bitRate: Int?,
-         crf: Int, quality: VideoQuality? = nil, keyframeInterval: Int?, fixedKeyframes: Bool = false) throws(CodecError) {
+         crf: Int, quality: VideoQuality? = nil, keyframeInterval: Int?, fixedKeyframes: Bool = false,
+         frameRateMode: FrameRateMode = .vfr) throws(CodecError) {
         if quality == .lossless && codec == .av1 {
             throw CodecError(.encoderUnavailable, "SVT-AV1 has no lossless mode: use --codec h264 or hevc for lossless")
         }
@@ -31,6 +36,7 @@ final class VideoEncoder {
         encoder = try EncoderContext(codec: found)
         self.pictureFormat = pictureFormat
         self.codec = codec
+        constantRate = frameRateMode == .cfr
         let context = encoder.context
         context.pointee.width = Int32(width)
         context.pointee.height = Int32(height)
@@ -40,7 +46,7 @@ final class VideoEncoder {
         context.pointee.color_range = Self.colorRange(pictureFormat)
         context.pointee.color_primaries = AVCOL_PRI_BT709   // the screen's sRGB
         context.pointee.color_trc = AVCOL_TRC_IEC61966_2_1
-        context.pointee.time_base = AVRational(num: 1, den: Self.timescale)
+        context.pointee.time_base = AVRational(num: 1, den: constantRate ? Int32(fps) : Self.timescale)
         context.pointee.framerate = AVRational(num: Int32(fps), den: 1)
         context.pointee.gop_size = Int32(keyframeInterval ?? fps)
         context.pointee.max_b_frames = 0
@@ -106,7 +112,10 @@ final class VideoEncoder {
         return steps[x264Preset] ?? 10
     }
 
-    /// Encodes one picture shown at `pts` (1/90000 s); packets go to `emit`.
+    /// `time` in the encoder's time base: what `encode` takes.
+    func pts(_ time: MediaTime) -> Int64 { time.value(timescale: Int64(context.pointee.time_base.den)) }
+
+    /// Encodes one picture shown at `pts` (in the time base: `pts(_:)`); packets go to `emit`.
     func encode(_ pixels: PixelBuffer, pts: Int64, emit: (UnsafeMutablePointer<AVPacket>) throws(CodecError) -> Void) throws(CodecError) {
         // The frame points at the picture's own memory (no copy); the reference the buffer
         // holds keeps that memory alive for as long as FFmpeg wants it.
@@ -178,7 +187,13 @@ final class VideoEncoder {
     }
 
     private func drain(emit: (UnsafeMutablePointer<AVPacket>) throws(CodecError) -> Void) throws(CodecError) {
-        try receivePackets(from: context, what: codec.rawValue, emit: emit)
+        // At a constant rate every packet's length is known, one frame: said, so that the MP4's
+        // last sample is not left to the muxer's guess.
+        let constantRate = self.constantRate
+        try receivePackets(from: context, what: codec.rawValue) { packet throws(CodecError) in
+            if constantRate, packet.pointee.duration <= 0 { packet.pointee.duration = 1 }
+            try emit(packet)
+        }
     }
 }
 

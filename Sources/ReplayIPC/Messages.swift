@@ -133,12 +133,15 @@ public struct RecordingOptions: Codable, Sendable, Equatable {
     /// that cannot be opened refuses the recording (`captureFailed`) instead of recording
     /// without it. nil (absent, as older clients send) is false: a warning.
     public var requireNamedAudio: Bool?
+    /// `cfr`: exactly `fps` pictures a second, the last one repeated while the screen is
+    /// still, for video editors; nil (absent, as from older clients) is `vfr`.
+    public var frameRateMode: FrameRateMode?
 
     public init(duration: Double? = nil, fps: Int = 30, microphone: Bool = false, appAudio: Bool = true,
                 showCursor: Bool = true, video: VideoEncoding = .default, notify: Bool? = nil,
                 audioDevice: String? = nil, microphoneDevice: String? = nil, audioApplication: String? = nil,
                 area: CaptureArea? = nil, camera: CameraOverlay? = nil, excludedWindows: [UInt32]? = nil,
-                requireNamedAudio: Bool? = nil) {
+                requireNamedAudio: Bool? = nil, frameRateMode: FrameRateMode? = nil) {
         self.duration = duration
         self.fps = fps
         self.microphone = microphone
@@ -153,6 +156,7 @@ public struct RecordingOptions: Codable, Sendable, Equatable {
         self.camera = camera
         self.excludedWindows = excludedWindows
         self.requireNamedAudio = requireNamedAudio
+        self.frameRateMode = frameRateMode
     }
 }
 

@@ -25,3 +25,16 @@ public enum VideoQuality: String, Codable, Sendable, CaseIterable {
     /// Every pixel as captured (H.264 and HEVC only; SVT-AV1 has no lossless mode). Large.
     case lossless
 }
+
+/// How pictures are spaced in time in a recording.
+///
+/// `vfr` (the default) writes a picture when the screen changes, at most `fps` times a second,
+/// and repeats a still one only every quarter second: small files, little CPU. `cfr` puts a
+/// picture on every 1/fps step of the movie, repeating the last one while the screen is
+/// still, which video editors that assume a fixed rate (and mishandle anything else) expect.
+public enum FrameRateMode: String, Codable, Sendable, CaseIterable {
+    /// Variable frame rate: a picture per change, up to `fps`.
+    case vfr
+    /// Constant frame rate: exactly `fps` pictures a second.
+    case cfr
+}

@@ -50,8 +50,13 @@ struct CaptureChoices: ParsableArguments {
     @Flag(inversion: .prefixedNo, help: "Draw the pointer into the recording.")
     var cursor = true
 
-    @Option(parsing: .unconditional, help: "Frames per second at most; a still screen records fewer.")
+    @Option(parsing: .unconditional, help: "Frames per second: at most, as the screen changes (vfr); exactly (cfr).")
     var fps = 30
+
+    @Option(help: ArgumentHelp(
+        "How frames are spaced in time. vfr (variable frame rate, the default): a frame when the screen changes, up to --fps a second, and a still picture again only every quarter second: smaller files, less CPU, and players show it right. cfr (constant frame rate): exactly --fps frames every second, the last picture repeated while the screen is still: use it for video editors (DaVinci Resolve, Premiere, Kdenlive…), which expect a fixed rate and may stutter or drift out of sync with a variable one.",
+        valueName: "vfr|cfr"))
+    var frameRateMode: FrameRateMode = .vfr
 
     @Option(help: "Video codec: h264 (x264, the default: least CPU, plays everywhere), hevc (x265) or av1 (SVT-AV1): smaller files for more CPU.")
     var codec: VideoCodec = .h264
@@ -104,7 +109,8 @@ struct CaptureChoices: ParsableArguments {
         area: try area(),
         camera: camera || cameraDevice != nil
             ? CameraOverlay(device: cameraDevice, corner: cameraCorner.overlayCorner, size: cameraSize) : nil,
-        requireNamedAudio: audioBestEffort ? nil : true)
+        requireNamedAudio: audioBestEffort ? nil : true,
+        frameRateMode: frameRateMode == .vfr ? nil : frameRateMode)
     }
 
     /// What part of the screen --monitor, --window or --region names; nil for all of it.
@@ -129,6 +135,7 @@ struct CaptureChoices: ParsableArguments {
 
 extension VideoCodec: ExpressibleByArgument {}
 extension VideoQuality: ExpressibleByArgument {}
+extension FrameRateMode: ExpressibleByArgument {}
 
 /// `--audio`: which sound a recording keeps.
 enum AudioChoice: String, CaseIterable, ExpressibleByArgument {

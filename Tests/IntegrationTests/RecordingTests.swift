@@ -135,6 +135,108 @@ extension IntegrationTests {
             #expect(sync.maxAbsoluteOffset <= LipSync.limit(frames: 1), "offsets \(sync.offsets)")
         }
 
+        /// Records 4 s at 30 fps of a desktop that changes for its first second (xsetroot paints
+        /// the background anew every few tens of milliseconds) and is still for the rest; the
+        /// movie and the duration the daemon recorded.
+        static func recordChangingThenStill(_ fixture: ReplayFixture, mode: String) throws -> (movie: URL, duration: Double) {
+            let movie = fixture.file("\(mode).mp4")
+            let recording = try fixture.startReplay([
+                "record", "--duration", "4", "--fps", "30", "--frame-rate-mode", mode, "--audio", "none", "--json", "--output", movie.path,
+            ])
+            let running = poll(timeout: 20, every: 0.05) { () -> Bool? in
+                let status = try? fixture.replay(["status", "--json"])
+                let object = status.flatMap { try? JSONSerialization.jsonObject(with: Data($0.stdout.utf8)) as? [String: Any] }
+                return (object?["activeRecordings"] as? [String])?.isEmpty == false ? true : nil
+            }
+            try #require(running != nil, "the recording did not start")
+            let changing = Date()
+            var colour = 0
+            while Date().timeIntervalSince(changing) < 1 {
+                _ = try fixture.run(Command.which("xsetroot"), ["-solid", colour % 2 == 0 ? "#204080" : "#806020"])
+                colour += 1
+            }
+            let result = recording.finish(timeout: 60)
+            #expect(result.status == 0, "\(result)\n\(fixture.daemonLog.suffix(1500))")
+            let summary = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            return (movie, try #require(summary["duration"] as? Double))
+        }
+
+        /// The video packets' presentation times and durations in the track's time base, and
+        /// their times in seconds.
+        static func videoPackets(_ movie: URL) throws -> [(pts: Int, duration: Int, seconds: Double)] {
+            let result = try Command.run(Command.which("ffprobe"), [
+                "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts,pts_time,duration", "-of", "csv=p=0", movie.path,
+            ])
+            #expect(result.status == 0, "\(result)")
+            return result.stdout.split(separator: "\n").compactMap { line in
+                let fields = line.split(separator: ",").map(String.init)
+                guard fields.count == 3, let pts = Int(fields[0]), let seconds = Double(fields[1]), let duration = Int(fields[2]) else {
+                    return nil
+                }
+                return (pts, duration, seconds)
+            }
+        }
+
+        /// `--frame-rate-mode cfr`, for video editors: 30 frames every second, the still stretch
+        /// and the end included, all one frame long on the 1/30 s grid, and the stream says 30/1.
+        @Test func aConstantFrameRateRecordingHasEveryFrameOfItsStillStretch() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, audio: false, demoScene: false))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let (movie, duration) = try Self.recordChangingThenStill(fixture, mode: "cfr")
+
+            let probe = try MediaProbe(movie)
+            let video = try #require(probe.video)
+            let packets = try Self.videoPackets(movie)
+            let durations = Set(packets.map(\.duration))
+            print("cfr: \(duration) s recorded, \(packets.count) packets, r_frame_rate \(video.frameRate ?? "?"),",
+                  "avg_frame_rate \(video.averageFrameRate ?? "?"), durations \(durations), movie \(probe.duration ?? 0) s")
+            #expect(abs(packets.count - Int((duration * 30).rounded())) <= 1, "\(packets.count) frames in \(duration) s")
+            #expect(video.packets == packets.count)
+            #expect(video.frameRate == "30/1")
+            #expect(video.averageFrameRate == "30/1")
+            #expect(durations.count == 1 && (durations.first ?? 0) > 0, "packet durations \(durations)")
+            let step = durations.first ?? 0
+            #expect(packets.enumerated().allSatisfy { $0.element.pts - packets[0].pts == $0.offset * step }, "a frame off the grid")
+            #expect(abs((probe.duration ?? 0) - Double(packets.count) / 30) < 0.01, "movie \(probe.duration ?? 0) s")
+        }
+
+        /// On the grid a picture moves by up to half a frame (one and a half when its slot was
+        /// taken): the demo scene's flashes still keep their beeps within a frame.
+        @Test func aConstantFrameRateRecordingKeepsLipSync() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let movie = fixture.file("cfr-sync.mp4")
+            let result = try fixture.replay(["record", "--duration", "8", "--frame-rate-mode", "cfr", "--output", movie.path])
+            #expect(result.status == 0, "\(result)")
+            let sync = try LipSync(movie)
+            print("cfr lip sync: audio minus video offsets (ms):", sync.offsets.map { ($0 * 10).rounded() / 10 })
+            #expect(sync.offsets.count >= 5, "flashes \(sync.flashes), beeps \(sync.beeps)")
+            #expect(sync.maxAbsoluteOffset <= LipSync.limit(frames: 1), "offsets \(sync.offsets)")
+            #expect(try Self.videoPackets(movie).count == (try #require(MediaProbe(movie).video?.packets)))
+        }
+
+        /// The same desktop in the default `vfr`: a still screen costs few frames, a picture a
+        /// quarter second.
+        @Test func aVariableFrameRateRecordingHasFewFramesOfItsStillStretch() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, audio: false, demoScene: false))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let (movie, duration) = try Self.recordChangingThenStill(fixture, mode: "vfr")
+
+            let probe = try MediaProbe(movie)
+            let video = try #require(probe.video)
+            let packets = try Self.videoPackets(movie)
+            let steps = zip(packets.dropFirst(), packets).map { $0.seconds - $1.seconds }
+            print("vfr: \(duration) s recorded, \(packets.count) packets, r_frame_rate \(video.frameRate ?? "?"),",
+                  "avg_frame_rate \(video.averageFrameRate ?? "?"), packet durations \(Set(packets.map(\.duration)).sorted()),",
+                  "steps \(steps.min() ?? 0) … \(steps.max() ?? 0) s")
+            // A changing second (up to 30 frames) and three still ones at 4 a second: about 42 of 120.
+            #expect(packets.count >= 12 && Double(packets.count) < 0.6 * duration * 30, "\(packets.count) frames in \(duration) s")
+            #expect((steps.max() ?? 0) >= 0.2, "the still screen's pictures are a quarter second apart")
+        }
+
         /// `--codec` and `--quality` reach the encoder; combinations that cannot work are refused
         /// before anything is recorded.
         @Test func hevcAndAV1RecordingsAtAQualityStepAndClearRefusals() throws {

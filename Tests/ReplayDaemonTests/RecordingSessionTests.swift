@@ -99,6 +99,33 @@ import Testing
         #expect(rig.session.phase == .finished)
     }
 
+    /// `cfr`: a still screen, a pause and the end still give one frame per 1/30 s slot, no more, no less.
+    @Test func aConstantFrameRateFillsEverySlotThroughStillnessPausesAndTheEnd() throws {
+        let rig = try Rig(options: RecordingOptions(appAudio: false, frameRateMode: .cfr))
+        defer { rig.cleanUp() }
+        rig.clock.set(100)
+        _ = try rig.session.start()
+        #expect(rig.sink.written.format?.frameRateMode == .cfr)
+        rig.frames(from: 100, seconds: 0.5)
+        // Still from 0.5 s: the capture's repeat a quarter second later, then nothing.
+        rig.screen.send(.frame(at: 100.75))
+        rig.clock.set(101)
+        try rig.session.pause()
+        rig.screen.send(.frame(at: 101.5))
+        rig.clock.set(102)
+        try rig.session.resume()
+        // 1.2 s of movie: slot 36.
+        rig.screen.send(.frame(at: 102.2))
+        eventually("37 frames written") { rig.sink.videoFrames == 37 }
+        rig.clock.set(102.5)
+        rig.session.stop()
+        let summary = rig.session.waitUntilFinished()
+
+        #expect(abs(summary.duration - 1.5) < 0.001)
+        // 1.5 s at 30 fps: slots 0 … 44, each at its place on the grid.
+        #expect(rig.sink.written.videoTimes == (0..<45).map { MediaTime.samples(Int64($0), rate: 30) })
+    }
+
     @Test func aStopWhilePausedEndsTheMovieWhereThePauseBegan() throws {
         let rig = try Rig()
         defer { rig.cleanUp() }

@@ -1,5 +1,6 @@
 import Foundation
 import ReplayIPC
+import ReplayMedia
 import Testing
 
 /// The exact JSON of one instance of every request and event, as docs/protocol.md shows it:
@@ -296,6 +297,23 @@ import Testing
         #expect(throws: DecodingError.self) {
             try decoder.decode(ClientRequest.self, from: Data(#"{"startBroadcast":{"_0":{"extensionID":"file","setup":{},"microphone":false,"fps":30}}}"#.utf8))
         }
+    }
+
+    /// `frameRateMode` came later: one key of its own, absent from older clients (vfr), and
+    /// left out of what a vfr request encodes, so older daemons read it as before.
+    @Test func theFrameRateModeIsAnOptionalKeyOfItsOwn() throws {
+        let base = #"{"fps":30,"microphone":false,"appAudio":true,"showCursor":true,"video":{"preset":"ultrafast","crf":23}"#
+        let decoder = JSONDecoder()
+        var cfr = RecordingOptions()
+        cfr.frameRateMode = .cfr
+        #expect(try decoder.decode(RecordingOptions.self, from: Data((base + #","frameRateMode":"cfr"}"#).utf8)) == cfr)
+        #expect(try decoder.decode(RecordingOptions.self, from: Data((base + "}").utf8)).frameRateMode == nil)
+        #expect(throws: DecodingError.self) {
+            try decoder.decode(RecordingOptions.self, from: Data((base + #","frameRateMode":"60p"}"#).utf8))
+        }
+        let encoded = try JSONEncoder().encode(RecordingOptions())
+        #expect(!String(decoding: encoded, as: UTF8.self).contains("frameRateMode"))
+        #expect(String(decoding: try JSONEncoder().encode(cfr), as: UTF8.self).contains(#""frameRateMode":"cfr""#))
     }
 }
 

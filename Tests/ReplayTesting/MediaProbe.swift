@@ -16,6 +16,9 @@ public struct MediaProbe: Sendable {
         public let colorRange: String?
         public let colorPrimaries: String?
         public let colorTransfer: String?
+        /// `r_frame_rate` and `avg_frame_rate`, as ffprobe writes them ("30/1").
+        public let frameRate: String?
+        public let averageFrameRate: String?
     }
 
     public let streams: [Stream]
@@ -46,7 +49,8 @@ public struct MediaProbe: Sendable {
                    duration: number(stream["duration"]), packets: (stream["nb_read_packets"] as? String).flatMap(Int.init),
                    title: (stream["tags"] as? [String: Any])?["handler_name"] as? String,
                    colorSpace: stream["color_space"] as? String, colorRange: stream["color_range"] as? String,
-                   colorPrimaries: stream["color_primaries"] as? String, colorTransfer: stream["color_transfer"] as? String)
+                   colorPrimaries: stream["color_primaries"] as? String, colorTransfer: stream["color_transfer"] as? String,
+                   frameRate: stream["r_frame_rate"] as? String, averageFrameRate: stream["avg_frame_rate"] as? String)
         }
         duration = number((root["format"] as? [String: Any])?["duration"])
         formatName = (root["format"] as? [String: Any])?["format_name"] as? String

@@ -43,7 +43,7 @@ public final class ClipBuffer: MovieSink, @unchecked Sendable {
         self.format = format
         video = try VideoEncoder(codec: format.codec, width: format.width, height: format.height, pictureFormat: format.picture,
                                  fps: format.fps, preset: format.preset, bitRate: format.bitRate, crf: format.crf,
-                                 quality: format.quality, keyframeInterval: format.fps)
+                                 quality: format.quality, keyframeInterval: format.fps, frameRateMode: format.frameRateMode)
         audio = try format.audioSources.map { source throws(CodecError) in
             (source, try AudioEncoder(sampleRate: format.sampleRate, channels: format.channels))
         }
@@ -61,8 +61,7 @@ public final class ClipBuffer: MovieSink, @unchecked Sendable {
             video.keyframeRequested = true
             lastKeyframe = time
         }
-        let pts = time.value(timescale: Int64(VideoEncoder.timescale))
-        try video.encode(sample.pixels, pts: pts) { packet throws(CodecError) in try keep(packet, stream: 0, from: video.context) }
+        try video.encode(sample.pixels, pts: video.pts(time)) { packet throws(CodecError) in try keep(packet, stream: 0, from: video.context) }
         videoFrames += 1
     }
 

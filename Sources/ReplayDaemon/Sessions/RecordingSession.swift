@@ -127,7 +127,8 @@ final class RecordingSession: Sendable {
             // Both capture backends convert with PixelConverter.
             width: size.width, height: size.height, picture: PixelConverter.format, fps: options.fps, preset: options.video.preset,
             bitRate: options.video.bitRate, crf: options.video.crf, keyframeInterval: options.video.keyframeInterval,
-            codec: options.video.codec ?? .h264, quality: options.video.quality, audioSources: audioSources)
+            codec: options.video.codec ?? .h264, quality: options.video.quality, audioSources: audioSources,
+            frameRateMode: options.frameRateMode ?? .vfr)
         let sink: any MovieSink
         switch destination {
         case .store:
@@ -329,6 +330,8 @@ final class RecordingSession: Sendable {
         let size = state.withLock { ($0.width, $0.height) }
         let fitter = PictureTransform()
         var lastVideo: (sample: VideoSample, movieTime: MediaTime)?
+        // At a constant rate every picture goes onto the 1/fps grid, and the grid's empty slots get the last one again.
+        var grid = options.frameRateMode == .cfr ? ConstantFrameRate<VideoSample>(fps: options.fps) : nil
         var lastSave = parts.clock.now()
         var writeFailed = false
 
@@ -343,7 +346,8 @@ final class RecordingSession: Sendable {
                     guard let time = movieTime(of: frame.time) else { continue }
                     // The movie keeps the size it started with: another screen size is letter-boxed into it.
                     frame.pixels = fitter.fit(frame.pixels, width: size.0, height: size.1)
-                    try sink.append(frame, at: time)
+                    let frames = grid?.place(frame, at: time).map { ($0.picture, $0.time) } ?? [(frame, time)]
+                    for (picture, at) in frames { try sink.append(picture, at: at) }
                     lastVideo = (frame, time)
                 case .sample(.audio(let buffer)):
                     guard let time = movieTime(of: buffer.time) else { continue }
@@ -378,7 +382,9 @@ final class RecordingSession: Sendable {
                 // Close both tracks at the moment the recording was stopped: the still screen
                 // is shown until then, and audio that had not arrived yet is silence.
                 let interval = MediaTime(nanoseconds: 1_000_000_000 / Int64(options.fps))
-                if let lastVideo, duration - lastVideo.movieTime >= interval + interval {
+                if let frames = grid?.finish(at: duration) {
+                    for frame in frames { try sink.append(frame.picture, at: frame.time) }
+                } else if let lastVideo, duration - lastVideo.movieTime >= interval + interval {
                     let end = duration - interval
                     try sink.append(VideoSample(time: lastVideo.sample.time + (end - lastVideo.movieTime),
                                                 pixels: lastVideo.sample.pixels, isRepeat: true), at: end)
@@ -410,6 +416,11 @@ final class RecordingSession: Sendable {
             } else {
                 _ = store.save(info(finalDuration: duration))
             }
+        }
+        if let grid, grid.delayed + grid.dropped > 0 {
+            // Pictures that came faster than the frame rate: many point at an uneven capture.
+            logger.info("constant frame rate corrections", metadata: [
+                "recording": "\(id)", "delayedOneFrame": "\(grid.delayed)", "dropped": "\(grid.dropped)"])
         }
         for (source, timeline) in audioTimelines where timeline.insertedFrames + timeline.droppedFrames > 0 {
             // Silence inserted or audio dropped to keep sync: large numbers point at a capture problem.

@@ -1,0 +1,84 @@
+public import ReplayMedia
+
+/// Puts pictures that come when the screen changes onto a constant frame rate's grid: frame
+/// `i` of the movie is shown at i / fps, for every i from 0 on, none missing and none twice.
+///
+/// A picture goes into the slot nearest its movie time; the slots it skipped (a still screen,
+/// a slow capture) get the previous picture again, the same buffer, which an encoder codes
+/// for next to nothing. A picture whose slot is already filled (capture jitter put two in
+/// one frame's time) takes the next slot if that is at most one frame after its own time,
+/// so the newest picture is kept without holding anything back; later than that it is
+/// dropped. Holding each picture until its slot is over would keep the newest too, but
+/// needs a timer and delays every frame by up to the capture's still repeat.
+public struct ConstantFrameRate<Picture> {
+    /// One frame to encode.
+    public struct Frame {
+        public let picture: Picture
+        /// Its place on the grid: shown from `index / fps` to `(index + 1) / fps`.
+        public let index: Int64
+        public let time: MediaTime
+        /// The previous picture shown again (or, before the first, the first shown early).
+        public let isRepeat: Bool
+    }
+
+    public let fps: Int
+    /// The first slot not filled yet: also how many frames were handed out.
+    public private(set) var nextIndex: Int64 = 0
+    /// Pictures left out because they came more than one frame after their slot was filled.
+    public private(set) var dropped = 0
+    /// Pictures put one slot after their own, which was taken.
+    public private(set) var delayed = 0
+    private var last: Picture?
+
+    public init(fps: Int) {
+        precondition(fps > 0, "a frame rate is positive")
+        self.fps = fps
+    }
+
+    /// The frames that bring the movie up to `picture`, shown from `time` (the movie's):
+    /// repeats of the previous picture for the slots before its own, then `picture`; none
+    /// when it is dropped.
+    public mutating func place(_ picture: Picture, at time: MediaTime) -> [Frame] {
+        let ticks = max(0, time.nanoseconds) * Int64(fps)  // the time in 1/(fps · 10⁹) s
+        var slot = (ticks + 500_000_000) / 1_000_000_000
+        if slot < nextIndex {
+            guard nextIndex * 1_000_000_000 - ticks <= 1_000_000_000 else {
+                dropped += 1
+                return []
+            }
+            slot = nextIndex
+            delayed += 1
+        }
+        // Before the first picture there is nothing to repeat: the movie opens on it.
+        var frames = repeats(of: last ?? picture, upTo: slot)
+        frames.append(frame(picture, isRepeat: false))
+        last = picture
+        return frames
+    }
+
+    /// The frames that hold the last picture up to `end`, the movie's duration: the grid's
+    /// slots before the one nearest `end`, so the movie has round(end · fps) frames (or one more,
+    /// when a picture came in the last half frame).
+    public mutating func finish(at end: MediaTime) -> [Frame] {
+        guard let last else { return [] }
+        let slots = (max(0, end.nanoseconds) * Int64(fps) + 500_000_000) / 1_000_000_000
+        return repeats(of: last, upTo: slots)
+    }
+
+    private mutating func repeats(of picture: Picture, upTo slot: Int64) -> [Frame] {
+        guard slot > nextIndex else { return [] }
+        var frames: [Frame] = []
+        frames.reserveCapacity(Int(slot - nextIndex) + 1)
+        while nextIndex < slot { frames.append(frame(picture, isRepeat: true)) }
+        return frames
+    }
+
+    private mutating func frame(_ picture: Picture, isRepeat: Bool) -> Frame {
+        defer { nextIndex += 1 }
+        return Frame(picture: picture, index: nextIndex, time: .samples(nextIndex, rate: fps), isRepeat: isRepeat)
+    }
+}
+
+extension ConstantFrameRate: Sendable where Picture: Sendable {}
+extension ConstantFrameRate.Frame: Sendable where Picture: Sendable {}
+extension ConstantFrameRate.Frame: Equatable where Picture: Equatable {}
