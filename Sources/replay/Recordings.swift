@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReplayIPC
+import ReplaySystem
 
 extension Replay {
     struct Recordings: ParsableCommand {
