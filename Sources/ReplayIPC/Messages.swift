@@ -358,9 +358,13 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     public var pagesURL: String?
     /// How the screen is captured, and why; told only to the person's own tools.
     public var capture: CaptureBackendInfo?
+    /// Which of `activeRecordings` are paused; told only to the person's own tools (nil from older daemons).
+    public var pausedRecordings: [String]?
+    /// Whether the person is told that capture is on, and if not why; the person's own tools only.
+    public var indicator: IndicatorStatus?
 
     public init(pid: Int32, display: String?, activeRecordings: [String], mode: Mode, store: String?, pagesURL: String?,
-                capture: CaptureBackendInfo? = nil) {
+                capture: CaptureBackendInfo? = nil, pausedRecordings: [String]? = nil, indicator: IndicatorStatus? = nil) {
         self.pid = pid
         self.display = display
         self.activeRecordings = activeRecordings
@@ -368,6 +372,8 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         self.store = store
         self.pagesURL = pagesURL
         self.capture = capture
+        self.pausedRecordings = pausedRecordings
+        self.indicator = indicator
     }
 }
 
