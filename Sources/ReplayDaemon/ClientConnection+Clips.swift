@@ -53,16 +53,19 @@ extension ClientConnection {
             daemon.unregister(session)
             throw error
         }
+        let announced = role != .person || options.notify != false
         var grab: (any HotkeyRelease)?
         if let chord {
-            let logger = daemon.logger
+            let daemon = self.daemon
             do {
                 grab = try daemon.parts.capture.grabHotkey(chord) {
                     do throws(DaemonError) {
-                        let saved = try session.saveClip(last: nil)
-                        logger.info("hotkey saved a clip", metadata: ["recording": "\(saved.id)"])
+                        let saved = try session.saveClip(last: nil, trigger: .hotkey)
+                        daemon.logger.info("hotkey saved a clip", metadata: ["recording": "\(saved.id)"])
+                        // A key press has no window to answer in: the desktop says what it saved.
+                        if announced { daemon.indicator.tell(.clipSaved(saved, open: daemon.openPreviewAction(for: saved.id))) }
                     } catch {
-                        logger.warning("hotkey: \(error.description)")
+                        daemon.logger.warning("hotkey: \(error.description)")
                     }
                 }
             } catch {
@@ -77,9 +80,9 @@ extension ClientConnection {
         } else {
             clipBuffer = session
         }
-        let announced = role != .person || options.notify != false
         if announced {
-            daemon.indicator.began(IndicatedCapture(id: session.id, kind: .clipBuffer, who: capturerName), stop: { session.stop() })
+            daemon.indicator.began(IndicatedCapture(id: session.id, kind: .clipBuffer, who: capturerName),
+                                   controls: daemon.pausing.controls(for: session))
         }
         let daemon = self.daemon
         session.onFinish { [grab] summary in
@@ -103,7 +106,7 @@ extension ClientConnection {
         guard let session = runningClipBuffer() else {
             throw Refusal(code: .outOfOrder, message: "clip buffering is not on")
         }
-        let saved = try session.saveClip(last: last.map { MediaTime(seconds: $0) })
+        let saved = try session.saveClip(last: last.map { MediaTime(seconds: $0) }, trigger: .command)
         try channel.send(DaemonEvent.clipSaved(clip: saved))
         guard role == .app, let path = daemon.store.moviePath(id: saved.id) else { return }
         // An app's clip is its own windows: it is sent the movie, and the store keeps nothing.

@@ -60,7 +60,7 @@ extension ClientConnection {
             id: daemon.store.newID(), options: options, filter: filter, store: daemon.store, parts: daemon.parts,
             protectedWindows: daemon.protectedWindows, logger: daemon.logger)
         guard daemon.register(session) else { throw Refusal(code: .busy, message: "replayd is shutting down") }
-        let started: RecordingStarted
+        var started: RecordingStarted
         do {
             started = try session.start()
         } catch {
@@ -68,16 +68,18 @@ extension ClientConnection {
             throw error
         }
         if role == .app, let peer { daemon.recordAppRecording(started.id, by: peer) }
+        // Only the person's own tools may record unannounced (`--no-notify`, for scripts).
+        let announced = role != .person || options.notify != false
+        if announced, let warning = daemon.unannouncedWarning { started.warnings.append(warning) }
         daemon.logger.info("recording started", metadata: [
             "recording": "\(started.id)", "size": "\(started.width)x\(started.height)", "fps": "\(options.fps)",
             "peer": "\(peerDescription)",
         ])
         try channel.send(DaemonEvent.recordingStarted(recording: started))
         recording = session
-        // Only the person's own tools may record unannounced (`--no-notify`, for scripts).
-        let announced = role != .person || options.notify != false
         if announced {
-            daemon.indicator.began(IndicatedCapture(id: started.id, kind: .recording, who: capturerName), stop: { session.stop() })
+            daemon.indicator.began(IndicatedCapture(id: started.id, kind: .recording, who: capturerName),
+                                   controls: daemon.pausing.controls(for: session))
         }
 
         // Progress once a second until the movie is closed, then the summary.
@@ -162,8 +164,7 @@ extension ClientConnection {
             }
             session = own
         }
-        if pause { try session.pause() } else { try session.resume() }
-        daemon.logger.info(pause ? "recording paused" : "recording resumed", metadata: ["recording": "\(session.id)", "peer": "\(peerDescription)"])
+        try daemon.pausing.setPaused(pause, session, by: peerDescription)
         try channel.send(pause ? DaemonEvent.recordingPaused(id: session.id) : DaemonEvent.recordingResumed(id: session.id))
     }
 
@@ -257,6 +258,6 @@ extension ClientConnection {
     /// A fresh one-time link to the recording's preview page (each request gets its own).
     private func pageURL(for id: String) throws -> String {
         guard daemon.store.info(id: id) != nil else { throw Refusal(code: .notFound, message: "no recording with id '\(id)'") }
-        return "\(try pagesBaseURL())/preview/\(id)?token=\(daemon.previews.token(for: id))"
+        return daemon.previewLink(for: id, base: try pagesBaseURL())
     }
 }

@@ -217,7 +217,9 @@ final class ClientConnection: @unchecked Sendable {
             activeRecordings: role == .person ? daemon.activeRecordings : [], mode: daemon.configuration.mode,
             store: role == .person ? daemon.store.directory.path : nil,
             pagesURL: role == .person ? (try? daemon.pagesBaseURL()).flatMap { $0 } : nil,
-            capture: role == .person ? daemon.captureInfo : nil)))
+            capture: role == .person ? daemon.captureInfo : nil,
+            pausedRecordings: role == .person ? daemon.pausedRecordings : nil,
+            indicator: role == .person ? daemon.indicator.reach : nil)))
     }
 
     private func cleanUp() {

@@ -77,6 +77,8 @@ public final class Daemon: Sendable, PickerBackend {
     let captureMonitor = CaptureMonitor()
     /// Tells the person who captures their screen (desktop notifications with a Stop action).
     let indicator: any CaptureIndicator
+    /// Pauses and resumes recordings, and tells the indicator.
+    let pausing: SessionPausing
     let protectedWindows = ProtectedWindows()
     let previews = PreviewTokens()
     let windows: WindowOwnership
@@ -117,7 +119,9 @@ public final class Daemon: Sendable, PickerBackend {
                                                                                             dialogTimeout: configuration.screenChoiceTimeout),
                                                     extensions: SandboxedExtensionHost(logger: logger))
         store = try RecordingStore(directory: configuration.store)
-        indicator = (configuration.notifications ? DesktopNotifications(busAddress: nil, logger: logger) : nil) ?? NoCaptureIndicator()
+        indicator = configuration.notifications ? DesktopNotifications.connect(busAddress: nil, logger: logger)
+            : NoCaptureIndicator(reason: "replayd was started with --no-notify")
+        pausing = SessionPausing(indicator: indicator, logger: logger)
         let pagesAddress = self.pagesAddress
         consent = ConsentBroker(settings: configuration.consent) { request, token in
             (try? pagesAddress.url()).flatMap { $0 }.map { "\($0)/consent/\(request)?token=\(token)" }

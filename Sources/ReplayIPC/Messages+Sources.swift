@@ -143,8 +143,11 @@ public struct ClipStatus: Codable, Sendable, Equatable {
     public var paused: Bool
     public var width: Int
     public var height: Int
+    /// The clips saved from this buffer so far, oldest first (nil from older daemons).
+    public var saves: [ClipSaveRecord]?
 
-    public init(id: String, buffered: Double, length: Double, bytes: Int64, byteBudget: Int64, paused: Bool, width: Int, height: Int) {
+    public init(id: String, buffered: Double, length: Double, bytes: Int64, byteBudget: Int64, paused: Bool, width: Int, height: Int,
+                saves: [ClipSaveRecord]? = nil) {
         self.id = id
         self.buffered = buffered
         self.length = length
@@ -153,6 +156,33 @@ public struct ClipStatus: Codable, Sendable, Equatable {
         self.paused = paused
         self.width = width
         self.height = height
+        self.saves = saves
+    }
+}
+
+/// One clip saved from a running buffer, in `ClipStatus.saves`: the person sees what a
+/// hotkey press did, which otherwise only the store would show.
+public struct ClipSaveRecord: Codable, Sendable, Equatable {
+    /// What asked for the save.
+    public enum Trigger: String, Codable, Sendable {
+        /// The buffer's hotkey, pressed on the desktop.
+        case hotkey
+        /// A `saveClip` request (`replay clip save`, or an app).
+        case command
+    }
+
+    /// The recording it made (an app's clip is sent, not kept: its id is gone from the store).
+    public var id: String
+    public var duration: Double
+    /// When it was saved, in seconds since 1970.
+    public var saved: Double
+    public var trigger: Trigger
+
+    public init(id: String, duration: Double, saved: Double, trigger: Trigger) {
+        self.id = id
+        self.duration = duration
+        self.saved = saved
+        self.trigger = trigger
     }
 }
 

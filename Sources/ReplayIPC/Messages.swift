@@ -374,9 +374,14 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
     public var capture: CaptureBackendInfo?
     /// The daemon's release (`ReleaseVersion.current`); absent from daemons before 0.25.
     public var version: String?
+    /// Which of `activeRecordings` are paused; told only to the person's own tools (nil from older daemons).
+    public var pausedRecordings: [String]?
+    /// Whether the person is told that capture is on, and if not why; the person's own tools only.
+    public var indicator: IndicatorStatus?
 
     public init(pid: Int32, display: String?, activeRecordings: [String], mode: Mode, store: String?, pagesURL: String?,
-                capture: CaptureBackendInfo? = nil, version: String? = ReleaseVersion.current) {
+                capture: CaptureBackendInfo? = nil, version: String? = ReleaseVersion.current,
+                pausedRecordings: [String]? = nil, indicator: IndicatorStatus? = nil) {
         self.pid = pid
         self.display = display
         self.activeRecordings = activeRecordings
@@ -385,6 +390,8 @@ public struct DaemonStatus: Codable, Sendable, Equatable {
         self.pagesURL = pagesURL
         self.capture = capture
         self.version = version
+        self.pausedRecordings = pausedRecordings
+        self.indicator = indicator
     }
 }
 

@@ -142,10 +142,23 @@ extension Replay.Clip {
                     print("clip buffering\(status.paused ? " (paused)" : ""): \(String(format: "%.1f", status.buffered)) of "
                         + "\(Int(status.length)) s kept, \(status.bytes >> 20) of \(status.byteBudget >> 20) MB, "
                         + "\(status.width)x\(status.height) (\(status.id))")
+                    for save in status.saves ?? [] { print(Self.describe(save)) }
                 } else {
                     print("clip buffering is off")
                 }
             }
+        }
+
+        /// "  saved ID: 30.0 s at 12:00:05, by the hotkey".
+        static func describe(_ save: ClipSaveRecord) -> String {
+            let formatter = DateFormatter()
+            formatter.dateFormat = "HH:mm:ss"
+            let time = formatter.string(from: Date(timeIntervalSince1970: save.saved))
+            let how = switch save.trigger {
+            case .hotkey: "by the hotkey"
+            case .command: "by a save command"
+            }
+            return "  saved \(save.id): \(String(format: "%.1f", save.duration)) s at \(time), \(how)"
         }
 
         static func encode(_ value: some Encodable) throws -> String {

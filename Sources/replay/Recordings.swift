@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import ReplayIPC
 import ReplayMedia
+import ReplaySystem
 #if canImport(Glibc)
 import Glibc
 #endif

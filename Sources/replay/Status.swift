@@ -9,7 +9,7 @@ extension Replay {
 
         @OptionGroup var daemon: DaemonOptions
 
-        @Flag(help: "Print one JSON object: version, pid, mode (user or system), store, display, activeRecordings, pagesURL, capture.")
+        @Flag(help: "Print one JSON object: version, pid, mode (user or system), store, display, activeRecordings, pagesURL, capture, pausedRecordings, indicator.")
         var json = false
 
         func run() throws {
@@ -29,7 +29,19 @@ extension Replay {
                 if let pages = status.pagesURL { print("pages: \(pages)") }
                 if let capture = status.capture { print("capture: \(Sources.describe(capture))") }
                 print(status.activeRecordings.isEmpty ? "no recording running" : "recording: \(status.activeRecordings.joined(separator: ", "))")
+                if let paused = status.pausedRecordings, !paused.isEmpty { print("paused: \(paused.joined(separator: ", "))") }
+                if let indicator = status.indicator { print("indicator: \(Self.describe(indicator))") }
             }
+        }
+    }
+}
+
+extension Replay.Status {
+    /// "desktop notifications", or that nobody is told, and why.
+    static func describe(_ indicator: IndicatorStatus) -> String {
+        switch indicator.kind {
+        case .notifications: "desktop notifications announce every capture"
+        case .none: "none, \(IndicatorStatus.nobodyIsTold)" + (indicator.reason.map { " (\($0))" } ?? "")
         }
     }
 }

@@ -158,7 +158,7 @@ import Testing
         case .clipSaved: #"{"clipSaved":{"clip":{"asked":30,"bytes":5000000,"duration":12.5,"frames":375,"id":"rec-2"}}}"#
         case .clipStatus:
             #"{"clipStatus":{"status":{"buffered":30,"byteBudget":268435456,"bytes":9000000,"height":1080,"id":"clips-1","#
-                + #""length":30,"paused":true,"width":1920}}}"#
+                + #""length":30,"paused":true,"saves":[{"duration":30.5,"id":"rec-3","saved":1700000000.5,"trigger":"hotkey"}],"width":1920}}}"#
         case .clipBufferingStopped: #"{"clipBufferingStopped":{}}"#
         case .error:
             #"{"error":{"code":"protocolVersionMismatch","message":"replayd speaks protocol 2 and this client speaks protocol 1; "#
@@ -225,7 +225,8 @@ import Testing
                                                  width: 1920, height: 1080)),
         .clipSaved(clip: ClipSaved(id: "rec-2", duration: 12.5, asked: 30, frames: 375, bytes: 5_000_000)),
         .clipStatus(status: ClipStatus(id: "clips-1", buffered: 30, length: 30, bytes: 9_000_000, byteBudget: 256 << 20, paused: true,
-                                       width: 1920, height: 1080)),
+                                       width: 1920, height: 1080,
+                                       saves: [ClipSaveRecord(id: "rec-3", duration: 30.5, saved: 1_700_000_000.5, trigger: .hotkey)])),
         .clipBufferingStopped,
         .error(code: .protocolVersionMismatch, message: ClientProtocol.mismatch(daemon: 2, client: 1)),
     ]

@@ -6,7 +6,8 @@ import Glibc
 
 /// A real desktop notification server for tests: dunst on the test's X display, on a private
 /// session bus of its own. Every notification it shows is logged (a dunst rule runs a script
-/// for each), and `invokeAction` does what a click does, through `dunstctl`.
+/// for each, a replaced one too), `invokeAction` does what a click does, through `dunstctl`,
+/// and `invokeAction(named:)` picks a button from dunst's context menu.
 public final class NotificationServer: @unchecked Sendable {
     // @unchecked: the processes are set up in init and only stopped afterwards.
     public let directory: URL
@@ -31,10 +32,23 @@ public final class NotificationServer: @unchecked Sendable {
             printf '%s\\t%s\\t%s\\n' "$DUNST_ID" "$2" "$3" >> '\(directory.path)/shown.log'
             """.write(to: script, atomically: true, encoding: .utf8)
         chmod(script.path, 0o755)
+        // dunst's context menu runs its `dmenu` with every action on screen on stdin, a line each
+        // ("#Resume (Recording paused) [3,resume]"), and invokes the line it prints: a button,
+        // never the click (the "default" key), which may carry the same label.
+        let menu = directory.appendingPathComponent("menu.sh")
+        try """
+            #!/bin/sh
+            line=$(grep -v ',default]$' | grep -m1 -F -- "$(cat '\(directory.path)/wanted')")
+            printf '%s\\n' "$line" > '\(directory.path)/chosen.tmp'
+            mv '\(directory.path)/chosen.tmp' '\(directory.path)/chosen'
+            printf '%s\\n' "$line"
+            """.write(to: menu, atomically: true, encoding: .utf8)
+        chmod(menu.path, 0o755)
         let configuration = directory.appendingPathComponent("dunstrc")
         try """
             [global]
                 timeout = 0
+                dmenu = \(menu.path)
             [log]
                 appname = "*"
                 script = \(script.path)
@@ -74,6 +88,21 @@ public final class NotificationServer: @unchecked Sendable {
 
     /// A click on the newest notification on screen: its default action.
     public func invokeAction() throws -> CommandResult { try dunstctl(["action", "0"]) }
+
+    /// Chooses the button (not the click) labelled `label` of the notification whose summary is `summary` from
+    /// dunst's context menu, as a person would; the menu's line that was chosen, or nil when
+    /// no such button is on screen.
+    public func invokeAction(named label: String, of summary: String) throws -> String? {
+        let chosen = directory.appendingPathComponent("chosen")
+        try? FileManager.default.removeItem(at: chosen)
+        try "#\(label) (\(summary)) [".write(to: directory.appendingPathComponent("wanted"), atomically: true, encoding: .utf8)
+        let opened = try dunstctl(["context"])
+        guard opened.status == 0 else { throw MediaProbe.Failure(description: "dunstctl context: \(opened)") }
+        let line = poll(timeout: 10, every: 0.05) { try? String(contentsOf: chosen, encoding: .utf8) }
+        guard let line else { throw MediaProbe.Failure(description: "dunst's context menu did not open") }
+        let trimmed = line.trimmingCharacters(in: .whitespacesAndNewlines)
+        return trimmed.isEmpty ? nil : trimmed
+    }
 
     @discardableResult
     private func dunstctl(_ arguments: [String]) throws -> CommandResult {

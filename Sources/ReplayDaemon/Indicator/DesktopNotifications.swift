@@ -1,48 +1,56 @@
 import Foundation
 import Logging
 import ReplayDBus
+import ReplayIPC
 import ReplaySystem
 import Synchronization
 
 /// The indicator as desktop notifications (org.freedesktop.Notifications, which GNOME, KDE,
-/// dunst and mako serve): one that stays while a capture runs, with a Stop action, and a
-/// short one when it ends.
+/// dunst and mako serve): one that stays while a capture runs, with Pause or Resume and Stop
+/// actions, replaced in place when it is paused or resumed; a short one when it ends, and
+/// short notices (a clip saved by the hotkey).
 ///
 /// sd-bus connections belong to one thread: this one owns its connection on a thread of its
 /// own, which sends what is queued and hears the actions and closes, ten times a second.
 final class DesktopNotifications: CaptureIndicator {
     private enum Request {
-        case show(IndicatedCapture, stop: @Sendable () -> Void)
+        case show(IndicatedCapture, IndicatorControls)
+        case paused(String, Bool)
         case hide(String)
+        case tell(IndicatedNotice)
     }
 
-    private struct Shown {
-        let capture: IndicatedCapture
-        let stop: @Sendable () -> Void
+    /// What a notification on screen stands for.
+    private enum Shown {
+        case capture(IndicatedCapture, IndicatorControls)
+        case notice(IndicatedNotice)
     }
 
     private let requests = Mutex<[Request]>([])
     private let stopping = StopFlag()
+    /// Why the notification service is no longer reached, once it went away.
+    private let lost = Mutex<String?>(nil)
     private let logger: Logger
     private let finished = DispatchSemaphore(value: 0)
 
-    /// Connects to `busAddress` (nil: this session's); nil when there is no bus or no
-    /// notification server on it (the log says so once).
-    init?(busAddress: String?, logger: Logger) {
-        self.logger = logger
-        let connection: DBusConnection
-        let actions: DBusSubscription
-        let closes: DBusSubscription
+    /// Desktop notifications on `busAddress` (nil: this session's), or no indicator, saying why,
+    /// when there is no bus or no notification server on it (the log warns once).
+    static func connect(busAddress: String?, logger: Logger) -> any CaptureIndicator {
         do {
-            connection = try DBusConnection(address: busAddress)
-            actions = try connection.subscribe(path: Self.path, interface: Self.interface, member: "ActionInvoked")
-            closes = try connection.subscribe(path: Self.path, interface: Self.interface, member: "NotificationClosed")
-            _ = try connection.call(destination: Self.interface, path: Self.path, interface: Self.interface,
-                                    member: "GetServerInformation", [], timeout: 2)
+            return try DesktopNotifications(busAddress: busAddress, logger: logger)
         } catch {
-            logger.notice("no desktop notifications: captures are not announced (\(error))")
-            return nil
+            logger.warning("no desktop notifications: captures are not announced (\(error))")
+            return NoCaptureIndicator(reason: "no desktop notification server: \(error)")
         }
+    }
+
+    private init(busAddress: String?, logger: Logger) throws {
+        self.logger = logger
+        let connection = try DBusConnection(address: busAddress)
+        let actions = try connection.subscribe(path: Self.path, interface: Self.interface, member: "ActionInvoked")
+        let closes = try connection.subscribe(path: Self.path, interface: Self.interface, member: "NotificationClosed")
+        _ = try connection.call(destination: Self.interface, path: Self.path, interface: Self.interface,
+                                member: "GetServerInformation", [], timeout: 2)
         let owned = UncheckedBox((connection, actions, closes))
         Thread.detachNewThread { [self] in
             run(connection: owned.value.0, actions: owned.value.1, closes: owned.value.2)
@@ -50,12 +58,24 @@ final class DesktopNotifications: CaptureIndicator {
         }
     }
 
-    func began(_ capture: IndicatedCapture, stop: @escaping @Sendable () -> Void) {
-        requests.withLock { $0.append(.show(capture, stop: stop)) }
+    var reach: IndicatorStatus {
+        lost.withLock { $0 }.map { IndicatorStatus(kind: .none, reason: $0) } ?? IndicatorStatus(kind: .notifications)
+    }
+
+    func began(_ capture: IndicatedCapture, controls: IndicatorControls) {
+        requests.withLock { $0.append(.show(capture, controls)) }
+    }
+
+    func paused(_ id: String, _ paused: Bool) {
+        requests.withLock { $0.append(.paused(id, paused)) }
     }
 
     func ended(_ id: String) {
         requests.withLock { $0.append(.hide(id)) }
+    }
+
+    func tell(_ notice: IndicatedNotice) {
+        requests.withLock { $0.append(.tell(notice)) }
     }
 
     /// Sends what is queued (the ends too) and stops the thread.
@@ -73,27 +93,39 @@ final class DesktopNotifications: CaptureIndicator {
             let last = stopping.isRaised
             for request in requests.withLock({ queued in defer { queued = [] }; return queued }) {
                 switch request {
-                case .show(let capture, let stop):
-                    if let id = notify(capture.summary, capture.body, actions: ["stop", "Stop", "default", "Stop"], resident: true,
-                                       on: connection) {
-                        shown[id] = Shown(capture: capture, stop: stop)
+                case .show(let capture, let controls):
+                    if let id = notify(capture, controls, on: connection) { shown[id] = .capture(capture, controls) }
+                case .paused(let captureID, let paused):
+                    // The same notification, replaced: its text and its Pause/Resume action follow.
+                    for case (let id, .capture(var capture, let controls)) in shown where capture.id == captureID && capture.paused != paused {
+                        capture.paused = paused
+                        if let replaced = notify(capture, controls, replacing: id, on: connection) {
+                            shown[id] = nil
+                            shown[replaced] = .capture(capture, controls)
+                        }
                     }
                 case .hide(let captureID):
-                    for (id, entry) in shown where entry.capture.id == captureID {
+                    for case (let id, .capture(let capture, _)) in shown where capture.id == captureID {
                         shown[id] = nil
                         _ = try? connection.call(destination: Self.interface, path: Self.path, interface: Self.interface,
                                                  member: "CloseNotification", [.uint32(id)], timeout: 2)
-                        _ = notify(entry.capture.endedSummary, "", actions: [], resident: false, on: connection)
+                        _ = notify(capture.endedSummary, "", actions: [], resident: false, on: connection)
+                    }
+                case .tell(let notice):
+                    // Long enough to reach for its button.
+                    if let id = notify(notice.summary, notice.body, actions: notice.actions, resident: false, timeout: 10_000, on: connection),
+                       notice.action != nil {
+                        shown[id] = .notice(notice)
                     }
                 }
             }
             if last { return }
             do {
-                // ActionInvoked (id, action key): Stop, or a click (the default action), stops it.
+                // ActionInvoked (id, action key).
                 while let signal = try actions.next(timeout: 0.1) {
                     guard let id = signal.first?.uint32, let entry = shown[id] else { continue }
-                    logger.info("stopped from the desktop's notification", metadata: ["capture": "\(entry.capture.id)"])
-                    entry.stop()
+                    act(on: entry, key: signal.dropFirst().first?.string ?? "default")
+                    if case .notice = entry { shown[id] = nil }
                 }
                 // NotificationClosed (id, reason): dismissed; the capture goes on, unannounced.
                 for signal in try closes.drain() {
@@ -101,19 +133,48 @@ final class DesktopNotifications: CaptureIndicator {
                 }
             } catch {
                 logger.warning("the desktop's notification service went away: captures are no longer announced (\(error))")
+                lost.withLock { $0 = "the desktop's notification service went away: \(error)" }
                 return
             }
         }
     }
 
+    /// Pause, Resume, Stop or a click (which stops a capture, or runs a notice's action).
+    private func act(on entry: Shown, key: String) {
+        switch entry {
+        case .capture(let capture, let controls):
+            switch key {
+            case IndicatedAction.pause.key, IndicatedAction.resume.key:
+                guard let setPaused = controls.setPaused else { return }
+                logger.info(key == "pause" ? "paused from the desktop's notification" : "resumed from the desktop's notification",
+                            metadata: ["capture": "\(capture.id)"])
+                setPaused(key == "pause")
+            default:
+                logger.info("stopped from the desktop's notification", metadata: ["capture": "\(capture.id)"])
+                controls.stop()
+            }
+        case .notice(let notice):
+            notice.action?.run()
+        }
+    }
+
+    private func notify(_ capture: IndicatedCapture, _ controls: IndicatorControls, replacing: UInt32 = 0,
+                        on connection: DBusConnection) -> UInt32? {
+        notify(capture.summary, capture.body, actions: capture.actions(pausable: controls.setPaused != nil), resident: true,
+               replacing: replacing, on: connection)
+    }
+
     /// Notify(app name, replaces id, icon, summary, body, actions, hints, timeout): the id.
-    private func notify(_ summary: String, _ body: String, actions: [String], resident: Bool, on connection: DBusConnection) -> UInt32? {
+    /// A resident one stays until closed; another goes after `timeout` milliseconds.
+    private func notify(_ summary: String, _ body: String, actions: [IndicatedAction], resident: Bool, timeout: Int32 = 5000,
+                        replacing: UInt32 = 0, on connection: DBusConnection) -> UInt32? {
         var hints: [String: DBusValue] = ["urgency": .byte(resident ? 1 : 0), "category": .string("device")]
         if resident { hints["resident"] = .bool(true) }
         let reply = try? connection.call(
             destination: Self.interface, path: Self.path, interface: Self.interface, member: "Notify",
-            [.string("OpenReplayKit"), .uint32(0), .string(resident ? "media-record" : "media-playback-stop"), .string(summary),
-             .string(body), .array(element: "s", actions.map { .string($0) }), .options(hints), .int32(resident ? 0 : 5000)],
+            [.string("OpenReplayKit"), .uint32(replacing), .string(resident ? "media-record" : "media-playback-stop"), .string(summary),
+             .string(body), .array(element: "s", actions.flatMap { [DBusValue.string($0.key), .string($0.label)] }), .options(hints),
+             .int32(resident ? 0 : timeout)],
             timeout: 2)
         return reply?.first?.uint32
     }

@@ -60,6 +60,8 @@ final class RecordingSession: Sendable {
         var created = Date().timeIntervalSince1970
         /// A clip buffer's memory, once it started.
         var clips: ClipBuffer?
+        /// A clip buffer's saves, newest last (the last `keptSaves`).
+        var saves: [ClipSaveRecord] = []
     }
 
     private let filter: WindowFilter
@@ -262,7 +264,7 @@ final class RecordingSession: Sendable {
     /// A clip buffer's last `duration` (nil: all it keeps) as a new recording in the store,
     /// while buffering goes on. Throws for a session that is no clip buffer, or when nothing
     /// is buffered yet.
-    func saveClip(last duration: MediaTime?) throws(DaemonError) -> ClipSaved {
+    func saveClip(last duration: MediaTime?, trigger: ClipSaveRecord.Trigger) throws(DaemonError) -> ClipSaved {
         guard let clips = state.withLock({ $0.clips }) else {
             throw DaemonError(code: .outOfOrder, message: "clip buffering has not started")
         }
@@ -280,17 +282,23 @@ final class RecordingSession: Sendable {
                                  frames: saved.videoFrames, dropped: 0, width: width, height: height, bytes: saved.bytes, error: nil,
                                  codec: options.video.codec ?? .h264)
         _ = store.save(info)
+        state.withLock { state in
+            state.saves.append(ClipSaveRecord(id: clipID, duration: info.duration, saved: info.created, trigger: trigger))
+            if state.saves.count > Self.keptSaves { state.saves.removeFirst(state.saves.count - Self.keptSaves) }
+        }
         logger.info("clip saved", metadata: ["clipBuffer": "\(id)", "recording": "\(clipID)", "duration": "\(info.duration)"])
         return ClipSaved(id: clipID, duration: info.duration, asked: duration?.seconds, frames: saved.videoFrames, bytes: saved.bytes)
     }
 
-    /// How much a clip buffer holds now.
+    /// Saves a clip buffer lists in its status: a hotkey pressed all day lists its last hundred.
+    static let keptSaves = 100
+
+    /// How much a clip buffer holds now, and what was saved from it.
     func clipStatus() -> ClipStatus? {
         guard case .clipBuffer(let length, let byteBudget) = destination, let clips = state.withLock({ $0.clips }) else { return nil }
-        let phase = self.phase
+        let (phase, width, height, saves) = state.withLock { ($0.lifecycle.phase, $0.width, $0.height, $0.saves) }
         return ClipStatus(id: id, buffered: clips.bufferedDuration.seconds, length: length.seconds, bytes: clips.bytesWritten,
-                          byteBudget: Int64(byteBudget), paused: phase == .paused, width: state.withLock { $0.width },
-                          height: state.withLock { $0.height })
+                          byteBudget: Int64(byteBudget), paused: phase == .paused, width: width, height: height, saves: saves)
     }
 
     /// Runs `handler` with the summary once the movie is closed (at once if it is).

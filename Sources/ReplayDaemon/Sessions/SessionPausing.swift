@@ -1,0 +1,40 @@
+import Logging
+import ReplayIPC
+import Synchronization
+
+/// The one way recordings are paused and resumed: the person's `replay`, apps and the
+/// notification's own Pause and Resume all come here, so the indicator follows whichever
+/// did it.
+final class SessionPausing: Sendable {
+    private let indicator: any CaptureIndicator
+    private let logger: Logger
+    /// Held across a change and telling the indicator: two changes at once reach it in the
+    /// order they reached the session, so the notification ends as the session is.
+    private let order = Mutex(())
+
+    init(indicator: any CaptureIndicator, logger: Logger) {
+        self.indicator = indicator
+        self.logger = logger
+    }
+
+    /// Pauses (true) or resumes (false) `session` and has the indicator say so; `who` is for the log.
+    func setPaused(_ paused: Bool, _ session: RecordingSession, by who: String) throws(DaemonError) {
+        try order.withLock { _ throws(DaemonError) in
+            if paused { try session.pause() } else { try session.resume() }
+            indicator.paused(session.id, paused)
+        }
+        logger.info(paused ? "recording paused" : "recording resumed", metadata: ["recording": "\(session.id)", "by": "\(who)"])
+    }
+
+    /// What the announcement of `session` may do to it: stop it, pause and resume it.
+    func controls(for session: RecordingSession) -> IndicatorControls {
+        IndicatorControls(stop: { session.stop() }, setPaused: { [self] paused in
+            do throws(DaemonError) {
+                try setPaused(paused, session, by: "the desktop's notification")
+            } catch {
+                logger.warning("cannot \(paused ? "pause" : "resume") from the notification: \(error.message)",
+                               metadata: ["recording": "\(session.id)"])
+            }
+        })
+    }
+}
