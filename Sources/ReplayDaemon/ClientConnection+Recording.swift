@@ -94,14 +94,14 @@ extension ClientConnection {
         }
     }
 
-    /// A store whose disk cannot hold the first seconds refuses the recording before it starts,
+    /// A store whose disk cannot hold the first second refuses the recording before it starts,
     /// instead of failing a second later with an empty movie.
     func requireRoomInStore(for video: VideoEncoding) throws {
         guard let free = daemon.store.freeBytes() else { return }
-        let needed = max(1 << 20, video.estimatedBytes(seconds: 2))
+        let needed = max(1 << 20, video.estimatedBytes(seconds: 1))
         guard free < needed else { return }
         throw Refusal(code: .insufficientStorage, message: String(
-            format: "the recording store's disk is full: %.1f MB free, and the first seconds of this recording need about %.1f MB. "
+            format: "the recording store's disk is full: %.1f MB free, and the first second of this recording needs about %.1f MB. "
                 + "Free some space, or delete recordings you exported (replay recordings list, replay recordings delete ID…)",
             Double(free) / 1_000_000, Double(needed) / 1_000_000))
     }

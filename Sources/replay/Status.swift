@@ -23,8 +23,8 @@ extension Replay {
                     print(String(decoding: try encoder.encode(status), as: UTF8.self))
                     return
                 }
-                let version = status.version.map { " \($0)," } ?? ""
-                print("replayd\(version) pid \(status.pid) (\(status.mode.rawValue) mode), display \(status.display ?? "(none)")")
+                let version = status.version.map { ", version \($0)" } ?? ""
+                print("replayd pid \(status.pid) (\(status.mode.rawValue) mode), display \(status.display ?? "(none)")\(version)")
                 if let store = status.store { print("store: \(store)") }
                 if let pages = status.pagesURL { print("pages: \(pages)") }
                 if let capture = status.capture { print("capture: \(Sources.describe(capture))") }

@@ -115,17 +115,19 @@ extension IntegrationTests {
         @Test func aFullDiskEndsTheRecordingWithAnErrorAndKeepsWhatWasWritten() throws {
             let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("ork-full-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
-            // Room for the first seconds (the store refuses less), which fill up within the take.
-            let mount = try Command.run("/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mountPoint.path])
+            let mount = try Command.run("/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", mountPoint.path])
             try #require(mount.status == 0, "this test needs root to mount a small tmpfs: \(mount)")
             defer {
                 _ = try? Command.run("/bin/umount", [mountPoint.path])
                 try? FileManager.default.removeItem(at: mountPoint)
             }
-            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 1280, height: 720),
-                                            storeDirectory: mountPoint.appendingPathComponent("store"))
+            let fixture = try ReplayFixture(storeDirectory: mountPoint.appendingPathComponent("store"))
             defer { fixture.stop() }
             try fixture.startDaemon()
+            // 1.25 MB left: more than the store's floor (1 MiB, or a second at the bit rate), and
+            // filled within the take (the demo scene at 1080p comes to about 0.9 Mb/s).
+            let free = try #require((try FileManager.default.attributesOfFileSystem(forPath: mountPoint.path)[.systemFreeSize] as? NSNumber)?.intValue)
+            try Data(count: free - 1_250_000).write(to: mountPoint.appendingPathComponent("filler"))
             let result = try fixture.replay(["record", "--duration", "30", "--bitrate", "4000", "--json"])
             #expect(result.status != 0, "\(result)")
             #expect(result.stderr.contains("No space left on device"), "\(result)")

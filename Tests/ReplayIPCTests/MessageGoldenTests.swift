@@ -98,7 +98,7 @@ import Testing
         case .recordingPaused: #"{"recordingPaused":{"id":"rec-1"}}"#
         case .recordingResumed: #"{"recordingResumed":{"id":"rec-1"}}"#
         case .recordings:
-            #"{"recordings":{"list":[{"bytes":2000000,"created":1700000000.5,"dropped":1,"duration":5,"error":"No space left on device","#
+            #"{"recordings":{"list":[{"bytes":2000000,"codec":"hevc","created":1700000000.5,"dropped":1,"duration":5,"error":"No space left on device","#
                 + #""frames":150,"height":1080,"id":"rec-1","state":"interrupted","width":1920}]}}"#
         case .exportBegin: #"{"exportBegin":{"size":2000000}}"#
         case .exportChunk: #"{"exportChunk":{}}"#
@@ -106,7 +106,7 @@ import Testing
         case .status:
             #"{"status":{"status":{"activeRecordings":["rec-1"],"capture":{"backend":"portal","reason":"a Wayland session: "#
                 + #"WAYLAND_DISPLAY=wayland-0","remembersScreenChoice":true},"display":":0","mode":"user","pagesURL":"http://127.0.0.1:8765","#
-                + #""pid":4242,"store":"/home/ada/.local/share/openreplaykit/recordings"}}}"#
+                + #""pid":4242,"store":"/home/ada/.local/share/openreplaykit/recordings","version":"0.25.0"}}}"#
         case .recordingDeleted: #"{"recordingDeleted":{"id":"rec-1"}}"#
         case .previewURL: #"{"previewURL":{"url":"http://127.0.0.1:8765/preview/rec-1?token=t0k3n"}}"#
         case .waitingForConsent: #"{"waitingForConsent":{}}"#
@@ -175,14 +175,15 @@ import Testing
         .recordingResumed(id: "rec-1"),
         .recordings(list: [RecordingInfo(
             id: "rec-1", created: 1_700_000_000.5, state: .interrupted, duration: 5, frames: 150, dropped: 1, width: 1920, height: 1080,
-            bytes: 2_000_000, error: "No space left on device")]),
+            bytes: 2_000_000, error: "No space left on device", codec: .hevc)]),
         .exportBegin(size: 2_000_000),
         .exportChunk,
         .exportEnd,
         .status(status: DaemonStatus(
             pid: 4242, display: ":0", activeRecordings: ["rec-1"], mode: .user, store: "/home/ada/.local/share/openreplaykit/recordings",
             pagesURL: "http://127.0.0.1:8765",
-            capture: CaptureBackendInfo(backend: "portal", reason: "a Wayland session: WAYLAND_DISPLAY=wayland-0", remembersScreenChoice: true))),
+            capture: CaptureBackendInfo(backend: "portal", reason: "a Wayland session: WAYLAND_DISPLAY=wayland-0", remembersScreenChoice: true),
+            version: "0.25.0")),
         .recordingDeleted(id: "rec-1"),
         .previewURL(url: "http://127.0.0.1:8765/preview/rec-1?token=t0k3n"),
         .waitingForConsent,

@@ -16,7 +16,7 @@ import Testing
 
     @Test func pausedRecordingsAndTheIndicatorAreSaid() throws {
         let status = DaemonStatus(pid: 1, display: nil, activeRecordings: ["rec-1", "rec-2"], mode: .user, store: nil, pagesURL: nil,
-                                  pausedRecordings: ["rec-2"], indicator: IndicatorStatus(kind: .none, reason: "no desktop notification server"))
+                                  version: nil, pausedRecordings: ["rec-2"], indicator: IndicatorStatus(kind: .none, reason: "no desktop notification server"))
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let json = String(decoding: try encoder.encode(DaemonEvent.status(status: status)), as: UTF8.self)
