@@ -9,6 +9,21 @@ import Synchronization
 /// reason) and idleness. X11 has no event for "the focused window's process" or "outputs
 /// now clone each other", so those two are probed; the timers stop with the daemon.
 extension Daemon {
+    enum BackgroundWatch: Equatable {
+        case focus
+        case mirroring
+        case idleness(Duration)
+    }
+
+    /// The watches a daemon runs: the two X11 probes only where X11 is what captures (through
+    /// the portal they would read XWayland, or no display at all, every few seconds for nothing).
+    static func backgroundWatches(capture: CaptureChoice, idleExit: Duration?) -> [BackgroundWatch] {
+        var watches: [BackgroundWatch] = []
+        if case .x11 = capture { watches += [.focus, .mirroring] }
+        if let idleExit { watches.append(.idleness(idleExit)) }
+        return watches
+    }
+
     /// An app in focus is in use: its consent does not lapse (ReplayKit asks again only
     /// after 8 minutes in the background). Probed a few times per lapse period.
     func watchFocus() -> RepeatingTimer {

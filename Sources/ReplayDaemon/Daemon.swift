@@ -183,7 +183,13 @@ public final class Daemon: Sendable, PickerBackend {
             "socket": "\(configuration.socketPath)", "store": "\(store.directory.path)", "mode": "\(configuration.mode.rawValue)",
             "pages": "\(pagesAddress.summary)", "capture": "\(parts.capture.name)",
         ])
-        let watches = [watchFocus(), watchMirroring()] + (configuration.idleExit.map { [watchIdleness(limit: $0)] } ?? [])
+        let watches = Self.backgroundWatches(capture: configuration.capture, idleExit: configuration.idleExit).map { watch in
+            switch watch {
+            case .focus: watchFocus()
+            case .mirroring: watchMirroring()
+            case .idleness(let limit): watchIdleness(limit: limit)
+            }
+        }
         clients.serve { [self] fd in admit(fd) }
         watches.forEach { $0.cancel() }
         clients.closeAll()

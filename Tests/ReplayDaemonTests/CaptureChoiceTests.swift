@@ -25,4 +25,11 @@ import Testing
         #expect(CaptureChoice.automaticReason(environment: ["XDG_SESSION_TYPE": "wayland"]) == "a Wayland session: XDG_SESSION_TYPE=wayland")
         #expect(CaptureChoice.automaticReason(environment: ["DISPLAY": ":0"]) == "no Wayland session: WAYLAND_DISPLAY is unset")
     }
+
+    /// The X11 probes (the focused window's process, RandR mirroring) run only where X11 captures.
+    @Test func theX11ProbesRunOnlyForX11Capture() {
+        #expect(Daemon.backgroundWatches(capture: .x11, idleExit: nil) == [.focus, .mirroring])
+        #expect(Daemon.backgroundWatches(capture: .portal(ScreenCastTokens()), idleExit: nil) == [])
+        #expect(Daemon.backgroundWatches(capture: .portal(ScreenCastTokens()), idleExit: .seconds(300)) == [.idleness(.seconds(300))])
+    }
 }

@@ -13,14 +13,17 @@ public import ReplayMedia
 public struct ConstantFrameRate<Picture> {
     /// One frame to encode.
     public struct Frame {
+        /// The picture to encode: a new one, or the previous one again.
         public let picture: Picture
         /// Its place on the grid: shown from `index / fps` to `(index + 1) / fps`.
         public let index: Int64
+        /// When it is shown in the movie: exactly `index / fps`.
         public let time: MediaTime
         /// The previous picture shown again (or, before the first, the first shown early).
         public let isRepeat: Bool
     }
 
+    /// Frames a second: the grid's step is 1 / fps.
     public let fps: Int
     /// The first slot not filled yet: also how many frames were handed out.
     public private(set) var nextIndex: Int64 = 0
@@ -30,6 +33,7 @@ public struct ConstantFrameRate<Picture> {
     public private(set) var delayed = 0
     private var last: Picture?
 
+    /// A grid of `fps` frames a second, starting at movie time zero.
     public init(fps: Int) {
         precondition(fps > 0, "a frame rate is positive")
         self.fps = fps
