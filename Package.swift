@@ -198,7 +198,7 @@ let package = Package(
             name: "ReplayProcessingTests", dependencies: ["ReplayProcessing", "ReplayMedia"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "ReplayCodecTests", dependencies: ["ReplayCodec", "ReplayMedia", "ReplayTesting"],
+            name: "ReplayCodecTests", dependencies: ["ReplayCodec", "ReplayMedia", "ReplaySystem", "ReplayTesting"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "ReplayCaptureTests", dependencies: ["ReplayCapture", "ReplayDBus", "ReplaySystem", "ReplayMedia"],

@@ -5,6 +5,7 @@
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -152,4 +153,13 @@ int CShims_spawn_confined(const struct CShims_confined_spawn *spawn) {
         return -error;
     }
     return pid;
+}
+
+void CShims_malloc_fix_mmap_threshold(void) { mallopt(M_MMAP_THRESHOLD, 128 * 1024); }
+
+void CShims_malloc_trim(void) { malloc_trim(0); }
+
+size_t CShims_malloc_in_use(void) {
+    struct mallinfo2 info = mallinfo2();
+    return info.uordblks + info.hblkhd;
 }

@@ -56,6 +56,16 @@ struct CShims_confined_spawn {
    *thread* that called this exits. */
 int CShims_spawn_confined(const struct CShims_confined_spawn *spawn);
 
+/* glibc's <malloc.h>, which Swift's Glibc module leaves out. */
+/* Keeps the mmap threshold at glibc's initial 128 KiB instead of letting it rise to the
+   largest block freed so far (up to 32 MiB), so large blocks are unmapped as they are freed
+   and the heaps' free tops are trimmed. */
+void CShims_malloc_fix_mmap_threshold(void);
+/* malloc_trim(0): gives the free pages of every arena back to the system. */
+void CShims_malloc_trim(void);
+/* Bytes the program holds from malloc now (mallinfo2: in use in the arenas plus mmapped blocks). */
+size_t CShims_malloc_in_use(void);
+
 /* Constants hidden behind _GNU_SOURCE; shim.c checks them against the real ones. */
 #define CShims_MFD_CLOEXEC 0x0001U
 #define CShims_MFD_ALLOW_SEALING 0x0002U
