@@ -1,0 +1,161 @@
+import Foundation
+import Logging
+import ReplayCapture
+@testable import ReplayDaemon
+import ReplayIPC
+import ReplayMedia
+import ReplaySystem
+import Testing
+
+/// Who may do what, through a real `ClientConnection` of a `Daemon` whose sessions are built
+/// from fakes (no display, no audio server, no encoder): the person's tools, an app with and
+/// without consent. Each request goes in as the bytes a client sends; each answer is read as
+/// the client reads it.
+@Suite struct ClientConnectionRulesTests {
+    /// A daemon on fakes, and connections to it in either role.
+    final class Rig: Sendable {
+        let directory: URL
+        let daemon: Daemon
+        let backend = FakeCaptureBackend()
+
+        init(policy: ConsentPolicy = .askEveryone, consentTimeout: Duration = .seconds(120)) throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("rules-\(UUID().uuidString.prefix(8))")
+            var configuration = Daemon.Configuration(
+                socketPath: directory.appendingPathComponent("replayd.sock").path, store: directory.appendingPathComponent("store"),
+                displayName: nil, consent: ConsentBroker.Settings(policy: policy, timeout: consentTimeout), pagesPort: nil)
+            configuration.parts = SessionParts(capture: backend, movies: FakeMovieSink(), extensions: FakeExtension(), clock: ManualClock())
+            configuration.notifications = false
+            daemon = try Daemon(configuration: configuration, logger: Logger(label: "test"))
+        }
+
+        /// A client that has said hello, as `role`.
+        func connect(as role: ClientConnection.Role) throws -> Client {
+            let (outbox, client) = try socketPair()
+            let peer = try client.peer(executableOf: { _ in "/usr/bin/some-app" })
+            let connection = ClientConnection(daemon: daemon, channel: outbox, number: Int.random(in: 1...1_000_000), peer: peer, role: role)
+            let connected = Client(connection: connection, channel: client)
+            guard case .welcome = try connected.ask(.hello(protocolVersion: ClientProtocol.version, client: "test")) else {
+                throw Failure(description: "no welcome")
+            }
+            return connected
+        }
+
+        func cleanUp() {
+            daemon.shutdown()
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// One client: its requests are handed to the connection as received bytes.
+    struct Client {
+        let connection: ClientConnection
+        let channel: MessageChannel
+
+        /// The next event the daemon sends after `request`.
+        func ask(_ request: ClientRequest) throws -> DaemonEvent {
+            connection.received([UInt8](try JSONEncoder().encode(request)))
+            return try next()
+        }
+
+        func next() throws -> DaemonEvent {
+            guard let (event, _) = try channel.receive(DaemonEvent.self) else { throw Failure(description: "the connection closed") }
+            return event
+        }
+
+        /// The error code of `event`, if it is an error.
+        static func code(_ event: DaemonEvent) -> ErrorCode? {
+            if case .error(let code, _) = event { code } else { nil }
+        }
+    }
+
+    @Test func anAppMayNeitherReadTheStoreNorSpeakForThePerson() throws {
+        let rig = try Rig()
+        defer { rig.cleanUp() }
+        let app = try rig.connect(as: .app)
+        let refused: [ClientRequest] = [
+            .listRecordings, .exportRecording(id: "rec-1"), .deleteRecording(id: "rec-1"), .previewURL(id: "rec-1"),
+            .registerConsentAgent, .forgetScreenChoice, .listSources,
+        ]
+        for request in refused {
+            let answer = try app.ask(request)
+            #expect(Client.code(answer) == .notPermitted, "\(request) → \(answer)")
+        }
+        // Refusals leave the connection open: the app is still served.
+        guard case .status(let status) = try app.ask(.status) else { Issue.record("no status"); return }
+        #expect(status.store == nil && status.pagesURL == nil && status.activeRecordings.isEmpty, "an app learns no path: \(status)")
+        // Answering for the person without being an agent is a protocol violation: refused and cut off.
+        #expect(Client.code(try app.ask(.answerConsent(requestID: "1", allow: true))) == .outOfOrder)
+        #expect(try app.channel.receive(DaemonEvent.self) == nil, "the connection is closed")
+    }
+
+    @Test func thePersonReadsTheStoreAndSeesWhereItIs() throws {
+        let rig = try Rig()
+        defer { rig.cleanUp() }
+        let person = try rig.connect(as: .person)
+        #expect(try person.ask(.listRecordings) == .recordings(list: []))
+        guard case .status(let status) = try person.ask(.status) else { Issue.record("no status"); return }
+        #expect(status.store == rig.daemon.store.directory.path)
+        #expect(Client.code(try person.ask(.deleteRecording(id: "rec-nope"))) == .notFound)
+    }
+
+    /// An app records only with the person's consent; the person's own tools need none.
+    @Test func anAppRecordsOnlyWithConsent() throws {
+        let denied = try Rig(policy: ConsentPolicy(default: .deny))
+        defer { denied.cleanUp() }
+        let app = try denied.connect(as: .app)
+        let refusal = try app.ask(.startRecording(options: RecordingOptions(appAudio: false)))
+        #expect(Client.code(refusal) == .userDeclined, "\(refusal)")
+        #expect(denied.daemon.activeRecordings.isEmpty)
+
+        let allowed = try Rig(policy: ConsentPolicy(default: .allow))
+        defer { allowed.cleanUp() }
+        let allowedApp = try allowed.connect(as: .app)
+        guard case .recordingStarted(let started) = try allowedApp.ask(.startRecording(options: RecordingOptions(appAudio: false))) else {
+            Issue.record("the allowed app's recording did not start")
+            return
+        }
+        #expect(allowed.daemon.activeRecordings == [started.id])
+
+        let person = try denied.connect(as: .person)
+        guard case .recordingStarted = try person.ask(.startRecording(options: RecordingOptions(appAudio: false))) else {
+            Issue.record("the person's recording did not start under a policy that denies apps")
+            return
+        }
+    }
+
+    /// An app pauses, stops and discards only what its own connection started; picking a
+    /// window by click is the person's.
+    @Test func anAppControlsOnlyItsOwnRecording() throws {
+        let rig = try Rig(policy: ConsentPolicy(default: .allow))
+        defer { rig.cleanUp() }
+        let person = try rig.connect(as: .person)
+        guard case .recordingStarted(let persons) = try person.ask(.startRecording(options: RecordingOptions(appAudio: false))) else {
+            Issue.record("the person's recording did not start")
+            return
+        }
+        let app = try rig.connect(as: .app)
+        #expect(Client.code(try app.ask(.pauseRecording(id: persons.id))) == .notPermitted)
+        #expect(Client.code(try app.ask(.discardRecording(id: persons.id))) == .notPermitted)
+        let pick = RecordingOptions(appAudio: false, area: .pickWindow(seconds: 10))
+        #expect(Client.code(try app.ask(.startRecording(options: pick))) == .notPermitted)
+        // The person may pause any running recording.
+        #expect(try person.ask(.pauseRecording(id: persons.id)) == .recordingPaused(id: persons.id))
+        #expect(rig.daemon.pausedRecordings == [persons.id])
+    }
+
+    /// Bytes that are no request end the connection with a reason; the daemon serves on.
+    @Test func aMalformedRequestIsRefusedAndClosesItsConnectionOnly() throws {
+        let rig = try Rig()
+        defer { rig.cleanUp() }
+        let app = try rig.connect(as: .app)
+        app.connection.received(Array("{\"startRecording\":{\"options\":42}}".utf8))
+        #expect(Client.code(try app.next()) == .malformedRequest)
+        #expect(try app.channel.receive(DaemonEvent.self) == nil, "the connection is closed")
+        let other = try rig.connect(as: .person)
+        #expect(try other.ask(.listRecordings) == .recordings(list: []))
+    }
+}
