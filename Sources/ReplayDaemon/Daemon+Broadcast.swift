@@ -49,6 +49,7 @@ extension Daemon {
         }
         if let hostChannel { session.observe { status in try? hostChannel.send(DaemonEvent.broadcastUpdated(status: status)) } }
         let hidden = [store.directory.path, URL(fileURLWithPath: configuration.socketPath).deletingLastPathComponent().path]
+            + configuration.privateStateDirectories.map(\.path)
         try session.start(hidden: hidden, applicationInfo: host.map(Self.applicationInfo(of:)) ?? focusedApplication())
         // Announced once it is live (a start that fails was never on screen).
         indicator.began(IndicatedCapture(id: session.id, kind: .broadcast(service: info.manifest.displayName),

@@ -48,6 +48,9 @@ public final class Daemon: Sendable, PickerBackend {
         public var inheritedListener: Int32?
         /// Announce captures as desktop notifications on the session bus (`--no-notify`: never).
         public var notifications = true
+        /// Folders of the daemon's own private state (the portal's restore tokens): hidden from
+        /// upload extensions' sandboxes, as the store and the socket's folder are.
+        public var privateStateDirectories: [URL] = []
 
         public init(socketPath: String, store: URL, displayName: String?, idleExit: Duration? = nil,
                     mode: DaemonStatus.Mode = .user, ownerUID: UInt32 = getuid(), trustedExecutables: Set<String> = [],

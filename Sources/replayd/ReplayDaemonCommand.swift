@@ -171,6 +171,9 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
             case "portal": .portal(tokens)
             default: .automatic(environment: environment, tokens: tokens)
             }
+            // A system daemon's extensions run as its own user, who may read its state: the
+            // sandbox hides it (in user mode it lies under the home, which the sandbox hides too).
+            settings.privateStateDirectories = Array(Set([stateFolder, URL(fileURLWithPath: monitorTokenFile).deletingLastPathComponent()]))
             settings.screenChoiceTimeout = Double(screenChoiceTimeout)
             settings.notifications = !noNotify
             settings.inheritedListener = inherited

@@ -99,6 +99,17 @@ final class HostileHandler: BroadcastSampleHandler {
             // Gives up at once, as an extension whose service refused it would.
             finishBroadcast(error: "the service refused the stream")
         }
+        if behaviour == "read", let path = setupInfo["path"] {
+            // Looks for the daemon's secrets where they are kept on disk.
+            let fd = open(path, O_RDONLY)
+            var answer = "no: \(String(cString: strerror(errno)))"
+            if fd >= 0 {
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                answer = "yes: \(read(fd, &buffer, buffer.count)) bytes"
+                close(fd)
+            }
+            updateServiceInfo(["read": answer])
+        }
         if behaviour == "x11" {
             updateServiceInfo(["x11": knockOnTheXServer()])
         }

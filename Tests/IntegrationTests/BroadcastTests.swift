@@ -16,7 +16,8 @@ extension IntegrationTests {
                 ExtensionManifest(id: "file", displayName: "Write to a file", executable: "replay-file-extension",
                                   setupFields: [.init(key: "dir", label: "Directory", kind: .directory, required: true)]),
                 ExtensionManifest(id: "hostile", displayName: "Misbehaves", executable: "replay-hostile-extension",
-                                  setupFields: [.init(key: "behaviour", label: "How to misbehave", required: true)]),
+                                  setupFields: [.init(key: "behaviour", label: "How to misbehave", required: true),
+                                                .init(key: "path", label: "A file to try to read", required: false)]),
             ]
             for manifest in manifests { try ExtensionInstall.install(manifest, in: directory) }
             return ["--extensions-dir", directory.path]

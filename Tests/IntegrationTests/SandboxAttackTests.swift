@@ -62,6 +62,34 @@ extension IntegrationTests {
             try Self.expectNothingLeft(fixture, path)
         }
 
+        /// System mode: the daemon keeps the portal's restore token in its state folder, which
+        /// its own user may read, and extensions run as that user. The sandbox hides the state
+        /// as it hides the store. (Kept outside /tmp, which the sandbox replaces anyway, as
+        /// the real /var/lib/openreplaykit/state is.)
+        @Test func aSystemDaemonsExtensionCannotReadItsRestoreToken() throws {
+            let replayd = try #require(ServiceUser(named: "replayd"), "the 'replayd' user is missing: run scripts/install-deps")
+            let base = URL(fileURLWithPath: "/var/tmp/ork-test-state-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: base) }
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240, demoScene: false),
+                                            storeDirectory: base.appendingPathComponent("recordings"), socketName: "run/replayd.sock")
+            defer { fixture.stop() }
+            try fixture.startDaemon(["--system"] + Broadcast.installExtensions(in: fixture))
+            // The token as the daemon leaves it: its user's, mode 0600, in its 0700 state folder.
+            let token = base.appendingPathComponent("state/screencast-token")
+            try Data("restore-token-of-the-persons-screen\n".utf8).write(to: token)
+            #expect(chown(token.path, replayd.uid, replayd.gid) == 0 && chmod(token.path, 0o600) == 0)
+            let readable = try fixture.run("/usr/bin/cat", [token.path], user: "replayd")
+            try #require(readable.status == 0, "the daemon's own user reads its token outside the sandbox: \(readable)")
+
+            let start = try fixture.replay(["broadcast", "start", "--extension", "hostile", "--setup", "behaviour=read",
+                                            "--setup", "path=\(token.path)"])
+            #expect(start.status == 0, "\(start)\n\(fixture.daemonLog.suffix(2000))")
+            let read = try Self.serviceInfo(fixture, has: "read")["read"] ?? ""
+            #expect(read.hasPrefix("no: "), "the extension read the daemon's restore token: \(read)")
+            try Self.expectNothingLeft(fixture, fixture.file("extensions/replay-hostile-extension").path)
+        }
+
         /// ptrace and process_vm_readv/writev, on the sandbox's init, on a child of its own and
         /// on itself, and an x32 system call: all refused by the seccomp filter.
         @Test func anExtensionCannotTraceOrReadAnotherProcesssMemory() throws {
