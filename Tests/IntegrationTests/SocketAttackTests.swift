@@ -47,6 +47,46 @@ extension IntegrationTests {
             #expect(status.status == 0, "\(status)")
         }
 
+        /// Item 11: another user made the folder `replay` looks in for replayd's socket first (any
+        /// user can, where the runtime folder is shared or once was). The folder is refused, rightly,
+        /// but the person cannot remove it: replayd is started in a folder only the person can make.
+        @Test func aSocketFolderAnotherUserSquatsIsPassedForOneOnlyThePersonCanMake() throws {
+            let fixture = try ReplayFixture(desktop: nil)
+            defer { fixture.stop() }
+            // A runtime folder private now but open when the squatter came: a second name in it.
+            // One every user still shares: the person's state folder, in their home.
+            for shared in [false, true] {
+                let runtime = fixture.file(shared ? "shared-runtime" : "runtime")
+                try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o1777])
+                let squatted = runtime.appendingPathComponent("openreplaykit")
+                let made = try Command.run("/usr/sbin/runuser", ["-u", SecretsAttacks.otherUser, "--", "mkdir", "-m", "0777", squatted.path])
+                #expect(made.status == 0, "\(made)")
+                if !shared { #expect(chmod(runtime.path, 0o700) == 0) }
+                let fallback = shared ? fixture.file("state/openreplaykit/runtime") : runtime.appendingPathComponent("openreplaykit-\(geteuid())")
+
+                // `replay status` with no socket named starts replayd where it looks.
+                let status = try Command.run(ReplayFixture.replay, ["status"], environment: fixture.environment(["XDG_RUNTIME_DIR": runtime.path]),
+                                             timeout: 60)
+                let pid = status.stdout.firstMatch(of: /replayd pid (\d+)/).flatMap { pid_t($0.1) }
+                defer { if let pid { Self.stopDaemon(pid) } }
+                #expect(status.status == 0, "\(status)")
+                #expect(pid != nil, "\(status)")
+                #expect(status.stderr.contains("\(squatted.path) belongs to uid 65534 (\(SecretsAttacks.otherUser))")
+                        && status.stderr.contains("sudo -u \(SecretsAttacks.otherUser) rm -r '\(squatted.path)'")
+                        && status.stderr.contains("using \(fallback.path) instead"), "\(status)")
+                #expect(FileManager.default.fileExists(atPath: fallback.appendingPathComponent("replayd.sock").path))
+                #expect(try FileManager.default.contentsOfDirectory(atPath: squatted.path) == [], "the squatter's folder was written to")
+            }
+        }
+
+        /// Ends a replayd that `replay` started (detached), and waits until it is gone.
+        static func stopDaemon(_ pid: pid_t) {
+            // Gone, or a zombie nobody reaps yet: replay, its parent, has exited.
+            let gone = { (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)).map { $0.contains(") Z ") } ?? true }
+            kill(pid, SIGTERM)
+            if poll(timeout: 10, every: 0.05, { gone() ? true : nil }) == nil { kill(pid, SIGKILL) }
+        }
+
         static func lines(_ text: String) -> Int { text.split(separator: "\n").count }
 
         /// Sends raw bytes and returns everything the daemon answers until it closes the connection.
