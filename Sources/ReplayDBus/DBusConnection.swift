@@ -63,6 +63,13 @@ public final class DBusConnection {
     /// is a duplicate the caller owns.
     public func call(destination: String, path: String, interface: String, member: String,
                      _ arguments: [DBusValue], timeout: Double) throws(DBusError) -> [DBusValue] {
+        try reply(destination: destination, path: path, interface: interface, member: member, arguments, timeout: timeout).values
+    }
+
+    /// Calls `interface.member` and returns the reply with its sender: the unique name of the
+    /// connection that owned `destination` and answered.
+    public func reply(destination: String, path: String, interface: String, member: String,
+                      _ arguments: [DBusValue], timeout: Double) throws(DBusError) -> DBusMessage {
         var message: OpaquePointer?
         var result = sd_bus_message_new_method_call(bus, &message, destination, path, interface, member)
         guard result >= 0, let message else { throw Self.failure("\(member): cannot build the call", result) }
@@ -81,19 +88,22 @@ public final class DBusConnection {
             throw DBusError(name: name, message: "\(interface).\(member) failed: \(text)", timedOut: result == -ETIMEDOUT)
         }
         defer { sd_bus_message_unref(reply) }
-        return Self.readAll(reply)
+        return DBusMessage(sender: Self.sender(of: reply), values: Self.readAll(reply))
     }
 
-    /// Starts collecting the `interface.member` signals sent from `path`.
-    public func subscribe(path: String, interface: String, member: String) throws(DBusError) -> DBusSubscription {
+    /// Starts collecting the `interface.member` signals sent from `path`; with `sender`, the bus
+    /// delivers only those of the connection that owns that name. Any client may still send a
+    /// signal straight to this connection, which sd-bus cannot tell from a well-known name's:
+    /// whoever acts on one checks its `sender`.
+    public func subscribe(path: String, interface: String, member: String, sender: String? = nil) throws(DBusError) -> DBusSubscription {
         let subscription = DBusSubscription(connection: self)
         var slot: OpaquePointer?
         // Synchronous: the match is in place on the bus when this returns, before any call
         // that could make the signal be sent.
-        let result = sd_bus_match_signal(bus, &slot, nil, path, interface, member, { message, userdata, _ in
+        let result = sd_bus_match_signal(bus, &slot, sender, path, interface, member, { message, userdata, _ in
             guard let message, let userdata else { return 0 }
             let box = Unmanaged<DBusSubscription>.fromOpaque(userdata).takeUnretainedValue()
-            box.received.append(DBusConnection.readAll(message))
+            box.received.append(DBusMessage(sender: DBusConnection.sender(of: message), values: DBusConnection.readAll(message)))
             return 0
         }, Unmanaged.passUnretained(subscription).toOpaque())
         guard result >= 0, let slot else { throw Self.failure("cannot subscribe to \(interface).\(member) on \(path)", result) }
@@ -204,6 +214,11 @@ public final class DBusConnection {
         }
     }
 
+    /// The unique name the bus stamped on `message` (never what its sender claims).
+    static func sender(of message: OpaquePointer) -> String {
+        sd_bus_message_get_sender(message).map { String(cString: $0) } ?? ""
+    }
+
     private static func errnoText(_ result: Int32) -> String { String(cString: strerror(-result)) }
 
     private static func failure(_ what: String, _ result: Int32) -> DBusError {
@@ -211,16 +226,28 @@ public final class DBusConnection {
     }
 }
 
+/// A reply or a signal: who sent it, as the bus says, and its body.
+public struct DBusMessage: Sendable {
+    /// The sender's unique name (`:1.42`); empty on a bus without names.
+    public let sender: String
+    public let values: [DBusValue]
+}
+
 /// Signals collected for one match rule, read with `next`.
 public final class DBusSubscription {
     let connection: DBusConnection
     var slot: OpaquePointer?
-    fileprivate(set) var received: [[DBusValue]] = []
+    fileprivate(set) var received: [DBusMessage] = []
 
     init(connection: DBusConnection) { self.connection = connection }
 
     /// The next signal's body, waiting up to `timeout` seconds; nil when none came.
     public func next(timeout: Double) throws(DBusError) -> [DBusValue]? {
+        try nextSignal(timeout: timeout)?.values
+    }
+
+    /// The next signal with its sender, waiting up to `timeout` seconds; nil when none came.
+    public func nextSignal(timeout: Double) throws(DBusError) -> DBusMessage? {
         let deadline = MonotonicClock.nanoseconds() + Int64(timeout * 1e9)
         while received.isEmpty {
             let left = Double(deadline - MonotonicClock.nanoseconds()) / 1e9
@@ -230,8 +257,13 @@ public final class DBusSubscription {
         return received.removeFirst()
     }
 
-    /// Every signal that has arrived by now, without waiting (what the bus has queued is handled first).
+    /// Every signal's body that has arrived by now, without waiting (what the bus has queued is handled first).
     public func drain() throws(DBusError) -> [[DBusValue]] {
+        try drainSignals().map(\.values)
+    }
+
+    /// Every signal that has arrived by now, with its sender, without waiting.
+    public func drainSignals() throws(DBusError) -> [DBusMessage] {
         while try connection.processPending() {}
         defer { received = [] }
         return received

@@ -82,8 +82,7 @@ final class ClientConnection: @unchecked Sendable {
     /// Bytes that are not a frame (too long, truncated): said, and the connection closed.
     func receivedMalformed(_ error: any Error) {
         queue.async { [self] in
-            daemon.logger.warning("rejected a malformed request: \(error)", metadata: ["peer": "\(peerDescription)"])
-            refuse(Refusal(code: .malformedRequest, message: "\(error)", closing: true))
+            refuse(Refusal(code: .malformedRequest, message: "\(error)", closing: true), warning: "rejected a malformed request: \(error)")
         }
     }
 
@@ -98,8 +97,8 @@ final class ClientConnection: @unchecked Sendable {
         do {
             request = try JSONDecoder().decode(ClientRequest.self, from: Data(json))
         } catch {
-            daemon.logger.warning("rejected a malformed request: \(error)", metadata: ["peer": "\(peerDescription)"])
-            refuse(Refusal(code: .malformedRequest, message: ProtocolError.malformed(explaining: error).description, closing: true))
+            let explained = ProtocolError.malformed(explaining: error).description
+            refuse(Refusal(code: .malformedRequest, message: explained, closing: true), warning: "rejected a malformed request: \(explained)")
             return
         }
         switch handshake.admit(request, daemonPID: getpid()) {
@@ -120,10 +119,13 @@ final class ClientConnection: @unchecked Sendable {
         }
     }
 
-    private func refuse(_ refusal: Refusal) {
+    /// Answers with the refusal; one that closes the connection is logged (`warning`, or its
+    /// message), a few a second at most across all connections.
+    private func refuse(_ refusal: Refusal, warning: String? = nil) {
         try? channel.send(DaemonEvent.error(code: refusal.code, message: refusal.message))
         if refusal.closing {
-            daemon.logger.warning("closed a connection after: \(refusal.message)", metadata: ["peer": "\(peerDescription)"])
+            daemon.logRateLimited(warning.map { "\($0); the connection was closed" } ?? "closed a connection after: \(refusal.message)",
+                                  peer: peer, .refusal)
             isOver = true
             channel.close()
         }

@@ -96,6 +96,14 @@ public final class Daemon: Sendable, PickerBackend {
     private let personCheck: PersonCheck
     /// Warnings about admitted or refused clients, a few a second at most.
     private let admissionWarnings = Mutex(RateLimit(perSecond: 5))
+    /// Warnings about connections closed for what they sent (malformed requests above all),
+    /// shared by every connection: a client can open thousands a second, each with one.
+    private let refusalWarnings = Mutex(RateLimit(perSecond: 5))
+
+    enum ClientWarning {
+        case admission
+        case refusal
+    }
     let state = Mutex(State())
 
     struct State {
@@ -231,11 +239,14 @@ public final class Daemon: Sendable, PickerBackend {
     }
 
     /// A warning about a client, a few a second at most: a flood of clients is a few lines.
-    private func logRateLimited(_ message: String, peer: PeerIdentity?) {
-        guard let unsaid = admissionWarnings.withLock({ $0.admit() }) else { return }
-        var metadata: Logger.Metadata = ["peer": "\(peer?.description ?? "unknown peer")"]
-        if unsaid > 0 { metadata["warnings not logged before"] = "\(unsaid)" }
-        logger.warning("\(message)", metadata: metadata)
+    func logRateLimited(_ message: String, peer: PeerIdentity?, _ kind: ClientWarning = .admission) {
+        let admitted = switch kind {
+        case .admission: admissionWarnings.withLock { $0.admit() }
+        case .refusal: refusalWarnings.withLock { $0.admit() }
+        }
+        guard let unsaid = admitted else { return }
+        let held = unsaid > 0 ? " (\(unsaid) more before it not logged)" : ""
+        logger.warning("\(message)\(held)", metadata: ["peer": "\(peer?.description ?? "unknown peer")"])
     }
 
     /// A connection's clean-up is done: its place is free again.

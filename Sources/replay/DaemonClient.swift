@@ -40,8 +40,12 @@ enum DaemonClient {
         for (key, value) in environment { merged[key] = value }
         // $OPENREPLAYKIT_SOCKET names the daemon of a virtual desktop (replay-demo-scene
         // --desktop): every command reaches that one, never a second on the default socket.
-        let path = socket ?? merged[ReplayPaths.socketVariable].flatMap { $0.isEmpty ? nil : $0 }
-            ?? ReplayPaths.defaultSocket(environment: merged).path
+        let named = socket ?? merged[ReplayPaths.socketVariable].flatMap { $0.isEmpty ? nil : $0 }
+        let path = named ?? ReplayPaths.defaultSocket(environment: merged).path
+        // The person cannot remove another user's folder: say whose it is, how it goes, and where replayd is instead.
+        if named == nil, let squat = ReplayPaths.squat(of: ReplayPaths.preferredRuntimeDirectory(environment: merged)) {
+            printError("replay: \(squat); using \(URL(fileURLWithPath: path).deletingLastPathComponent().path) instead")
+        }
         // Nobody listening (a SystemError) starts a daemon; one that answers but does not
         // welcome us (a HandshakeError: another protocol version, ...) is reported as it is.
         do { return try MessageChannel.connect(path: path, client: "replay") } catch is SystemError {}

@@ -1,6 +1,9 @@
 import Foundation
 import ReplaySystem
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The folders replayd keeps its socket, store and token in are made private; a folder
 /// every user shares is refused, never made private (a socket named in /tmp once made /tmp
@@ -37,5 +40,24 @@ import Testing
         // A folder of its own inside it is fine.
         try ReplayPaths.makePrivateDirectory(shared.appendingPathComponent("mine"))
         #expect(try mode(shared.appendingPathComponent("mine")) == 0o700)
+    }
+
+    /// Something not a folder of this user's at the runtime folder's name (here a file; another
+    /// user's folder alike) is passed over for a name nobody else can take first.
+    @Test func aTakenRuntimeFolderNameIsPassedForOneOnlyThisUserCanMake() throws {
+        let runtime = try scratch()
+        defer { try? FileManager.default.removeItem(at: runtime) }
+        let environment = ["XDG_RUNTIME_DIR": runtime.path, "XDG_STATE_HOME": runtime.appendingPathComponent("state").path]
+        #expect(ReplayPaths.runtimeDirectory(environment: environment).path == runtime.appendingPathComponent("openreplaykit").path)
+        #expect(FileManager.default.createFile(atPath: runtime.appendingPathComponent("openreplaykit").path, contents: Data()))
+        #expect(ReplayPaths.squat(of: runtime.appendingPathComponent("openreplaykit"))?.description.contains("rm '") == true)
+
+        // Nobody else can make names in the runtime folder: a second name there.
+        #expect(chmod(runtime.path, 0o700) == 0)
+        #expect(ReplayPaths.runtimeDirectory(environment: environment).path == runtime.appendingPathComponent("openreplaykit-\(geteuid())").path)
+        // Everybody can: the state folder, in the user's home.
+        #expect(chmod(runtime.path, 0o1777) == 0)
+        #expect(ReplayPaths.runtimeDirectory(environment: environment).path == runtime.appendingPathComponent("state/openreplaykit/runtime").path)
+        #expect(ReplayPaths.defaultSocket(environment: environment).path == runtime.appendingPathComponent("state/openreplaykit/runtime/replayd.sock").path)
     }
 }

@@ -26,6 +26,15 @@ final class DesktopNotifications: CaptureIndicator {
         case notice(IndicatedNotice)
     }
 
+    /// A notification as the server that showed it knows it. Any client of the session bus can
+    /// send an ActionInvoked signal naming any id: only the connection that answered Notify
+    /// with this id speaks for it.
+    private struct ShownID: Hashable {
+        /// The unique bus name that sent Notify's reply.
+        let server: String
+        let id: UInt32
+    }
+
     private let requests = Mutex<[Request]>([])
     private let stopping = StopFlag()
     /// Why the notification service is no longer reached, once it went away.
@@ -47,8 +56,10 @@ final class DesktopNotifications: CaptureIndicator {
     private init(busAddress: String?, logger: Logger) throws {
         self.logger = logger
         let connection = try DBusConnection(address: busAddress)
-        let actions = try connection.subscribe(path: Self.path, interface: Self.interface, member: "ActionInvoked")
-        let closes = try connection.subscribe(path: Self.path, interface: Self.interface, member: "NotificationClosed")
+        // The bus delivers only the name owner's broadcasts; signals sent straight to this
+        // connection are checked against the server that showed the notification (`run`).
+        let actions = try connection.subscribe(path: Self.path, interface: Self.interface, member: "ActionInvoked", sender: Self.interface)
+        let closes = try connection.subscribe(path: Self.path, interface: Self.interface, member: "NotificationClosed", sender: Self.interface)
         _ = try connection.call(destination: Self.interface, path: Self.path, interface: Self.interface,
                                 member: "GetServerInformation", [], timeout: 2)
         let owned = UncheckedBox((connection, actions, closes))
@@ -88,7 +99,7 @@ final class DesktopNotifications: CaptureIndicator {
     static let path = "/org/freedesktop/Notifications"
 
     private func run(connection: DBusConnection, actions: DBusSubscription, closes: DBusSubscription) {
-        var shown: [UInt32: Shown] = [:]
+        var shown: [ShownID: Shown] = [:]
         while true {
             let last = stopping.isRaised
             for request in requests.withLock({ queued in defer { queued = [] }; return queued }) {
@@ -107,8 +118,8 @@ final class DesktopNotifications: CaptureIndicator {
                 case .hide(let captureID):
                     for case (let id, .capture(let capture, _)) in shown where capture.id == captureID {
                         shown[id] = nil
-                        _ = try? connection.call(destination: Self.interface, path: Self.path, interface: Self.interface,
-                                                 member: "CloseNotification", [.uint32(id)], timeout: 2)
+                        _ = try? connection.call(destination: id.server, path: Self.path, interface: Self.interface,
+                                                 member: "CloseNotification", [.uint32(id.id)], timeout: 2)
                         _ = notify(capture.endedSummary, "", actions: [], resident: false, on: connection)
                     }
                 case .tell(let notice):
@@ -121,15 +132,17 @@ final class DesktopNotifications: CaptureIndicator {
             }
             if last { return }
             do {
-                // ActionInvoked (id, action key).
-                while let signal = try actions.next(timeout: 0.1) {
-                    guard let id = signal.first?.uint32, let entry = shown[id] else { continue }
-                    act(on: entry, key: signal.dropFirst().first?.string ?? "default")
+                // ActionInvoked (id, action key), heeded only from the server that showed that id.
+                while let signal = try actions.nextSignal(timeout: 0.1) {
+                    guard let number = signal.values.first?.uint32 else { continue }
+                    let id = ShownID(server: signal.sender, id: number)
+                    guard let entry = shown[id] else { continue }
+                    act(on: entry, key: signal.values.dropFirst().first?.string ?? "default")
                     if case .notice = entry { shown[id] = nil }
                 }
                 // NotificationClosed (id, reason): dismissed; the capture goes on, unannounced.
-                for signal in try closes.drain() {
-                    if let id = signal.first?.uint32 { shown[id] = nil }
+                for signal in try closes.drainSignals() {
+                    if let number = signal.values.first?.uint32 { shown[ShownID(server: signal.sender, id: number)] = nil }
                 }
             } catch {
                 logger.warning("the desktop's notification service went away: captures are no longer announced (\(error))")
@@ -158,24 +171,25 @@ final class DesktopNotifications: CaptureIndicator {
         }
     }
 
-    private func notify(_ capture: IndicatedCapture, _ controls: IndicatorControls, replacing: UInt32 = 0,
-                        on connection: DBusConnection) -> UInt32? {
+    private func notify(_ capture: IndicatedCapture, _ controls: IndicatorControls, replacing: ShownID? = nil,
+                        on connection: DBusConnection) -> ShownID? {
         notify(capture.summary, capture.body, actions: capture.actions(pausable: controls.setPaused != nil), resident: true,
                replacing: replacing, on: connection)
     }
 
-    /// Notify(app name, replaces id, icon, summary, body, actions, hints, timeout): the id.
-    /// A resident one stays until closed; another goes after `timeout` milliseconds.
+    /// Notify(app name, replaces id, icon, summary, body, actions, hints, timeout): the id, with
+    /// the server that answered. A resident one stays until closed; another goes after `timeout` milliseconds.
     private func notify(_ summary: String, _ body: String, actions: [IndicatedAction], resident: Bool, timeout: Int32 = 5000,
-                        replacing: UInt32 = 0, on connection: DBusConnection) -> UInt32? {
+                        replacing: ShownID? = nil, on connection: DBusConnection) -> ShownID? {
         var hints: [String: DBusValue] = ["urgency": .byte(resident ? 1 : 0), "category": .string("device")]
         if resident { hints["resident"] = .bool(true) }
-        let reply = try? connection.call(
+        let reply = try? connection.reply(
             destination: Self.interface, path: Self.path, interface: Self.interface, member: "Notify",
-            [.string("OpenReplayKit"), .uint32(replacing), .string(resident ? "media-record" : "media-playback-stop"), .string(summary),
+            [.string("OpenReplayKit"), .uint32(replacing?.id ?? 0), .string(resident ? "media-record" : "media-playback-stop"), .string(summary),
              .string(body), .array(element: "s", actions.flatMap { [DBusValue.string($0.key), .string($0.label)] }), .options(hints),
              .int32(resident ? 0 : timeout)],
             timeout: 2)
-        return reply?.first?.uint32
+        guard let reply, let id = reply.values.first?.uint32 else { return nil }
+        return ShownID(server: reply.sender, id: id)
     }
 }

@@ -1,0 +1,107 @@
+import Foundation
+import ReplayIPC
+import ReplaySystem
+import ReplayTesting
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension IntegrationTests {
+    /// Issue 27: what anyone who can reach replayd's socket, or the folder it lives in, can do
+    /// to the person's daemon and log.
+    @Suite struct SocketAttacks {
+        /// Item 4: every malformed request was a warning of its own, so a client filled the system
+        /// log as fast as it could connect (20,000 requests, 8.5 MB in 14 s).
+        @Test func aFloodOfMalformedRequestsAddsAFewLinesToTheLogAndCountsTheRest() throws {
+            let fixture = try ReplayFixture(desktop: nil)
+            defer { fixture.stop() }
+            // The level replayd runs at (the fixture's debug level logs every connection).
+            try fixture.startDaemon(["--log-level", "info"])
+            let linesBefore = Self.lines(fixture.daemonLog)
+
+            let flood = 5_000
+            for round in 0..<flood {
+                // Half are not frames at all (a header announcing 2 GiB), half frame something that is not a request.
+                let json = Array(#"{"launchMissiles":\#(round)}"#.utf8)
+                let bytes = round % 2 == 0 ? [0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0] : FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: 0) + json
+                let reply = try Self.exchange(try UnixSocket.connect(path: fixture.socket), bytes: bytes)
+                if round < 2 { #expect(reply.contains("malformedRequest"), "\(reply)") }
+            }
+            // One more after the last window has passed: its line counts the flood's tail.
+            Thread.sleep(forTimeInterval: 1.2)
+            _ = try Self.exchange(try UnixSocket.connect(path: fixture.socket), bytes: [0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0])
+
+            let log = fixture.daemonLog
+            let added = Self.lines(log) - linesBefore
+            #expect(added < 200, "the flood added \(added) lines:\n\(log.suffix(2000))")
+            let logged = log.components(separatedBy: "rejected a malformed request").count - 1
+            let unsaid = try NSRegularExpression(pattern: #"\((\d+) more before it not logged\)"#)
+                .matches(in: log, range: NSRange(log.startIndex..., in: log))
+                .compactMap { Range($0.range(at: 1), in: log).flatMap { Int(log[$0]) } }
+            #expect(!unsaid.isEmpty, "the log never says how many were not logged:\n\(log.suffix(2000))")
+            #expect(logged + unsaid.reduce(0, +) == flood + 1, "\(logged) logged, \(unsaid.reduce(0, +)) counted")
+
+            #expect(fixture.daemon?.isRunning == true)
+            let status = try fixture.replay(["status"])
+            #expect(status.status == 0, "\(status)")
+        }
+
+        /// Item 11: another user made the folder `replay` looks in for replayd's socket first (any
+        /// user can, where the runtime folder is shared or once was). The folder is refused, rightly,
+        /// but the person cannot remove it: replayd is started in a folder only the person can make.
+        @Test func aSocketFolderAnotherUserSquatsIsPassedForOneOnlyThePersonCanMake() throws {
+            let fixture = try ReplayFixture(desktop: nil)
+            defer { fixture.stop() }
+            // A runtime folder private now but open when the squatter came: a second name in it.
+            // One every user still shares: the person's state folder, in their home.
+            for shared in [false, true] {
+                let runtime = fixture.file(shared ? "shared-runtime" : "runtime")
+                try FileManager.default.createDirectory(at: runtime, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o1777])
+                let squatted = runtime.appendingPathComponent("openreplaykit")
+                let made = try Command.run("/usr/sbin/runuser", ["-u", SecretsAttacks.otherUser, "--", "mkdir", "-m", "0777", squatted.path])
+                #expect(made.status == 0, "\(made)")
+                if !shared { #expect(chmod(runtime.path, 0o700) == 0) }
+                let fallback = shared ? fixture.file("state/openreplaykit/runtime") : runtime.appendingPathComponent("openreplaykit-\(geteuid())")
+
+                // `replay status` with no socket named starts replayd where it looks.
+                let status = try Command.run(ReplayFixture.replay, ["status"], environment: fixture.environment(["XDG_RUNTIME_DIR": runtime.path]),
+                                             timeout: 60)
+                let pid = status.stdout.firstMatch(of: /replayd pid (\d+)/).flatMap { pid_t($0.1) }
+                defer { if let pid { Self.stopDaemon(pid) } }
+                #expect(status.status == 0, "\(status)")
+                #expect(pid != nil, "\(status)")
+                #expect(status.stderr.contains("\(squatted.path) belongs to uid 65534 (\(SecretsAttacks.otherUser))")
+                        && status.stderr.contains("sudo -u \(SecretsAttacks.otherUser) rm -r '\(squatted.path)'")
+                        && status.stderr.contains("using \(fallback.path) instead"), "\(status)")
+                #expect(FileManager.default.fileExists(atPath: fallback.appendingPathComponent("replayd.sock").path))
+                #expect(try FileManager.default.contentsOfDirectory(atPath: squatted.path) == [], "the squatter's folder was written to")
+            }
+        }
+
+        /// Ends a replayd that `replay` started (detached), and waits until it is gone.
+        static func stopDaemon(_ pid: pid_t) {
+            // Gone, or a zombie nobody reaps yet: replay, its parent, has exited.
+            let gone = { (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)).map { $0.contains(") Z ") } ?? true }
+            kill(pid, SIGTERM)
+            if poll(timeout: 10, every: 0.05, { gone() ? true : nil }) == nil { kill(pid, SIGKILL) }
+        }
+
+        static func lines(_ text: String) -> Int { text.split(separator: "\n").count }
+
+        /// Sends raw bytes and returns everything the daemon answers until it closes the connection.
+        static func exchange(_ fd: Int32, bytes: [UInt8]) throws -> String {
+            defer { close(fd) }
+            _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            shutdown(fd, Int32(SHUT_WR))
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if count <= 0 { break }
+                received += buffer[..<count]
+            }
+            return String(decoding: received, as: UTF8.self)
+        }
+    }
+}
