@@ -212,7 +212,7 @@ public final class Daemon: Sendable, PickerBackend {
         var facts: ProcessFacts?
         let peer = try? PeerIdentity(socket: fd) { [inspector = configuration.inspector] pid in
             facts = inspector.facts(of: pid)
-            return facts?.executable
+            return facts.flatMap(Self.executableName(of:))
         }
         let verdict = peer.map { personCheck.verdict(uid: $0.uid, facts: facts) } ?? .app(mistrusted: nil)
         let isPerson = verdict == .person
@@ -236,6 +236,18 @@ public final class Daemon: Sendable, PickerBackend {
             logger.debug("client connected", metadata: ["peer": "\(connection.peerDescription)", "role": "\(connection.role)"])
             return connection
         }
+    }
+
+    /// How a client's executable is named, to consent policies, prompts and the indicator. A
+    /// process outside the daemon's user and mount namespaces (`unshare -Urm`, a sandbox) can
+    /// bind any program over any path, so the path it shows is not who it is: it is named by
+    /// what it is, the file's device and inode, and said to be in a namespace of its own. A
+    /// policy naming the path never matches that.
+    static func executableName(of facts: ProcessFacts) -> String? {
+        guard let path = facts.executable else { return nil }
+        guard !facts.sharesNamespaces else { return path }
+        let file = facts.executableFile.map { "device \($0.device) inode \($0.inode)" } ?? "an unreadable file"
+        return "\(path) [in a namespace of its own: \(file)]"
     }
 
     /// A warning about a client, a few a second at most: a flood of clients is a few lines.

@@ -30,6 +30,22 @@ import Testing
         #expect(check.verdict(uid: 1000, facts: sandboxed).mistrust?.contains("namespace") == true)
     }
 
+    /// An app outside the daemon's namespaces is named by its file, never by a path it could
+    /// have bound anything over: a consent policy naming that path does not match it.
+    @Test func anAppInANamespaceOfItsOwnIsNamedByWhatItIs() throws {
+        var app = genuine
+        app.executable = "/usr/bin/obs"
+        #expect(Daemon.executableName(of: app) == "/usr/bin/obs")
+        app.sharesNamespaces = false
+        let file = try #require(app.executableFile)
+        let name = try #require(Daemon.executableName(of: app))
+        #expect(name == "/usr/bin/obs [in a namespace of its own: device \(file.device) inode \(file.inode)]")
+        let policy = ConsentPolicy(default: .deny, apps: ["/usr/bin/obs": .allow])
+        #expect(policy.answer(for: "/usr/bin/obs") == .allow)
+        #expect(policy.answer(for: name) == .deny)
+        #expect(Daemon.applicationName(executable: name) == "obs [in a namespace of its own: device \(file.device) inode \(file.inode)]")
+    }
+
     @Test func anotherFileAtReplaysPathIsMistrusted() {
         var impostor = genuine
         impostor.executableFile = FileIdentity(path: "/bin/sh")
