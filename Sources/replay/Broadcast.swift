@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReplayIPC
+import ReplaySystem
 
 extension Replay {
     struct Broadcast: ParsableCommand {
@@ -239,12 +240,23 @@ struct SetupValues {
     /// Refuses, before anything is sent, a secret field typed out on the command line.
     static func refuseSecretsOnCommandLine(_ setup: SetupValues, extensionID: String, socket: String?) throws {
         guard !setup.onCommandLine.isEmpty else { return }
+        // A secret inside a URL (an SRT passphrase, a key in the query, a password) is one too.
+        for key in setup.onCommandLine.sorted() {
+            let secrets = URLSecrets.carried(by: setup.values[key] ?? "")
+            guard !secrets.isEmpty else { continue }
+            throw DaemonClient.Failure(description: """
+                '\(key)' carries \(secrets.joined(separator: " and ")) in its URL, and every user of this computer can read a \
+                command line (ps, /proc/PID/cmdline); it was not sent. It has been readable while this command ran: change that \
+                secret. Give the URL without it, and the secret in the extension's own secret setting (such as --setup \
+                passphrase=@FILE for SRT, key=@FILE for RTMP), read from a file only you can read or from standard input (=-)
+                """)
+        }
         let extensions = try DaemonClient.ask(.listExtensions, socket: socket) { if case .extensions(let list) = $0 { list } else { nil } }
         guard let manifest = extensions.first(where: { $0.manifest.id == extensionID })?.manifest else { return }
         for field in manifest.setupFields where field.kind == .secret && setup.onCommandLine.contains(field.key) {
             throw DaemonClient.Failure(description: """
                 '\(field.key)' (\(field.label)) is a secret, and every user of this computer can read a command line \
-                (ps, /proc/PID/cmdline); it was not sent. Pass it as --setup \(field.key)=@FILE (read from a file only you can read), \
+                (ps, /proc/PID/cmdline); it was not sent. It has been readable while this command ran: change it. Pass it as --setup \(field.key)=@FILE (read from a file only you can read), \
                 --setup \(field.key)=- (read from standard input), or as a line \(field.key)=VALUE in --setup-file FILE
                 """)
         }

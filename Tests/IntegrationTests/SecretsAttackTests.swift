@@ -278,6 +278,42 @@ extension IntegrationTests {
             #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
         }
 
+        /// An SRT passphrase (or any secret) inside a URL typed on the command line is refused
+        /// before anything is sent, and the refusal says it was exposed; given as the secret
+        /// setting of its own, from a file, it opens an encrypted listener and is on no
+        /// command line but the listener's own.
+        @Test func aSecretInsideAURLIsRefusedAndItsOwnSecretSettingWorks() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240))
+            defer { fixture.stop() }
+            let passphrase = "pp-" + UUID().uuidString.lowercased().prefix(20)
+            let listener = try SRTListener(output: fixture.file("received.ts"), passphrase: String(passphrase))
+            try fixture.startDaemon(Upload.installExtensions(in: fixture))
+
+            let typed = try fixture.replay(["broadcast", "start", "--extension", "srt", "--setup", "url=\(listener.url)?passphrase=\(passphrase)"])
+            #expect(typed.status != 0 && typed.stderr.contains("carries passphrase= in its URL") && typed.stderr.contains("change that secret"),
+                    "\(typed)")
+            #expect(try Broadcast.status(fixture).isEmpty, "a URL with a secret typed on the command line was used")
+            let key = try fixture.replay(["broadcast", "start", "--extension", "rtmp", "--setup", "url=rtmp://127.0.0.1/live", "--setup", "key=sk-1"])
+            #expect(key.status != 0 && key.stderr.contains("It has been readable while this command ran: change it"), "\(key)")
+
+            let secretFile = fixture.file("srt-passphrase")
+            try Data((passphrase + "\n").utf8).write(to: secretFile)
+            chmod(secretFile.path, 0o600)
+            let start = try fixture.replay(["broadcast", "start", "--extension", "srt", "--setup", "url=\(listener.url)",
+                                            "--setup", "passphrase=@\(secretFile.path)"])
+            #expect(start.status == 0, "\(start)")
+            // The listener is encrypted: "live" means the passphrase arrived.
+            let live = try Broadcast.waitForStatus(fixture, timeout: 15) { Upload.connection($0) == "live" }
+            #expect(Upload.connection(live) == "live", "\(String(describing: try? Broadcast.latestStatus(fixture)))\n\(fixture.daemonLog.suffix(1500))")
+            let listenerPID = "\(listener.command.process.pid)"
+            let exposed = try Self.everyCommandLineWithPID().filter { $0.line.contains(passphrase) && $0.pid != listenerPID }
+            #expect(exposed.isEmpty, "the passphrase is on a command line: \(exposed)")
+            #expect(!(try Broadcast.latestStatus(fixture).map { "\($0)" } ?? "").contains(passphrase), "the status shows it")
+            #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
+            _ = try Broadcast.waitUntilOver(fixture)
+            _ = listener.finish()
+        }
+
         // MARK: helpers
 
         /// A recording of the person's, one second long; its id.
@@ -291,6 +327,14 @@ extension IntegrationTests {
             let result = try fixture.replay(["recordings", "preview", id])
             #expect(result.status == 0, "\(result)")
             return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        /// Every process's command line with its pid.
+        static func everyCommandLineWithPID() throws -> [(pid: String, line: String)] {
+            let pids = try FileManager.default.contentsOfDirectory(atPath: "/proc").filter { $0.allSatisfy(\.isNumber) }
+            return pids.compactMap { pid in
+                FileManager.default.contents(atPath: "/proc/\(pid)/cmdline").map { (pid, String(decoding: $0, as: UTF8.self)) }
+            }
         }
 
         /// Every process's command line, its arguments joined by spaces (read as root: all of them).

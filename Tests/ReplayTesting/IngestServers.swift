@@ -190,11 +190,13 @@ public final class SRTListener: @unchecked Sendable {
 
     public var url: String { "srt://127.0.0.1:\(port)" }
 
-    public init(output: URL) throws {
+    /// - Parameter passphrase: an encrypted listener: only a caller with the same passphrase connects.
+    public init(output: URL, passphrase: String? = nil) throws {
         port = try LoopbackPort.free()
         self.output = output
+        let encryption = passphrase.map { "&passphrase=\($0)" } ?? ""
         command = try Command.start(Command.which("ffmpeg"), [
-            "-hide_banner", "-loglevel", "warning", "-y", "-i", "srt://127.0.0.1:\(port)?mode=listener&listen_timeout=60000000",
+            "-hide_banner", "-loglevel", "warning", "-y", "-i", "srt://127.0.0.1:\(port)?mode=listener&listen_timeout=60000000\(encryption)",
             "-c", "copy", "-f", "mpegts", output.path,
         ])
     }

@@ -17,12 +17,42 @@ import Testing
     }
 
     @Test func screencastModeKeepsTheNativeSize() throws {
-        let settings = try UploadSettings(service: .srt, setup: ["url": "srt://10.0.0.1:9000?passphrase=hunter22hunter22", "mode": "screencast",
+        let settings = try UploadSettings(service: .srt, setup: ["url": "srt://10.0.0.1:9000?latency=200000", "mode": "screencast",
                                                                   "fps": "15", "bitrate": "800"])
         #expect(settings.video.format == .native && settings.fps == 15 && settings.videoBitRate == 800_000)
         #expect(settings.target.muxer == "mpegts")
-        #expect(settings.target.url == "srt://10.0.0.1:9000?passphrase=hunter22hunter22&mode=caller")
+        #expect(settings.target.url == "srt://10.0.0.1:9000?latency=200000&mode=caller")
         #expect(settings.target.displayURL == "srt://10.0.0.1:9000")
+    }
+
+    /// SRT's passphrase and stream id are secret settings of their own, joined to the URL only
+    /// inside the extension, escaped, and never shown.
+    @Test func srtTakesItsPassphraseAndStreamIDAsSecretsNeverInTheURL() throws {
+        let settings = try UploadSettings(service: .srt, setup: ["url": "srt://10.0.0.1:9000", "passphrase": "hunter22 & more",
+                                                                  "streamid": "#!::r=live/cam,m=publish"])
+        #expect(settings.target.url == "srt://10.0.0.1:9000?mode=caller&passphrase=hunter22%20%26%20more&streamid=%23%21%3A%3Ar%3Dlive%2Fcam%2Cm%3Dpublish")
+        #expect(settings.target.displayURL == "srt://10.0.0.1:9000")
+        for url in ["srt://10.0.0.1:9000?passphrase=hunter22hunter22", "srt://10.0.0.1:9000?mode=caller&StreamID=secret"] {
+            #expect(throws: UploadSettings.Problem.self) { try UploadSettings(service: .srt, setup: ["url": url]) }
+        }
+        do {
+            _ = try UploadSettings(service: .srt, setup: ["url": "srt://10.0.0.1:9000", "passphrase": "short"])
+            Issue.record("a 5-character passphrase was accepted")
+        } catch {
+            #expect(error.description == "passphrase must be 10 to 79 characters long")
+        }
+    }
+
+    /// A stream key in the RTMP URL's path (or its query) is refused: the key is a setting of its own.
+    @Test func rtmpRefusesAKeyInsideItsURL() {
+        for url in ["rtmp://live.example.com/app/sk-123", "rtmp://live.example.com/app?key=sk-123", "rtmp://user:pw@live.example.com/app"] {
+            do {
+                _ = try UploadSettings(service: .rtmp, setup: ["url": url, "key": "k"])
+                Issue.record("accepted \(url)")
+            } catch {
+                #expect(error.description.contains("secret setting 'key'") && error.description.contains("change"), "\(error)")
+            }
+        }
     }
 
     @Test func hlsWritesIntoAnExistingDirectoryAndNeverReconnects() throws {

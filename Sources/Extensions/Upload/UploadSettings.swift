@@ -1,6 +1,7 @@
 import Foundation
 public import ReplayCodec
 public import ReplayProcessing
+import ReplaySystem
 
 /// The ingest services the reference extensions speak.
 public enum UploadService: String, Sendable, CaseIterable {
@@ -69,7 +70,14 @@ public struct UploadSettings: Sendable, Equatable {
             }
             guard let key = value("key") else { throw Problem(description: "key (the stream key) is missing") }
             guard !key.contains("/"), !key.contains(" ") else { throw Problem(description: "the stream key cannot contain '/' or spaces") }
+            try refuseSecrets(in: url, settings: "key")
             let base = url.hasSuffix("/") ? String(url.dropLast()) : url
+            // rtmp://host/app is the server; a second path part is where a stream key goes.
+            let path = base.split(separator: "/", omittingEmptySubsequences: true).dropFirst(2)
+            guard path.count <= 1 else {
+                throw Problem(description: "url has a part after the server's application (rtmp://host/app/…), where a stream key goes, and a URL shows wherever it is written: give the server URL alone as url and the "
+                    + "key in the secret setting 'key'; if this URL was ever on a command line, change the key")
+            }
             // FFmpeg's RTMP takes the key as the last path element; it never reaches a message.
             return IngestTarget(muxer: "flv", url: "\(base)/\(key)", displayURL: base,
                                 options: ["flvflags": "no_duration_filesize"])
@@ -77,8 +85,16 @@ public struct UploadSettings: Sendable, Equatable {
             guard let url = value("url"), url.hasPrefix("srt://") else {
                 throw Problem(description: "url must be an SRT listener address such as srt://ingest.example.com:9000")
             }
-            let caller = url.contains("mode=") ? url : url + (url.contains("?") ? "&" : "?") + "mode=caller"
-            // An SRT passphrase or stream id may sit in the query; show only where it goes.
+            try refuseSecrets(in: url, settings: "passphrase' and 'streamid")
+            var parameters: [String] = url.contains("mode=") ? [] : ["mode=caller"]
+            if let passphrase = value("passphrase") {
+                // libsrt's own limits: an AES key is derived from 10 to 79 characters.
+                guard (10...79).contains(passphrase.count) else { throw Problem(description: "passphrase must be 10 to 79 characters long") }
+                parameters.append("passphrase=\(Self.queryEscaped(passphrase))")
+            }
+            if let streamID = value("streamid") { parameters.append("streamid=\(Self.queryEscaped(streamID))") }
+            let caller = parameters.isEmpty ? url : url + (url.contains("?") ? "&" : "?") + parameters.joined(separator: "&")
+            // Only where it goes is shown: never the passphrase or the stream id.
             let display = String(url.prefix { $0 != "?" })
             return IngestTarget(muxer: "mpegts", url: caller, displayURL: display)
         case .hls:
@@ -95,5 +111,20 @@ public struct UploadSettings: Sendable, Equatable {
                 options: ["hls_time": "2", "hls_list_size": "0", "hls_flags": "independent_segments+temp_file",
                           "hls_segment_filename": base.appendingPathComponent("segment-%05d.ts").path])
         }
+    }
+
+    /// A secret in the URL (a passphrase, a key, a password) is refused: a URL shows wherever
+    /// it is written (a command line, a log); the secret belongs in its own secret setting.
+    private static func refuseSecrets(in url: String, settings: String) throws(Problem) {
+        let secrets = URLSecrets.carried(by: url)
+        guard !secrets.isEmpty else { return }
+        throw Problem(description: "url carries \(secrets.joined(separator: " and ")), and a URL shows wherever it is written: give the "
+            + "URL without it and the secret in the secret setting '\(settings)'; if this URL was ever on a command line, change the secret")
+    }
+
+    /// A value as one query parameter: everything but unreserved characters percent-encoded.
+    static func queryEscaped(_ value: String) -> String {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~".utf8)
+        return value.utf8.map { allowed.contains($0) ? String(UnicodeScalar($0)) : String(format: "%%%02X", $0) }.joined()
     }
 }
