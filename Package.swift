@@ -83,7 +83,8 @@ let package = Package(
         // replayd's pages and the WebRTC extension's viewer page.
         .target(
             name: "ReplayLoopbackServer",
-            dependencies: [.product(name: "Hummingbird", package: "hummingbird"), .product(name: "Logging", package: "swift-log")],
+            dependencies: [.product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
+                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings),
         // replayd as a library: sessions, store, recording pipeline.
         .target(

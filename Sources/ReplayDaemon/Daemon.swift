@@ -142,8 +142,11 @@ public final class Daemon: Sendable, PickerBackend {
                                    logger: logger)
         let pages = LoopbackPages(consent: consent, previews: previews, store: store, logger: logger)
         self.pages = pages
+        var descriptors = rlimit()
+        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &descriptors)
+        let caps = configuration.connectionCaps.fitting(descriptors: Int(clamping: descriptors.rlim_cur))
         if let port = configuration.pagesPort {
-            pagesAddress.serve { try pages.start(port: port) }
+            pagesAddress.serve { try pages.start(port: port, connections: caps.pages) }
             // A port of the person's choosing is bound now, so a clash is reported at start.
             if port != 0 { _ = try pagesAddress.url() }
         }
@@ -159,9 +162,7 @@ public final class Daemon: Sendable, PickerBackend {
             listener = try configuration.inheritedListener ?? UnixSocket.listen(path: configuration.socketPath, backlog: 128)
         }
         clients = ClientListener(listener: listener, inherited: configuration.inheritedListener != nil, logger: logger)
-        var descriptors = rlimit()
-        getrlimit(Int32(RLIMIT_NOFILE.rawValue), &descriptors)
-        limits = ConnectionLimits(caps: configuration.connectionCaps.fitting(descriptors: Int(clamping: descriptors.rlim_cur)))
+        limits = ConnectionLimits(caps: caps)
         personCheck = PersonCheck(ownerUID: configuration.ownerUID, trustedExecutables: configuration.trustedExecutables)
         pages.attach(self)
     }

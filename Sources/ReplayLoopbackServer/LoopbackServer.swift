@@ -1,6 +1,8 @@
 import Dispatch
 public import Hummingbird
+import HummingbirdCore
 public import Logging
+import NIOCore
 import Synchronization
 
 /// A Hummingbird server on 127.0.0.1, started from synchronous code: replayd's pages and the
@@ -10,17 +12,41 @@ public enum LoopbackServer {
         public let description: String
     }
 
+    /// What one client may hold of the server. Any local user can connect to a loopback
+    /// port: without these, a few thousand idle connections took every descriptor the
+    /// process had, and held them.
+    public struct Limits: Sendable {
+        /// Connections open at once; past it new ones wait in the kernel's queue, unaccepted,
+        /// so they cost the process no descriptor.
+        public var connections: Int
+        /// A connection that sends nothing for this long is closed.
+        public var idleTimeout: Duration
+        /// A connection whose first request's head has not arrived by then is closed (one that
+        /// trickles a byte at a time is never idle).
+        public var headerTimeout: Duration
+
+        public init(connections: Int = 128, idleTimeout: Duration = .seconds(15), headerTimeout: Duration = .seconds(10)) {
+            self.connections = connections
+            self.idleTimeout = idleTimeout
+            self.headerTimeout = headerTimeout
+        }
+    }
+
     /// Serves `router` on 127.0.0.1:`port` (0 picks a free one) and returns once it listens:
     /// the port it got and the task running it (cancel it to stop). Throws when it cannot
     /// listen within 10 s.
     public static func start(
-        router: Router<BasicRequestContext>, port: Int, serverName: String, logger: Logger
+        router: Router<BasicRequestContext>, port: Int, serverName: String, limits: Limits = Limits(), logger: Logger
     ) throws -> (port: Int, task: Task<Void, any Error>) {
         let bound = Mutex<Result<Int, any Error>?>(nil)
         let ready = DispatchSemaphore(value: 0)
+        let headerTimeout = TimeAmount(limits.headerTimeout)
         let app = Application(
             router: router,
-            configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: serverName),
+            server: .http1(configuration: .init(additionalChannelHandlers: [HeaderDeadline(timeout: headerTimeout)],
+                                                idleTimeout: TimeAmount(limits.idleTimeout))),
+            configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: serverName,
+                                 availableConnectionsDelegate: MaximumAvailableConnections(limits.connections)),
             onServerRunning: { channel in
                 bound.withLock { $0 = .success(channel.localAddress?.port ?? port) }
                 ready.signal()
@@ -72,4 +98,30 @@ public enum LoopbackServer {
 private struct SendableApplication<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
+}
+
+/// Closes a connection whose first request's head has not arrived in time. It sits after
+/// HTTP decoding, so the first thing it reads is a whole request head.
+private final class HeaderDeadline: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = Any
+
+    private let timeout: TimeAmount
+    private var deadline: Scheduled<Void>?
+
+    init(timeout: TimeAmount) { self.timeout = timeout }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        deadline = context.eventLoop.scheduleTask(in: timeout) { loopBound.value.close(promise: nil) }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        deadline?.cancel()
+        deadline = nil
+        context.fireChannelRead(data)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
+    }
 }

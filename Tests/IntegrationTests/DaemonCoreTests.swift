@@ -177,9 +177,9 @@ extension IntegrationTests {
                 }
             }
             #expect(counts.allSatisfy { $0?.held == 220 }, "\(holders.map(\.outputSoFar))")
-            // 1,024 less the person's 64 and the daemon's reserve: the rest of 1,100 were told busy.
+            // 1,024 less the person's 64, the pages' 128 and the daemon's reserve: the rest of 1,100 were told busy.
             let busy = counts.compactMap { $0?.busy }.reduce(0, +)
-            #expect(busy == 1100 - (1024 - 64 - 192), "\(busy) told busy")
+            #expect(busy == 1100 - (1024 - 64 - 128 - 192), "\(busy) told busy")
 
             let status = try fixture.replay(["status", "--json"], timeout: 10)
             #expect(status.status == 0 && status.stdout.contains("\(pid)"), "\(status)")

@@ -2,6 +2,7 @@ import Foundation
 import ReplayIPC
 import ReplaySystem
 import ReplayTesting
+import ReplayVirtualDesktop
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -11,6 +12,68 @@ extension IntegrationTests {
     /// Issue 27: what anyone who can reach replayd's socket, or the folder it lives in, can do
     /// to the person's daemon and log.
     @Suite struct SocketAttacks {
+        /// Item 2: another user's 1,100 idle TCP connections to the loopback pages (their port is
+        /// in `replay status`) took every descriptor replayd had at `ulimit -n 1024`: the person's
+        /// `replay record` failed, and none was ever closed. The pages hold at most their share
+        /// (the rest wait unaccepted in the kernel), and close connections that send nothing.
+        @Test func aFloodOfIdleConnectionsToThePagesLeavesThePersonServed() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240, demoScene: false))
+            defer { fixture.stop() }
+            try fixture.startDaemon(openFiles: 1024)
+            let status = try fixture.replay(["status", "--json"])
+            let pages = try #require(status.jsonLines.first?["pagesURL"] as? String, "\(status)")
+            let port = try #require(pages.split(separator: ":").last.flatMap { Int($0) }, "\(pages)")
+            let daemon = try #require(fixture.daemon?.pid)
+            let flood = try Command.start("/usr/bin/setpriv", ["--reuid", "65534", "--regid", "65534", "--clear-groups", "/usr/bin/python3", "-c", """
+                import errno, resource, select, socket, time
+                resource.setrlimit(resource.RLIMIT_NOFILE, (4096, 4096))
+                held = []
+                for _ in range(1100):
+                    s = socket.socket()
+                    s.setblocking(False)
+                    s.connect_ex(("127.0.0.1", \(port)))
+                    held.append(s)
+                time.sleep(2)
+                print("opened", len(held), flush=True)
+                time.sleep(12)
+                closed = 0
+                for s in held:
+                    try:
+                        if s.recv(1) == b"": closed += 1
+                    except OSError as error:
+                        if error.errno != errno.EAGAIN: closed += 1
+                print("closed", closed, flush=True)
+                time.sleep(600)
+                """])
+            defer { flood.process.signal(SIGKILL); _ = flood.finish(timeout: 5) }
+            try #require(poll(timeout: 30, every: 0.1) { flood.outputSoFar.contains("opened 1100") ? true : nil } != nil, "\(flood.outputSoFar)")
+            let cpuBefore = try Self.cpuSeconds(daemon)
+            let record = try fixture.replay(["record", "--duration", "1", "--no-notify"], timeout: 60)
+            #expect(record.status == 0, "the person could not record during the flood: \(record)\n\(fixture.daemonLog.suffix(1500))")
+            Thread.sleep(forTimeInterval: 2)
+            let cpu = try Self.cpuSeconds(daemon) - cpuBefore
+            // A recording of a second is well under a second of CPU; spinning on EMFILE was most of a core.
+            #expect(cpu < 2, "replayd used \(cpu) s of CPU during the flood")
+            let closed = poll(timeout: 30, every: 0.2) { () -> Int? in
+                let words = flood.outputSoFar.split { $0.isWhitespace }
+                return words.firstIndex(of: "closed").flatMap { words.count > $0 + 1 ? Int(words[$0 + 1]) : nil }
+            }
+            // Those it accepted and that said nothing are closed; the rest never took a descriptor.
+            #expect((closed ?? 0) >= 100, "idle connections closed: \(closed.map(String.init) ?? "none")")
+            let open = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon)/fd").count) ?? 0
+            #expect(open < 1024 - 64, "replayd holds \(open) descriptors")
+            // The pages answer again.
+            let page = try Command.run(Command.which("curl"), ["-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "30", pages + "/"])
+            #expect(page.status == 0 && !page.stdout.isEmpty && page.stdout != "000", "\(page)")
+        }
+
+        /// User plus system CPU seconds a process has used.
+        static func cpuSeconds(_ pid: Int32) throws -> Double {
+            let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+            let fields = stat[stat.index(after: try #require(stat.lastIndex(of: ")")))...].split(separator: " ")
+            return Double((Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        }
+
         /// Item 4: every malformed request was a warning of its own, so a client filled the system
         /// log as fast as it could connect (20,000 requests, 8.5 MB in 14 s).
         @Test func aFloodOfMalformedRequestsAddsAFewLinesToTheLogAndCountsTheRest() throws {

@@ -18,9 +18,16 @@ import Testing
         #expect(limits.admit(uid: 3, isPerson: false) == nil)
     }
 
-    @Test func theAppsTotalFitsTheOpenFileLimit() {
-        #expect(ConnectionLimits.Caps.standard.fitting(descriptors: 1024).total == 1024 - 64 - ConnectionLimits.Caps.reserved)
-        #expect(ConnectionLimits.Caps.standard.fitting(descriptors: 1 << 20).total == 2048)
-        #expect(ConnectionLimits.Caps.standard.fitting(descriptors: 100).total == 16)
+    /// The apps' total and the pages' share both fit the open-file limit, beside the person's
+    /// allowance and the reserve: together they never take the descriptors the others need.
+    @Test func theAppsTotalAndThePagesShareFitTheOpenFileLimit() {
+        let at1024 = ConnectionLimits.Caps.standard.fitting(descriptors: 1024)
+        #expect(at1024.pages == 128)
+        #expect(at1024.total == 1024 - 64 - 128 - ConnectionLimits.Caps.reserved)
+        #expect(at1024.total + at1024.person + at1024.pages + ConnectionLimits.Caps.reserved <= 1024)
+        let large = ConnectionLimits.Caps.standard.fitting(descriptors: 1 << 20)
+        #expect(large.total == 2048 && large.pages == 128)
+        let small = ConnectionLimits.Caps.standard.fitting(descriptors: 100)
+        #expect(small.total == 16 && small.pages == 12)
     }
 }

@@ -10,6 +10,9 @@ final class ConnectionLimits: Sendable {
         var person = 64
         /// Apps' connections, all users together.
         var total = 2048
+        /// The loopback pages' connections, every client's together: any local user can open
+        /// them, so they get a share of the descriptors of their own that the socket's never gives up.
+        var pages = 128
         static let standard = Caps()
 
         /// Descriptors kept free for everything but apps' connections: recordings, extensions,
@@ -17,11 +20,12 @@ final class ConnectionLimits: Sendable {
         static let reserved = 192
 
         /// These caps, with the apps' total cut to what `descriptors` (the open-file limit)
-        /// leaves once the person's allowance and the reserve are set aside: past it a
-        /// client is told "busy" instead of `accept` failing with EMFILE for everyone.
+        /// leaves once the person's allowance, the pages' share and the reserve are set aside:
+        /// past it a client is told "busy" instead of `accept` failing with EMFILE for everyone.
         func fitting(descriptors: Int) -> Caps {
             var caps = self
-            caps.total = max(16, min(total, descriptors - person - Self.reserved))
+            caps.pages = max(8, min(pages, descriptors / 8))
+            caps.total = max(16, min(total, descriptors - person - caps.pages - Self.reserved))
             return caps
         }
     }

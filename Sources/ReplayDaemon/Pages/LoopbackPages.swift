@@ -38,14 +38,15 @@ final class LoopbackPages: Sendable {
         self.logger = logger
     }
 
-    /// Serves on 127.0.0.1:`port` (0 picks a free one); returns the base URL once listening.
-    func start(port: Int) throws -> String {
+    /// Serves on 127.0.0.1:`port` (0 picks a free one) with at most `connections` open at
+    /// once (their share of the descriptors); returns the base URL once listening.
+    func start(port: Int, connections: Int) throws -> String {
         var pageLogger = logger
         pageLogger.logLevel = .warning
         do {
             let listening = LoopbackRequestGuard<BasicRequestContext>.Port()
             let (bound, runner) = try LoopbackServer.start(router: router(port: listening), port: port, serverName: "replayd",
-                                                           logger: pageLogger)
+                                                           limits: LoopbackServer.Limits(connections: connections), logger: pageLogger)
             listening.set(bound)
             task.withLock { $0 = runner }
             return "http://127.0.0.1:\(bound)"
