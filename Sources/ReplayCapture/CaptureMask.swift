@@ -45,8 +45,13 @@ struct CaptureMask: Equatable, Sendable {
                 black = Self.removing(frame, from: black)
             }
             if case .onlyProcess(let pid) = filter {
-                keep = !isProtected && window.ownerPID == pid
-                    ? Self.adding(frame, to: keep) : Self.removing(frame, from: keep)
+                if !isProtected && window.ownerPID == pid {
+                    keep = Self.adding(frame, to: keep)
+                    // Another client's windows inside the app's own are not the app's.
+                    keep = window.foreignParts.reduce(keep) { Self.removing($1.intersection(screen), from: $0) }
+                } else {
+                    keep = Self.removing(frame, from: keep)
+                }
             }
         }
         if case .onlyProcess = filter {

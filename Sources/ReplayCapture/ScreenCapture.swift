@@ -261,7 +261,8 @@ public final class ScreenCapture: ScreenCapturing {
         if windowStack == nil { windowStack = try? WindowStack(display: display) }
         let mask: CaptureMask
         if let windowStack {
-            mask = CaptureMask(windows: windowStack.windows(), filter: options.filter, protected: protected, screen: screen)
+            let keeping: Int32? = if case .onlyProcess(let pid) = options.filter { pid } else { nil }
+            mask = CaptureMask(windows: windowStack.windows(keeping: keeping), filter: options.filter, protected: protected, screen: screen)
         } else {
             mask = CaptureMask(keep: [], black: [], screen: screen)
         }

@@ -82,6 +82,21 @@ import Testing
         #expect(coverage(mask.keep ?? []) == expected)
     }
 
+    /// A window of another client inside the app's own (reparented into it) is not the app's.
+    @Test func onlyProcessBlacksOutAnotherClientsWindowInsideItsOwn() {
+        let windows = [
+            StackedWindow(id: 1, frame: PixelRect(x: 0, y: 0, width: 100, height: 100), ownerPID: 10,
+                          foreignParts: [PixelRect(x: 10, y: 10, width: 30, height: 20), PixelRect(x: 90, y: 90, width: 200, height: 200)]),
+        ]
+        let mask = CaptureMask(windows: windows, filter: .onlyProcess(10), protected: [], screen: screen)
+        #expect(coverage(mask.keep ?? []) == coverage { x, y in
+            x < 100 && y < 100 && !((10..<40).contains(x) && (10..<30).contains(y)) && !(x >= 90 && y >= 90)
+        })
+        // Another process's foreign parts change nothing of what this one keeps.
+        let others = CaptureMask(windows: windows, filter: .onlyProcess(20), protected: [], screen: screen)
+        #expect(others.keep == [])
+    }
+
     @Test func onlyProcessBlacksOutItsOwnProtectedWindows() {
         let windows = [
             StackedWindow(id: 1, frame: PixelRect(x: 0, y: 0, width: 100, height: 100), ownerPID: 10),

@@ -58,13 +58,19 @@ public struct StackedWindow: Equatable, Sendable {
     /// False for windows with an alpha channel (depth 32): a compositor blends them with
     /// what lies beneath, so they cannot be trusted to hide it.
     public let isOpaque: Bool
+    /// Windows inside this one that another process's client made (any client may reparent
+    /// any window into its own): their frames in root coordinates. Read only for the windows
+    /// of the process an in-app capture keeps.
+    public var foreignParts: [PixelRect]
 
-    public init(id: UInt32, clientWindow: UInt32? = nil, frame: PixelRect, ownerPID: Int32?, isOpaque: Bool = true) {
+    public init(id: UInt32, clientWindow: UInt32? = nil, frame: PixelRect, ownerPID: Int32?, isOpaque: Bool = true,
+                foreignParts: [PixelRect] = []) {
         self.id = id
         self.clientWindow = clientWindow ?? id
         self.frame = frame
         self.ownerPID = ownerPID
         self.isOpaque = isOpaque
+        self.foreignParts = foreignParts
     }
 }
 
@@ -107,8 +113,9 @@ final class WindowStack {
         netWMName = atoms[1]
     }
 
-    /// The viewable top-level windows that show on the screen, bottom to top.
-    func windows() -> [StackedWindow] {
+    /// The viewable top-level windows that show on the screen, bottom to top; for those of
+    /// process `keeping`, also the windows inside them that other processes made.
+    func windows(keeping pid: Int32? = nil) -> [StackedWindow] {
         let connection = display.connection
         let clientsCookie = queryPIDs(of: 0)
         let topLevels = probe([display.root]).first?.children ?? []
@@ -124,9 +131,43 @@ final class WindowStack {
             let frame = geometry.frame.intersection(screen)
             guard !frame.isEmpty else { return nil }
             let client = clients[index] ?? top.id
+            let ownerPID = pids[owner(client)]
             return StackedWindow(
-                id: top.id, clientWindow: client, frame: frame, ownerPID: pids[owner(client)], isOpaque: geometry.depth != 32)
+                id: top.id, clientWindow: client, frame: frame, ownerPID: ownerPID, isOpaque: geometry.depth != 32,
+                foreignParts: pid != nil && ownerPID == pid ? foreignDescendants(of: top, at: geometry.frame, keeping: pid!, pids: pids) : [])
         }
+    }
+
+    /// Frames (root coordinates) of the viewable windows inside `top` whose client is not of
+    /// process `pid`, or whose process is unknown. Ownership is per window: a window another
+    /// client made and somebody reparented into the app's tree is not the app's. Past
+    /// `maximumWindows` or `maximumDepth` the whole of `top` counts as foreign (failing closed).
+    private func foreignDescendants(of top: Probe, at frame: PixelRect, keeping pid: Int32, pids: [UInt32: Int32]) -> [PixelRect] {
+        let maximumWindows = 512, maximumDepth = 8
+        var foreign: [PixelRect] = []
+        // Each window to look at, with the root coordinates of its parent's inside corner.
+        let border = top.geometry?.border ?? 0
+        var level = top.children.map { (window: $0, originX: frame.x + border, originY: frame.y + border) }
+        var seen = 0
+        for _ in 0..<maximumDepth where !level.isEmpty {
+            seen += level.count
+            guard seen <= maximumWindows else { return [frame] }
+            let probes = probe(level.map(\.window))
+            var next: [(window: UInt32, originX: Int, originY: Int)] = []
+            for (entry, child) in zip(level, probes) where child.isViewable {
+                guard let geometry = child.geometry else { continue }
+                let childFrame = PixelRect(x: entry.originX + geometry.frame.x, y: entry.originY + geometry.frame.y,
+                                           width: geometry.frame.width, height: geometry.frame.height)
+                if pids[owner(child.id)] != pid {
+                    // Everything inside a foreign window is hidden with it.
+                    foreign.append(childFrame)
+                    continue
+                }
+                next += child.children.map { ($0, childFrame.x + geometry.border, childFrame.y + geometry.border) }
+            }
+            level = next
+        }
+        return level.isEmpty ? foreign : [frame]
     }
 
     /// Each window's title (_NET_WM_NAME, else WM_NAME) and application (WM_CLASS's class
@@ -226,7 +267,7 @@ final class WindowStack {
         var isViewable = false
         var hasWMState = false
         var children: [UInt32] = []
-        var geometry: (frame: PixelRect, depth: UInt8)?
+        var geometry: (frame: PixelRect, depth: UInt8, border: Int)?
     }
 
     /// Attributes, geometry, WM_STATE and children of every window in `windows`: all the
@@ -251,7 +292,7 @@ final class WindowStack {
                 // x and y are the outer corner, relative to the parent; the border adds to both sides.
                 let g = geometry.pointee, border = 2 * Int(g.border_width)
                 probe.geometry = (PixelRect(x: Int(g.x), y: Int(g.y), width: Int(g.width) + border,
-                                            height: Int(g.height) + border), g.depth)
+                                            height: Int(g.height) + border), g.depth, Int(g.border_width))
                 free(geometry)
             }
             if let state = xcb_get_property_reply(connection, cookie.state, nil) {
