@@ -22,6 +22,9 @@ public struct RecordingError: Error, Sendable, Equatable, CustomStringConvertibl
         /// replayd is not running or not reachable.
         case systemDormancy
         case notPermitted
+        /// A limit on what one app may hold at once: captures running, clip buffers' memory,
+        /// consent prompts waiting, the store's share of the disk. Try again once one ends.
+        case quotaExceeded
     }
 
     public let code: Code
@@ -40,6 +43,7 @@ public struct RecordingError: Error, Sendable, Equatable, CustomStringConvertibl
         case .userDeclined: self.init(.userDeclined, message)
         case .notPermitted: self.init(.notPermitted, message)
         case .insufficientStorage: self.init(.insufficientStorage, message)
+        case .quotaExceeded: self.init(.quotaExceeded, message)
         case .failedToShowPreview: self.init(.failedToShowPreview, message)
         case .busy where fallback == .failedToStart: self.init(.attemptToStartInRecordingState, message)
         default: self.init(fallback, message)

@@ -13,17 +13,25 @@ extension ClientConnection {
         }
         guard let peer else { throw Refusal(code: .captureFailed, message: "the app's process could not be identified") }
         try requireConsent(.screen)
+        let indicated = "capture-\(peer.pid)-\(number)"
+        try daemon.admitCapture(indicated, by: quotaOwner)
         let session = AppCaptureSession(
             pid: peer.pid, options: options, parts: daemon.parts,
             protectedWindows: daemon.protectedWindows, client: ChannelCaptureClient(channel: channel), logger: daemon.logger)
-        let size = try session.start()
+        let size: (width: Int, height: Int)
+        do {
+            size = try session.start()
+        } catch {
+            daemon.releaseCapture(indicated)
+            throw error
+        }
         capture = session
         let activity = CaptureMonitor.Activity.appCapture(pid: peer.pid, id: number)
         daemon.captureMonitor.begin(activity)
         let daemon = self.daemon
-        let indicated = "capture-\(peer.pid)-\(number)"
         daemon.indicator.began(IndicatedCapture(id: indicated, kind: .appCapture, who: capturerName), stop: { session.stop() })
         session.onFinish {
+            daemon.releaseCapture(indicated)
             daemon.indicator.ended(indicated)
             daemon.captureMonitor.end(activity)
             daemon.consent.markActive(pid: peer.pid)

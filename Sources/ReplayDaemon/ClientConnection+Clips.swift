@@ -46,7 +46,7 @@ extension ClientConnection {
             id: "clips-" + LoopbackServer.randomToken(bytes: 6), options: buffered,
             destination: .clipBuffer(length: MediaTime(seconds: length), byteBudget: budget), filter: filter,
             store: daemon.store, parts: daemon.parts, protectedWindows: daemon.protectedWindows, logger: daemon.logger)
-        guard daemon.register(session) else { throw Refusal(code: .busy, message: "replayd is shutting down") }
+        try daemon.register(session, by: quotaOwner, clipBytes: budget)
         do {
             _ = try session.start()
         } catch {

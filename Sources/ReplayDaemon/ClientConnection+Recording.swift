@@ -59,7 +59,7 @@ extension ClientConnection {
         let session = RecordingSession(
             id: daemon.store.newID(), options: options, filter: filter, store: daemon.store, parts: daemon.parts,
             protectedWindows: daemon.protectedWindows, logger: daemon.logger)
-        guard daemon.register(session) else { throw Refusal(code: .busy, message: "replayd is shutting down") }
+        try daemon.register(session, by: quotaOwner)
         var started: RecordingStarted
         do {
             started = try session.start()
@@ -84,7 +84,12 @@ extension ClientConnection {
 
         // Progress once a second until the movie is closed, then the summary.
         let channel = self.channel, daemon = self.daemon, pid = peer?.pid
-        let progress = RepeatingTimer(interval: 1) { try? channel.send(DaemonEvent.progress(progress: session.progress())) }
+        let isApp = role == .app
+        let progress = RepeatingTimer(interval: 1) {
+            try? channel.send(DaemonEvent.progress(progress: session.progress()))
+            // An app's recording stops, kept, before the disk is full for everyone.
+            if isApp, let disk = daemon.store.diskSpace(), let why = Self.appOverStoreReserve(disk) { session.end(because: why) }
+        }
         session.onFinish { summary in
             progress.cancel()
             if announced { daemon.indicator.ended(summary.id) }
@@ -97,13 +102,25 @@ extension ClientConnection {
     /// A store whose disk cannot hold the first second refuses the recording before it starts,
     /// instead of failing a second later with an empty movie.
     func requireRoomInStore(for video: VideoEncoding) throws {
-        guard let free = daemon.store.freeBytes() else { return }
+        guard let disk = daemon.store.diskSpace() else { return }
+        let free = disk.free
         let needed = max(1 << 20, video.estimatedBytes(seconds: 1))
+        if role == .app, let why = Self.appOverStoreReserve(disk) {
+            throw Refusal(code: .quotaExceeded, message: why + "; the app's recording was not started")
+        }
         guard free < needed else { return }
         throw Refusal(code: .insufficientStorage, message: String(
             format: "the recording store's disk is full: %.1f MB free, and the first second of this recording needs about %.1f MB. "
                 + "Free some space, or delete recordings you exported (replay recordings list, replay recordings delete ID…)",
             Double(free) / 1_000_000, Double(needed) / 1_000_000))
+    }
+
+    /// Why an app may not fill the store's disk any further, or nil while it may.
+    static func appOverStoreReserve(_ disk: (free: Int64, size: Int64)) -> String? {
+        let reserve = RecordingStore.appReserve(diskSize: disk.size)
+        guard disk.free < reserve else { return nil }
+        return String(format: "the recording store's disk is down to %.1f MB free, and apps' recordings leave %.1f MB for the rest of the system",
+                      Double(disk.free) / 1_000_000, Double(reserve) / 1_000_000)
     }
 
     /// What a recording of `options` asks the person for.

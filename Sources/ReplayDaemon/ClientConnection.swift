@@ -64,6 +64,12 @@ final class ClientConnection: @unchecked Sendable {
         role == .person ? IndicatedCapture.person : IndicatedCapture.name(ofApp: peer?.executable)
     }
 
+    /// Whose allowance this connection's captures take (`CaptureQuota`).
+    var quotaOwner: CaptureQuota.Owner {
+        guard role == .app else { return .person }
+        return .app(uid: peer?.uid ?? .max, executable: peer?.executable ?? "pid \(peer?.pid ?? -1)")
+    }
+
     /// A framed request arrived (on the event loop): it is handled in turn on `queue`.
     func received(_ json: [UInt8]) {
         guard queuedRequests.add(1, ordering: .relaxed).newValue <= Self.maxQueuedRequests else {
@@ -205,6 +211,10 @@ final class ClientConnection: @unchecked Sendable {
         guard let peer else { throw Refusal(code: .userDeclined, message: "the app's process could not be identified") }
         let decision = daemon.consent.authorize(peer, capabilities: capabilities) {
             try? channel.send(DaemonEvent.waitingForConsent)
+        }
+        if case .tooManyPending(let why) = decision {
+            daemon.logRateLimited("consent not asked: \(why)", peer: peer, .refusal)
+            throw Refusal(code: .quotaExceeded, message: why)
         }
         if case .declined(let why) = decision {
             daemon.logger.info("capture declined", metadata: ["peer": "\(peerDescription)", "why": "\(why)"])

@@ -116,6 +116,8 @@ public final class Daemon: Sendable, PickerBackend {
         var appRecordings: [String: PeerIdentity] = [:]
         /// The person's clip buffer: it lives in the daemon, not in the connection that started it.
         var personClipBuffer: RecordingSession?
+        /// Places for captures, per app and in all.
+        var quota = CaptureQuota(physicalMemory: ProcessMemory.physical)
         var connections = 0
         var nextConnection = 0
         var lastActivity = MonotonicClock.nanoseconds()
@@ -293,21 +295,36 @@ public final class Daemon: Sendable, PickerBackend {
         (indicator as? DesktopNotifications)?.close()
     }
 
-    func register(_ session: RecordingSession) -> Bool {
-        state.withLock { state in
-            guard !state.stopping else { return false }
+    /// Takes `session`'s place in the quota and lists it; `unregister` gives both back.
+    func register(_ session: RecordingSession, by owner: CaptureQuota.Owner, clipBytes: Int = 0) throws(DaemonError) {
+        try state.withLock { state throws(DaemonError) in
+            guard !state.stopping else { throw DaemonError(code: .busy, message: "replayd is shutting down") }
+            if let why = state.quota.admit(session.id, owner: owner, clipBytes: clipBytes) {
+                throw DaemonError(code: .quotaExceeded, message: why)
+            }
             state.sessions[session.id] = session
-            captureMonitor.begin(.recording(session.id))
-            return true
         }
+        captureMonitor.begin(.recording(session.id))
     }
 
     func unregister(_ session: RecordingSession) {
         state.withLock {
             $0.sessions[session.id] = nil
+            $0.quota.release(session.id)
             $0.lastActivity = MonotonicClock.nanoseconds()
         }
         captureMonitor.end(.recording(session.id))
+    }
+
+    /// A place in the quota for a capture listed elsewhere (an app's in-app capture).
+    func admitCapture(_ id: String, by owner: CaptureQuota.Owner) throws(DaemonError) {
+        try state.withLock { state throws(DaemonError) in
+            if let why = state.quota.admit(id, owner: owner) { throw DaemonError(code: .quotaExceeded, message: why) }
+        }
+    }
+
+    func releaseCapture(_ id: String) {
+        state.withLock { $0.quota.release(id) }
     }
 
     func recordAppRecording(_ id: String, by peer: PeerIdentity) {

@@ -264,6 +264,9 @@ public enum ErrorCode: String, Codable, Sendable {
     /// A request that makes no sense now (stopping a capture that was never started, ...).
     case outOfOrder
     case insufficientStorage
+    /// A limit on what one app, or all apps, may hold at once: captures running, clip
+    /// buffers' memory, consent prompts waiting, the store's share of the disk.
+    case quotaExceeded
     case failedToShowPreview
     /// The client's `hello` named another protocol version (or the first message was not a
     /// `hello` of this protocol); the message names both versions.

@@ -1,4 +1,7 @@
 import CShims
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The process's memory as the system counts it, and glibc's malloc told to give back what
 /// is freed. The encoders (SVT-AV1, x265) allocate hundreds of MB from many threads; glibc
@@ -15,6 +18,9 @@ public enum ProcessMemory {
         guard let total = kilobytes["VmRSS"], let anonymous = kilobytes["RssAnon"] else { return nil }
         return (total * 1024, anonymous * 1024)
     }
+
+    /// The machine's physical memory in bytes.
+    public static var physical: Int { sysconf(Int32(_SC_PHYS_PAGES)) * sysconf(Int32(_SC_PAGESIZE)) }
 
     /// Bytes handed out by malloc and not yet freed: what a leak grows, unlike resident memory.
     public static var mallocInUse: Int { Int(CShims_malloc_in_use()) }

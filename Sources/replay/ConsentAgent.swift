@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import ReplayIPC
 import ReplaySystem
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -94,12 +95,51 @@ extension Replay {
             FileHandle.standardOutput.write(data + Data("\n".utf8))
         }
 
-        private func openInBrowser(_ url: String) {
-            do {
-                try PageOpener.open(url)
-            } catch {
-                printError("cannot open the page in a browser: \(error)")
+        private func openInBrowser(_ url: String) { BrowserQueue.shared.open(url) }
+    }
+}
+
+/// Opens pages one at a time: the next once the browser started for the last has exited,
+/// and every browser is reaped. An app that asks thirty times no longer starts thirty
+/// browsers at once, nor leaves thirty zombies behind.
+final class BrowserQueue: Sendable {
+    static let shared = BrowserQueue()
+    /// Pages waiting for their turn, past which more are only listed on the terminal.
+    static let limit = 16
+
+    private let state = Mutex((running: false, waiting: [String]()))
+
+    func open(_ url: String) {
+        let startNow = state.withLock { state -> Bool in
+            if !state.running {
+                state.running = true
+                return true
             }
+            guard state.waiting.count < Self.limit else { return false }
+            state.waiting.append(url)
+            return false
         }
+        if startNow { start(url) }
+    }
+
+    private func start(_ url: String) {
+        do {
+            let browser = try PageOpener.open(url)
+            browser.onExit { [self] _ in next() }
+        } catch {
+            printError("cannot open the page in a browser: \(error)")
+            next()
+        }
+    }
+
+    private func next() {
+        let url = state.withLock { state -> String? in
+            guard !state.waiting.isEmpty else {
+                state.running = false
+                return nil
+            }
+            return state.waiting.removeFirst()
+        }
+        if let url { start(url) }
     }
 }

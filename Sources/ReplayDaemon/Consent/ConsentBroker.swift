@@ -29,7 +29,14 @@ public final class ConsentBroker: Sendable {
     enum Decision: Equatable {
         case allowed
         case declined(String)
+        /// Too many prompts are already waiting for the person: ask again later.
+        case tooManyPending(String)
     }
+
+    /// Prompts waiting for the person at once: from one user's apps, and from everyone's. A
+    /// person answers one at a time; an app that asks a hundred times only floods them.
+    static let pendingPerUser = 4
+    static let pendingInAll = 16
 
     struct Capabilities: OptionSet, Hashable {
         let rawValue: Int
@@ -114,9 +121,17 @@ public final class ConsentBroker: Sendable {
             microphone: capabilities.contains(.microphone), pageURL: pageURL(requestID, token),
             camera: capabilities.contains(.camera) ? true : nil)
         let pending = Pending(prompt: prompt)
-        let agents = state.withLock { state -> [ClientOutbox] in
+        let agents = state.withLock { state -> [ClientOutbox]? in
+            let waiting = state.pending.values
+            guard waiting.count < Self.pendingInAll,
+                  waiting.filter({ $0.prompt.uid == peer.uid }).count < Self.pendingPerUser else { return nil }
             state.pending[requestID] = pending
             return Array(state.agents.values)
+        }
+        guard let agents else {
+            pageLinks.revoke(requestID)
+            return .tooManyPending("\(Self.pendingPerUser) consent prompts of this user's apps (or \(Self.pendingInAll) in all) "
+                + "are already waiting for the person; ask again once they are answered")
         }
         defer {
             _ = state.withLock { $0.pending.removeValue(forKey: requestID) }

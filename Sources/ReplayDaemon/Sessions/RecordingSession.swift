@@ -249,6 +249,9 @@ final class RecordingSession: Sendable {
         if outcome == .finish { windDown() }
     }
 
+    /// Ends the recording for `why` (its summary says so); what was captured is kept.
+    func end(because why: String) { fail(why) }
+
     /// Stops once the movie holds `duration`: time spent paused does not count, so a
     /// recording paused for a while still records as long as it was asked to.
     private func stop(afterRecording duration: MediaTime) {

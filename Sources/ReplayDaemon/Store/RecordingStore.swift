@@ -92,11 +92,19 @@ public final class RecordingStore: Sendable {
     }
 
     /// Bytes free for us on the store's file system; nil when the system cannot say.
-    public func freeBytes() -> Int64? {
+    public func freeBytes() -> Int64? { diskSpace()?.free }
+
+    /// The store's file system: what is free for this user, and its size.
+    public func diskSpace() -> (free: Int64, size: Int64)? {
         var disk = statvfs()
         guard statvfs(directory.path, &disk) == 0 else { return nil }
-        return Int64(disk.f_bavail) * Int64(disk.f_frsize)
+        return (Int64(disk.f_bavail) * Int64(disk.f_frsize), Int64(disk.f_blocks) * Int64(disk.f_frsize))
     }
+
+    /// What apps' recordings leave free on the store's disk for the rest of the system: a
+    /// twentieth of it, at most 2 GiB. An app that records on and on is stopped there; the
+    /// person's own recordings may use the disk to its end.
+    public static func appReserve(diskSize: Int64) -> Int64 { min(diskSize / 20, 2 << 30) }
 
     public func fileSize(id: String) -> Int64 {
         guard let path = moviePath(id: id),
