@@ -113,21 +113,14 @@ extension IntegrationTests {
         }
 
         @Test func aFullDiskEndsTheRecordingWithAnErrorAndKeepsWhatWasWritten() throws {
-            let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("ork-full-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
-            let mount = try Command.run("/bin/mount", ["-t", "tmpfs", "-o", "size=8m", "tmpfs", mountPoint.path])
-            try #require(mount.status == 0, "this test needs root to mount a small tmpfs: \(mount)")
-            defer {
-                _ = try? Command.run("/bin/umount", [mountPoint.path])
-                try? FileManager.default.removeItem(at: mountPoint)
-            }
-            let fixture = try ReplayFixture(storeDirectory: mountPoint.appendingPathComponent("store"))
+            let disk = try SmallDisk(megabytes: 8)
+            defer { disk.remove() }
+            let fixture = try ReplayFixture(storeDirectory: disk.mountPoint.appendingPathComponent("store"))
             defer { fixture.stop() }
             try fixture.startDaemon()
             // 1.25 MB left: more than the store's floor (1 MiB, or a second at the bit rate), and
             // filled within the take (the demo scene at 1080p comes to about 0.9 Mb/s).
-            let free = try #require((try FileManager.default.attributesOfFileSystem(forPath: mountPoint.path)[.systemFreeSize] as? NSNumber)?.intValue)
-            try Data(count: free - 1_250_000).write(to: mountPoint.appendingPathComponent("filler"))
+            try disk.fill(leaving: 1_250_000)
             let result = try fixture.replay(["record", "--duration", "30", "--bitrate", "4000", "--json"])
             #expect(result.status != 0, "\(result)")
             #expect(result.stderr.contains("No space left on device"), "\(result)")
@@ -160,27 +153,27 @@ extension IntegrationTests {
 
             // A header announcing far more than the request limit.
             let oversized = try UnixSocket.connect(path: fixture.socket)
-            let oversizedReply = try exchange(oversized, bytes: [0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0])
+            let oversizedReply = try RawClient.exchange(oversized, bytes: [0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0])
             #expect(oversizedReply.contains("malformedRequest"), "\(oversizedReply)")
 
             // Valid framing around something that is not a request.
             let json = Array(#"{"launchMissiles":{}}"#.utf8)
             let unknown = try UnixSocket.connect(path: fixture.socket)
-            let unknownReply = try exchange(unknown, bytes: FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: 0) + json)
+            let unknownReply = try RawClient.exchange(unknown, bytes: FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: 0) + json)
             #expect(unknownReply.contains("malformedRequest"), "\(unknownReply)")
 
             // Out-of-range options are refused too (after the hello every connection starts with).
-            let request = try frame(ClientRequest.startRecording(options: RecordingOptions(duration: -5, fps: 10_000)))
+            let request = try RawClient.frame(ClientRequest.startRecording(options: RecordingOptions(duration: -5, fps: 10_000)))
             let invalid = try UnixSocket.connect(path: fixture.socket)
-            let invalidReply = try exchange(invalid, bytes: try frame(.hello(protocolVersion: ClientProtocol.version, client: "test")) + request)
+            let invalidReply = try RawClient.exchange(invalid, bytes: try RawClient.frame(.hello(protocolVersion: ClientProtocol.version, client: "test")) + request)
             #expect(invalidReply.contains("welcome") && invalidReply.contains("fps must be between"), "\(invalidReply)")
 
             // A request before the hello, and a hello of another version, are refused.
             let early = try UnixSocket.connect(path: fixture.socket)
-            let earlyReply = try exchange(early, bytes: try frame(.status))
+            let earlyReply = try RawClient.exchange(early, bytes: try RawClient.frame(.status))
             #expect(earlyReply.contains("malformedRequest") && earlyReply.contains("the first message must be hello"), "\(earlyReply)")
             let future = try UnixSocket.connect(path: fixture.socket)
-            let futureReply = try exchange(future, bytes: try frame(.hello(protocolVersion: 99, client: "test")))
+            let futureReply = try RawClient.exchange(future, bytes: try RawClient.frame(.hello(protocolVersion: 99, client: "test")))
             #expect(futureReply.contains("protocolVersionMismatch") && futureReply.contains("protocol 99")
                 && futureReply.contains("protocol \(ClientProtocol.version)"), "\(futureReply)")
 
@@ -198,30 +191,10 @@ extension IntegrationTests {
                 // Every other round, a plausible header so the JSON decoder gets garbage too.
                 if round % 2 == 0 { bytes = FrameCodec.encodeHeader(jsonLength: bytes.count, bodyLength: 0) + bytes }
                 let fd = try UnixSocket.connect(path: fixture.socket)
-                _ = try exchange(fd, bytes: bytes)
+                _ = try RawClient.exchange(fd, bytes: bytes)
             }
             #expect(fixture.daemon?.isRunning == true)
             #expect(try fixture.replay(["status"]).status == 0)
-        }
-
-        private func frame(_ request: ClientRequest) throws -> [UInt8] {
-            let json = try JSONEncoder().encode(request)
-            return FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: 0) + [UInt8](json)
-        }
-
-        /// Sends raw bytes and returns everything the daemon answers until it closes the connection.
-        private func exchange(_ fd: Int32, bytes: [UInt8]) throws -> String {
-            defer { close(fd) }
-            _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            shutdown(fd, Int32(SHUT_WR))
-            var received: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if count <= 0 { break }
-                received += buffer[..<count]
-            }
-            return String(decoding: received, as: UTF8.self)
         }
     }
 }

@@ -12,43 +12,6 @@ extension IntegrationTests {
     /// Issue 27, item 3: with one consent an app started 40 recordings at once (replayd 142 →
     /// 412 MB) and clip buffers of 4 GiB each with no total, and could fill the store's disk.
     @Suite struct QuotaAttacks {
-        /// A connection kept open, speaking the protocol as an app; this test process is the app.
-        final class AppConnection {
-            let fd: Int32
-            private var received: [UInt8] = []
-
-            init(_ fixture: ReplayFixture) throws {
-                fd = try UnixSocket.connect(path: fixture.socket)
-                try send(.hello(protocolVersion: ClientProtocol.version, client: "quota-attack"))
-                _ = answer(containing: ["welcome"])
-            }
-
-            deinit { close(fd) }
-
-            func send(_ request: ClientRequest) throws {
-                let json = try JSONEncoder().encode(request)
-                let bytes = FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: 0) + [UInt8](json)
-                _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            }
-
-            /// Everything read so far, once it holds one of `words` (or after `timeout`).
-            func answer(containing words: [String], timeout: Double = 20) -> String {
-                let deadline = Date().addingTimeInterval(timeout)
-                var text = String(decoding: received, as: UTF8.self)
-                while !words.contains(where: text.contains), Date() < deadline {
-                    var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                    guard poll(&entry, 1, 200) >= 0 else { break }
-                    guard entry.revents != 0 else { continue }
-                    var buffer = [UInt8](repeating: 0, count: 4096)
-                    let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                    if count <= 0 { break }
-                    received += buffer[..<count]
-                    text = String(decoding: received, as: UTF8.self)
-                }
-                return text
-            }
-        }
-
         /// A policy that lets this test process capture without asking anyone.
         static func allowThisProcess(in fixture: ReplayFixture) throws -> [String] {
             let executable = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
@@ -63,10 +26,10 @@ extension IntegrationTests {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240, demoScene: false))
             defer { fixture.stop() }
             try fixture.startDaemon(Self.allowThisProcess(in: fixture))
-            var connections: [AppConnection] = []
+            var connections: [RawClient.Connection] = []
             var started = 0, refused: [String] = []
             for _ in 0..<6 {
-                let connection = try AppConnection(fixture)
+                let connection = try RawClient.Connection(socket: fixture.socket, client: "quota-attack")
                 try connection.send(.startRecording(options: Self.small))
                 let answer = connection.answer(containing: ["recordingStarted", "\"error\""])
                 if answer.contains("recordingStarted") { started += 1 } else { refused.append(answer) }
@@ -75,7 +38,7 @@ extension IntegrationTests {
             #expect(started == 4, "\(started) started; refused: \(refused)\n\(fixture.daemonLog)")
             #expect(refused.count == 2 && refused.allSatisfy { $0.contains("quotaExceeded") && $0.contains("already runs 4 captures") }, "\(refused)")
             // An in-app capture takes a place too.
-            let capture = try AppConnection(fixture)
+            let capture = try RawClient.Connection(socket: fixture.socket, client: "quota-attack")
             try capture.send(.startCapture(options: CaptureOptions(fps: 5)))
             #expect(capture.answer(containing: ["captureStarted", "\"error\""]).contains("quotaExceeded"))
 
@@ -86,7 +49,7 @@ extension IntegrationTests {
             // Once the app's recordings end, it may record again.
             connections.removeAll()
             let again = try #require(poll(timeout: 20, every: 0.2) { () -> String? in
-                guard let connection = try? AppConnection(fixture) else { return nil }
+                guard let connection = try? RawClient.Connection(socket: fixture.socket, client: "quota-attack") else { return nil }
                 try? connection.send(.startRecording(options: Self.small))
                 let answer = connection.answer(containing: ["recordingStarted", "\"error\""])
                 return answer.contains("recordingStarted") ? answer : nil
@@ -100,10 +63,10 @@ extension IntegrationTests {
             try fixture.startDaemon(Self.allowThisProcess(in: fixture))
             let quarter = sysconf(Int32(_SC_PHYS_PAGES)) * sysconf(Int32(_SC_PAGESIZE)) / 4
             let budget = 4 << 30
-            var connections: [AppConnection] = []
+            var connections: [RawClient.Connection] = []
             var answers: [String] = []
             for _ in 0..<3 {
-                let connection = try AppConnection(fixture)
+                let connection = try RawClient.Connection(socket: fixture.socket, client: "quota-attack")
                 try connection.send(.startClipBuffering(options: Self.small, length: 60, byteBudget: budget))
                 answers.append(connection.answer(containing: ["clipBufferingStarted", "\"error\""]))
                 connections.append(connection)
@@ -114,28 +77,21 @@ extension IntegrationTests {
             #expect(!refusals.isEmpty && refusals.allSatisfy { $0.contains("quotaExceeded") && $0.contains("a quarter of this machine's memory") },
                     "\(refusals)")
             // A small budget still fits beside them.
-            let modest = try AppConnection(fixture)
+            let modest = try RawClient.Connection(socket: fixture.socket, client: "quota-attack")
             try modest.send(.startClipBuffering(options: Self.small, length: 10, byteBudget: 16 << 20))
             #expect(modest.answer(containing: ["clipBufferingStarted", "\"error\""]).contains("clipBufferingStarted"))
         }
 
         @Test func anAppsRecordingStopsBeforeTheDiskIsFullAndIsKept() throws {
-            let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("ork-quota-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
-            let mount = try Command.run("/bin/mount", ["-t", "tmpfs", "-o", "size=40m", "tmpfs", mountPoint.path])
-            try #require(mount.status == 0, "this test needs root to mount a small tmpfs: \(mount)")
-            defer {
-                _ = try? Command.run("/bin/umount", [mountPoint.path])
-                try? FileManager.default.removeItem(at: mountPoint)
-            }
-            let fixture = try ReplayFixture(storeDirectory: mountPoint.appendingPathComponent("store"))
+            let disk = try SmallDisk(megabytes: 40)
+            defer { disk.remove() }
+            let fixture = try ReplayFixture(storeDirectory: disk.mountPoint.appendingPathComponent("store"))
             defer { fixture.stop() }
             try fixture.startDaemon(Self.allowThisProcess(in: fixture))
             // Apps leave a twentieth of the disk (2 MB here); 4 MB are left when the app starts.
-            let freeBytes = { (try? FileManager.default.attributesOfFileSystem(forPath: mountPoint.path)[.systemFreeSize] as? NSNumber)?.intValue ?? 0 }
-            try Data(count: freeBytes() - 4_000_000).write(to: mountPoint.appendingPathComponent("filler"))
+            try disk.fill(leaving: 4_000_000)
 
-            let app = try AppConnection(fixture)
+            let app = try RawClient.Connection(socket: fixture.socket, client: "quota-attack")
             var options = RecordingOptions(fps: 30, appAudio: false)
             options.video.bitRate = 8_000_000
             try app.send(.startRecording(options: options))
@@ -143,13 +99,13 @@ extension IntegrationTests {
             #expect(answer.contains("recordingStarted") && answer.contains("recordingFinished"), "\(answer)\n\(fixture.daemonLog)")
             #expect(answer.contains("apps' recordings leave"), "\(answer)")
             // Stopped with room to spare: nothing else on the disk ran out of space.
-            #expect(freeBytes() > 1_000_000, "\(freeBytes()) bytes left")
+            #expect(disk.freeBytes > 1_000_000, "\(disk.freeBytes) bytes left")
             let movie = try #require(fixture.storedMovies().first)
             let probe = try MediaProbe(movie)
             #expect((probe.video?.packets ?? 0) > 0, "the app's recording was not kept")
 
             // The next one is refused before it starts; the person's still starts.
-            let next = try AppConnection(fixture)
+            let next = try RawClient.Connection(socket: fixture.socket, client: "quota-attack")
             try next.send(.startRecording(options: options))
             let refused = next.answer(containing: ["recordingStarted", "\"error\""])
             #expect(refused.contains("quotaExceeded") && refused.contains("apps' recordings leave"), "\(refused)")

@@ -88,12 +88,12 @@ extension IntegrationTests {
                 // Half are not frames at all (a header announcing 2 GiB), half frame something that is not a request.
                 let json = Array(#"{"launchMissiles":\#(round)}"#.utf8)
                 let bytes = round % 2 == 0 ? [0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0] : FrameCodec.encodeHeader(jsonLength: json.count, bodyLength: 0) + json
-                let reply = try Self.exchange(try UnixSocket.connect(path: fixture.socket), bytes: bytes)
+                let reply = try RawClient.exchange(try UnixSocket.connect(path: fixture.socket), bytes: bytes)
                 if round < 2 { #expect(reply.contains("malformedRequest"), "\(reply)") }
             }
             // One more after the last window has passed: its line counts the flood's tail.
             Thread.sleep(forTimeInterval: 1.2)
-            _ = try Self.exchange(try UnixSocket.connect(path: fixture.socket), bytes: [0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0])
+            _ = try RawClient.exchange(try UnixSocket.connect(path: fixture.socket), bytes: [0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0])
 
             let log = fixture.daemonLog
             let added = Self.lines(log) - linesBefore
@@ -151,20 +151,5 @@ extension IntegrationTests {
         }
 
         static func lines(_ text: String) -> Int { text.split(separator: "\n").count }
-
-        /// Sends raw bytes and returns everything the daemon answers until it closes the connection.
-        static func exchange(_ fd: Int32, bytes: [UInt8]) throws -> String {
-            defer { close(fd) }
-            _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            shutdown(fd, Int32(SHUT_WR))
-            var received: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                if count <= 0 { break }
-                received += buffer[..<count]
-            }
-            return String(decoding: received, as: UTF8.self)
-        }
     }
 }
