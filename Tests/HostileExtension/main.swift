@@ -141,7 +141,9 @@ final class HostileHandler: BroadcastSampleHandler {
             // The host's sockets, then every loopback port it was told of: the one its setup's
             // URL names and others found listening (the pages, another user's service).
             let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)).map { "\($0.split(separator: "\n").count) lines" }
-            var info = ["proc-net-tcp": table ?? "no: \(String(cString: strerror(errno)))"]
+            // io_uring's operations pass no seccomp filter (without parameters it would be EFAULT).
+            var info = ["proc-net-tcp": table ?? "no: \(String(cString: strerror(errno)))",
+                        "io_uring": outcome(Libc.syscall(425 /* io_uring_setup */, 1, 0, 0))]
             let named = setupInfo["url"].flatMap { URLComponents(string: $0)?.port }.map { [String($0)] } ?? []
             for port in named + (setupInfo["ports"] ?? "").split(separator: ",").map(String.init) {
                 for knock in Knock.allCases {

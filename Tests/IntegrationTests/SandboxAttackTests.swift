@@ -87,6 +87,7 @@ extension IntegrationTests {
             #expect(info["connect-\(named.port)"] == "ok", "the port its setup names: \(info)")
             #expect(info["connect-\(other.port)"] == "EACCES", "another loopback service: \(info)")
             #expect(info["connect-\(pagesPort)"] == "EACCES", "the daemon's pages: \(info)")
+            #expect(info["io_uring"] == "EPERM", "io_uring, whose operations pass no seccomp filter: \(info)")
             // Landlock does not see these two (they reached the other service before seccomp refused them).
             for port in [other.port, pagesPort] {
                 #expect(info["fastopen-\(port)"] == "EPERM", "sendto with MSG_FASTOPEN: \(info)")
