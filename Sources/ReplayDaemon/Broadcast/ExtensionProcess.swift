@@ -14,8 +14,8 @@ import Glibc
 /// starts confined (`ChildProcess(confinedPath:)`): Landlock keeps it from the host's abstract
 /// unix sockets (the X server's among them), from signalling outside and from TCP ports its
 /// setup does not name (`ExtensionNetworkPolicy`), seccomp from ptrace and other processes'
-/// memory. Its memory and processes are watched: `usage()` is what the
-/// limits are checked against.
+/// memory. Its memory and processes are watched: `usage()` is what the limits are checked
+/// against.
 final class ExtensionProcess: ExtensionLink {
     /// ReplayKit's limit for broadcast upload extensions.
     static let memoryLimit = 50 * 1024 * 1024
