@@ -6,6 +6,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <malloc.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -39,13 +40,20 @@ int CShims_accept_cloexec(int listener) { return accept4(listener, NULL, NULL, S
 int CShims_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
 int CShims_spawn_closefrom(posix_spawn_file_actions_t *actions, int lowest) { return posix_spawn_file_actions_addclosefrom_np(actions, lowest); }
 
-/* Landlock's uapi as of ABI 6 (Linux 6.12); Debian 12's headers predate the scopes. */
+/* Landlock's uapi as of ABI 6 (Linux 6.12); Debian 12's headers predate network rules (ABI 4)
+   and the scopes. */
 struct landlock_scoped_attr {
     uint64_t handled_access_fs;
     uint64_t handled_access_net;
     uint64_t scoped;
 };
+struct landlock_net_port_attr {
+    uint64_t allowed_access;
+    uint64_t port;
+};
 #define LANDLOCK_VERSION_FLAG (1U << 0)
+#define LANDLOCK_RULE_NET_PORT 2
+#define LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)
 #define LANDLOCK_SCOPE_ABSTRACT_UNIX (1ULL << 0)
 #define LANDLOCK_SCOPE_SIGNALS (1ULL << 1)
 
@@ -62,24 +70,48 @@ int CShims_landlock_abi(void) {
 #error "add this architecture's AUDIT_ARCH_*"
 #endif
 #define REFUSE (SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA))
+#define LOAD_LOW_WORD_OF_ARGUMENT(n) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[n]))
+/* Refuses call `number` outright: jumps over the refusal unless it is that call. */
+#define REFUSE_CALL(number) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, number, 0, 1), BPF_STMT(BPF_RET | BPF_K, REFUSE)
 
 /* Another architecture's numbers (i386 through int 0x80) and x32's would get past a
-   number-only filter, so they are refused first. */
+   number-only filter, so they are refused first. The checks on arguments come last, as they
+   replace the call's number in the accumulator. */
 static struct sock_filter confinement_filter[] = {
     BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
     BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_AUDIT_ARCH, 1, 0),
     BPF_STMT(BPF_RET | BPF_K, REFUSE),
     BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 #if defined(__x86_64__)
-    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U /* __X32_SYSCALL_BIT */, 5, 0),
+    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U /* __X32_SYSCALL_BIT */, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, REFUSE),
 #endif
     /* A System V segment outlives its mappings and is no process's memory: uncountable. */
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_shmget, 4, 0),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ptrace, 3, 0),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_readv, 2, 0),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_process_vm_writev, 1, 0),
+    REFUSE_CALL(__NR_shmget),
+    REFUSE_CALL(__NR_ptrace),
+    REFUSE_CALL(__NR_process_vm_readv),
+    REFUSE_CALL(__NR_process_vm_writev),
+    /* io_uring's operations pass no seccomp filter: they would bring back every refusal below. */
+    REFUSE_CALL(__NR_io_uring_setup),
+    /* What Landlock's TCP connect rules do not see (Linux 6.18): a connection opened by
+       sendto/sendmsg/sendmmsg with MSG_FASTOPEN, and MPTCP and SCTP sockets. */
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 5),
+    LOAD_LOW_WORD_OF_ARGUMENT(2),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_MPTCP, 2, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, IPPROTO_SCTP, 1, 0),
     BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
     BPF_STMT(BPF_RET | BPF_K, REFUSE),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmsg, 0, 4),
+    LOAD_LOW_WORD_OF_ARGUMENT(2),
+    BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MSG_FASTOPEN, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, REFUSE),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendto, 1, 0),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_sendmmsg, 0, 3),
+    LOAD_LOW_WORD_OF_ARGUMENT(3),
+    BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, MSG_FASTOPEN, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, REFUSE),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 };
 
 #define MAX_HANDED 16
@@ -109,10 +141,19 @@ static int confined_child_main(void *argument) {
     }
     if (syscall(SYS_close_range, child->lowest, ~0U, 0) < 0) goto failed;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) goto failed;
-    if (spawn->scope) {
-        struct landlock_scoped_attr attributes = { .scoped = LANDLOCK_SCOPE_ABSTRACT_UNIX | LANDLOCK_SCOPE_SIGNALS };
+    if (spawn->scope || spawn->limit_connect) {
+        struct landlock_scoped_attr attributes = {
+            .handled_access_net = spawn->limit_connect ? LANDLOCK_ACCESS_NET_CONNECT_TCP : 0,
+            .scoped = spawn->scope ? LANDLOCK_SCOPE_ABSTRACT_UNIX | LANDLOCK_SCOPE_SIGNALS : 0 };
         int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attributes, sizeof attributes, 0);
         if (ruleset < 0) goto failed;
+        for (int i = 0; spawn->limit_connect && i < spawn->connect_port_count; i++) {
+            struct landlock_net_port_attr port = { .allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP, .port = spawn->connect_ports[i] };
+            if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_NET_PORT, &port, 0) < 0) {
+                close(ruleset);
+                goto failed;
+            }
+        }
         long restricted = syscall(SYS_landlock_restrict_self, ruleset, 0);
         close(ruleset);
         if (restricted < 0) goto failed;

@@ -63,16 +63,18 @@ public final class ChildProcess: Sendable {
         self.pid = pid
     }
 
-    /// The Landlock ABI this kernel offers, 0 for none; `landlockScopes` needs 6.
+    /// The Landlock ABI this kernel offers, 0 for none; `tcpConnectPorts` needs 4,
+    /// `landlockScopes` 6.
     public static let landlockABI = Int(CShims_landlock_abi())
 
     /// Starts `path` confined (`CShims_spawn_confined`): no new privileges, a seccomp filter
-    /// against ptrace and reading other processes' memory, and with `landlockScopes` no
-    /// abstract unix socket or signal beyond its own Landlock domain; everything it execs
-    /// inherits these. It is started from `SpawnThread`, which lives as long as this process,
-    /// so a parent-death signal it sets fires only when this process ends.
+    /// against ptrace and reading other processes' memory, with `landlockScopes` no abstract
+    /// unix socket or signal beyond its own Landlock domain, and with `tcpConnectPorts` TCP
+    /// connects to those ports only (on any address); everything it execs inherits these. It
+    /// is started from `SpawnThread`, which lives as long as this process, so a parent-death
+    /// signal it sets fires only when this process ends.
     public init(confinedPath path: String, arguments: [String], environment: [String: String], landlockScopes: Bool,
-                stderr: Stream = .null, inheriting: [(Int32, Int32)] = []) throws(SystemError) {
+                tcpConnectPorts: [UInt16]? = nil, stderr: Stream = .null, inheriting: [(Int32, Int32)] = []) throws(SystemError) {
         self.path = path
         let null = open("/dev/null", O_RDWR | O_CLOEXEC)
         guard null >= 0 else { throw SystemError(call: "open(/dev/null)", errno: errno) }
@@ -86,16 +88,20 @@ public final class ChildProcess: Sendable {
                 argv.forEach { free($0) }
                 envp.forEach { free($0) }
             }
-            let sources = handed.map(\.0), targets = handed.map(\.1)
+            let sources = handed.map(\.0), targets = handed.map(\.1), ports = tcpConnectPorts ?? []
             return path.withCString { path in
                 argv.withUnsafeBufferPointer { argv in
                     envp.withUnsafeBufferPointer { envp in
                         sources.withUnsafeBufferPointer { sources in
                             targets.withUnsafeBufferPointer { targets in
-                                var spawn = CShims_confined_spawn(
-                                    path: path, argv: argv.baseAddress, envp: envp.baseAddress, sources: sources.baseAddress,
-                                    targets: targets.baseAddress, count: Int32(handed.count), scope: landlockScopes ? 1 : 0)
-                                return CShims_spawn_confined(&spawn)
+                                ports.withUnsafeBufferPointer { ports in
+                                    var spawn = CShims_confined_spawn(
+                                        path: path, argv: argv.baseAddress, envp: envp.baseAddress, sources: sources.baseAddress,
+                                        targets: targets.baseAddress, count: Int32(handed.count), scope: landlockScopes ? 1 : 0,
+                                        limit_connect: tcpConnectPorts == nil ? 0 : 1, connect_ports: ports.baseAddress,
+                                        connect_port_count: Int32(ports.count))
+                                    return CShims_spawn_confined(&spawn)
+                                }
                             }
                         }
                     }

@@ -32,7 +32,7 @@ enum Libc {
 /// "ok", or the error's name: what a call that returned `result` (-1 on failure) did.
 func outcome(_ result: Int) -> String {
     guard result == -1 else { return "ok" }
-    return errno == EPERM ? "EPERM" : "errno \(errno)"
+    return errno == EPERM ? "EPERM" : errno == EACCES ? "EACCES" : "errno \(errno)"
 }
 
 /// A child that sleeps until it is killed, never touching the allocator (it was forked from
@@ -75,6 +75,33 @@ func knockOnTheXServer() -> String {
     return count > 0 && reply[0] == 1 ? "the X server accepted a session" : "connected, setup answered \(reply[0])"
 }
 
+/// Ways to open a TCP connection: connect(2), and two that Landlock's connect rules miss.
+enum Knock: String, CaseIterable {
+    case connect
+    /// sendto(2) with MSG_FASTOPEN connects without connect(2).
+    case fastopen
+    /// A Multipath TCP socket reaches plain TCP servers too.
+    case mptcp
+}
+
+/// What opening a TCP connection to 127.0.0.1:`port` does: "ok" or the error's name.
+func knockOnLoopback(port: UInt16, _ knock: Knock) -> String {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), knock == .mptcp ? 262 /* IPPROTO_MPTCP */ : 0)
+    guard fd >= 0 else { return "socket: \(outcome(-1))" }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+    let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let result = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+            knock == .fastopen ? sendto(fd, "x", 1, 0x2000_0000 /* MSG_FASTOPEN */, address, length) : Int(connect(fd, address, length))
+        }
+    }
+    return outcome(result)
+}
+
 /// Misbehaves on purpose, as `--setup behaviour=…` says, so the tests can check that the
 /// host contains it: the broadcast ends with a clear error and everything else goes on.
 final class HostileHandler: BroadcastSampleHandler {
@@ -109,6 +136,21 @@ final class HostileHandler: BroadcastSampleHandler {
                 close(fd)
             }
             updateServiceInfo(["read": answer])
+        }
+        if behaviour == "loopback" {
+            // The host's sockets, then every loopback port it was told of: the one its setup's
+            // URL names and others found listening (the pages, another user's service).
+            let table = (try? String(contentsOfFile: "/proc/net/tcp", encoding: .utf8)).map { "\($0.split(separator: "\n").count) lines" }
+            // io_uring's operations pass no seccomp filter (without parameters it would be EFAULT).
+            var info = ["proc-net-tcp": table ?? "no: \(String(cString: strerror(errno)))",
+                        "io_uring": outcome(Libc.syscall(425 /* io_uring_setup */, 1, 0, 0))]
+            let named = setupInfo["url"].flatMap { URLComponents(string: $0)?.port }.map { [String($0)] } ?? []
+            for port in named + (setupInfo["ports"] ?? "").split(separator: ",").map(String.init) {
+                for knock in Knock.allCases {
+                    info["\(knock.rawValue)-\(port)"] = UInt16(port).map { knockOnLoopback(port: $0, knock) } ?? "not a port"
+                }
+            }
+            updateServiceInfo(info)
         }
         if behaviour == "x11" {
             updateServiceInfo(["x11": knockOnTheXServer()])

@@ -17,7 +17,9 @@ extension IntegrationTests {
                                   setupFields: [.init(key: "dir", label: "Directory", kind: .directory, required: true)]),
                 ExtensionManifest(id: "hostile", displayName: "Misbehaves", executable: "replay-hostile-extension",
                                   setupFields: [.init(key: "behaviour", label: "How to misbehave", required: true),
-                                                .init(key: "path", label: "A file to try to read", required: false)]),
+                                                .init(key: "path", label: "A file to try to read", required: false),
+                                                .init(key: "url", label: "Its ingest server", required: false),
+                                                .init(key: "ports", label: "Loopback ports to knock on", required: false)]),
             ]
             for manifest in manifests { try ExtensionInstall.install(manifest, in: directory) }
             return ["--extensions-dir", directory.path]

@@ -13,11 +13,15 @@ extension IntegrationTests {
     /// nothing of the sandbox may be left afterwards.
     @Suite struct SandboxAttack {
         /// A daemon with the hostile extension installed, broadcasting with `behaviour`.
-        static func attack(_ behaviour: String) throws -> (fixture: ReplayFixture, extensionPath: String) {
+        /// `setup` adds settings once the daemon runs (it may need to know the daemon's ports).
+        static func attack(_ behaviour: String, setup: (ReplayFixture) throws -> [String: String] = { _ in [:] })
+            throws -> (fixture: ReplayFixture, extensionPath: String) {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240))
             do {
                 try fixture.startDaemon(Broadcast.installExtensions(in: fixture))
-                let start = try fixture.replay(["broadcast", "start", "--extension", "hostile", "--setup", "behaviour=\(behaviour)"])
+                let settings = try setup(fixture).sorted { $0.key < $1.key }.flatMap { ["--setup", "\($0.key)=\($0.value)"] }
+                let start = try fixture.replay(["broadcast", "start", "--extension", "hostile", "--setup", "behaviour=\(behaviour)"]
+                    + settings)
                 // An attack that trips the watchdog inside broadcastStarted fails the start
                 // itself; the broadcast's status says why either way.
                 #expect(start.status == 0 || start.stderr.contains("cannot start the broadcast: the extension"),
@@ -59,6 +63,36 @@ extension IntegrationTests {
             defer { fixture.stop() }
             let x11 = try Self.serviceInfo(fixture, has: "x11")["x11"] ?? ""
             #expect(x11 == "connect: EPERM", "the extension knocked on the X server: \(x11)")
+            try Self.expectNothingLeft(fixture, path)
+        }
+
+        /// Every loopback TCP port was open to an extension: the pages of every user, any local
+        /// service. It may connect to the port its setup's URL names (as to the tests' nginx),
+        /// on loopback too, and to no other, though those listen.
+        @Test func anExtensionConnectsOnlyToThePortItsSetupNames() throws {
+            let named = try LoopbackPort.listen(), other = try LoopbackPort.listen()
+            defer {
+                close(named.fd)
+                close(other.fd)
+            }
+            var pagesPort = 0
+            let (fixture, path) = try Self.attack("loopback") { fixture in
+                let status = try fixture.replay(["status", "--json"])
+                let pages = try #require(status.jsonLines.first?["pagesURL"] as? String, "\(status)")
+                pagesPort = try #require(pages.split(separator: ":").last.flatMap { Int($0) }, "\(pages)")
+                return ["url": "rtmp://127.0.0.1:\(named.port)/live", "ports": "\(other.port),\(pagesPort)"]
+            }
+            defer { fixture.stop() }
+            let info = try Self.serviceInfo(fixture, has: "proc-net-tcp")
+            #expect(info["connect-\(named.port)"] == "ok", "the port its setup names: \(info)")
+            #expect(info["connect-\(other.port)"] == "EACCES", "another loopback service: \(info)")
+            #expect(info["connect-\(pagesPort)"] == "EACCES", "the daemon's pages: \(info)")
+            #expect(info["io_uring"] == "EPERM", "io_uring, whose operations pass no seccomp filter: \(info)")
+            // Landlock does not see these two (they reached the other service before seccomp refused them).
+            for port in [other.port, pagesPort] {
+                #expect(info["fastopen-\(port)"] == "EPERM", "sendto with MSG_FASTOPEN: \(info)")
+                #expect(info["mptcp-\(port)"] == "socket: EPERM", "a Multipath TCP socket: \(info)")
+            }
             try Self.expectNothingLeft(fixture, path)
         }
 

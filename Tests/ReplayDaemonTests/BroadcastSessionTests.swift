@@ -23,12 +23,13 @@ import Testing
         let clock = ManualClock()
         let session: BroadcastSession
 
-        init(_ behaviour: FakeExtension.Behaviour = .init(), timing: BroadcastSession.Timing = BroadcastSessionTests.patient) {
+        init(_ behaviour: FakeExtension.Behaviour = .init(), timing: BroadcastSession.Timing = BroadcastSessionTests.patient,
+             setup: [String: String] = [:]) {
             fake = FakeExtension(behaviour)
             let manifest = ExtensionManifest(id: "fake", displayName: "Fake", executable: "/nonexistent/fake",
                                              extensionPoint: "broadcast-services-upload", setupFields: [])
             session = BroadcastSession(
-                id: "bc-test", request: BroadcastRequest(extensionID: "fake"), host: nil, manifest: manifest,
+                id: "bc-test", request: BroadcastRequest(extensionID: "fake", setup: setup), host: nil, manifest: manifest,
                 parts: SessionParts(capture: backend, movies: FakeMovieSink(), extensions: fake, clock: clock),
                 timing: timing, protectedWindows: ProtectedWindows(), logger: Logger(label: "test"))
         }
@@ -145,6 +146,24 @@ import Testing
         #expect(!scopes.enabled)
         #expect(scopes.warning?.contains("X server") == true)
         #expect(ExtensionProcess.landlockScopes(abi: 6) == (true, nil))
+    }
+
+    /// Without Landlock ABI 4 the sandbox still runs, with TCP connects unlimited, and says so.
+    @Test(arguments: [0, 3]) func withoutLandlockNetworkRulesExtensionsRunWithAWarning(abi: Int) {
+        let rules = ExtensionProcess.landlockConnectRules(abi: abi)
+        #expect(!rules.enabled)
+        #expect(rules.warning?.contains("not limited") == true)
+        #expect(ExtensionProcess.landlockConnectRules(abi: 4) == (true, nil))
+    }
+
+    /// The extension is launched allowed to connect to the servers its setup names, no more.
+    @Test func theExtensionMayConnectOnlyToThePortsItsSetupNames() throws {
+        let rig = Rig(setup: ["url": "rtmp://127.0.0.1/live", "key": "secret", "bitrate": "2500"])
+        try rig.start()
+        #expect(rig.fake.snapshot.network?.connectPorts == [1935])
+        rig.session.stop()
+        _ = rig.session.waitUntilFinished()
+        rig.expectNothingLeft()
     }
 
     /// Only the sized /tmp and /dev/shm are writable; what hides the home directories and the

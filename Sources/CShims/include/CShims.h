@@ -45,11 +45,16 @@ struct CShims_confined_spawn {
     int count;
     /* Landlock: no abstract unix socket, no signal beyond its own domain (ABI >= 6). */
     int scope;
+    /* Landlock: TCP connects only to these ports, on any address (ABI >= 4). */
+    int limit_connect;
+    const unsigned short *connect_ports;
+    int connect_port_count;
 };
 
 /* Starts `spawn->path` in a new session with default signal handling and only the given
-   descriptors, after PR_SET_NO_NEW_PRIVS, the Landlock scopes (if asked) and a seccomp filter
-   that refuses ptrace, process_vm_readv/writev, shmget and, on x86_64, x32 and foreign-architecture
+   descriptors, after PR_SET_NO_NEW_PRIVS, the Landlock scopes and connect rules (if asked)
+   and a seccomp filter that refuses ptrace, process_vm_readv/writev, shmget, io_uring,
+   MSG_FASTOPEN sends, MPTCP and SCTP sockets and, on x86_64, x32 and foreign-architecture
    system calls with EPERM. These are inherited by everything it runs and cannot be lifted.
    Posix_spawn has no hook for them, hence the clone here. Returns the pid, or -errno (the
    child's, if it could not raise a wall or exec). A child's PR_SET_PDEATHSIG fires when the

@@ -7,7 +7,9 @@ public protocol ExtensionHost: Sendable {
     /// - Parameters:
     ///   - hidden: directories the extension must not see (the store, the daemon's sockets).
     ///   - writable: directories the person chose for it (setup fields of kind `directory`).
-    func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String]) throws(DaemonError) -> any ExtensionLink
+    ///   - network: the TCP ports it may connect to (the servers its setup names).
+    func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String],
+                network: ExtensionNetworkPolicy) throws(DaemonError) -> any ExtensionLink
 }
 
 /// What the extension said: one message's bytes, or the end of its connection.
@@ -44,7 +46,8 @@ public struct SandboxedExtensionHost: ExtensionHost {
 
     public init(logger: Logger) { self.logger = logger }
 
-    public func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String]) throws(DaemonError) -> any ExtensionLink {
-        try ExtensionProcess(manifest: manifest, hidden: hidden, writable: writable, logger: logger)
+    public func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String],
+                       network: ExtensionNetworkPolicy) throws(DaemonError) -> any ExtensionLink {
+        try ExtensionProcess(manifest: manifest, hidden: hidden, writable: writable, network: network, logger: logger)
     }
 }

@@ -12,9 +12,10 @@ import Glibc
 /// home directories, no store, no daemon sockets, a small private /tmp and /dev/shm, its own
 /// process and IPC namespaces, no capabilities; the network stays (it uploads). bwrap itself
 /// starts confined (`ChildProcess(confinedPath:)`): Landlock keeps it from the host's abstract
-/// unix sockets (the X server's among them) and from signalling outside, seccomp from ptrace
-/// and other processes' memory. Its memory and processes are watched: `usage()` is what the
-/// limits are checked against.
+/// unix sockets (the X server's among them), from signalling outside and from TCP ports its
+/// setup does not name (`ExtensionNetworkPolicy`), seccomp from ptrace and other processes'
+/// memory. Its memory and processes are watched: `usage()` is what the limits are checked
+/// against.
 final class ExtensionProcess: ExtensionLink {
     /// ReplayKit's limit for broadcast upload extensions.
     static let memoryLimit = 50 * 1024 * 1024
@@ -42,7 +43,9 @@ final class ExtensionProcess: ExtensionLink {
     /// - Parameters:
     ///   - hidden: directories the extension must not see (the store, the daemon's sockets).
     ///   - writable: directories the person chose for it (setup fields of kind `directory`).
-    init(manifest: ExtensionManifest, hidden: [String], writable: [String], logger: Logger) throws(DaemonError) {
+    ///   - network: the TCP ports it may connect to.
+    init(manifest: ExtensionManifest, hidden: [String], writable: [String], network: ExtensionNetworkPolicy,
+         logger: Logger) throws(DaemonError) {
         guard FileManager.default.isExecutableFile(atPath: Self.bubblewrap) else {
             throw DaemonError(code: .captureFailed, message: "bubblewrap (\(Self.bubblewrap)) is not installed; extensions only run sandboxed")
         }
@@ -69,11 +72,14 @@ final class ExtensionProcess: ExtensionLink {
         let arguments = Self.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable)
         let scopes = Self.landlockScopes(abi: Self.landlockABI)
         if let warning = scopes.warning, !Self.warned.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
+        let connects = Self.landlockConnectRules(abi: Self.landlockABI)
+        if let warning = connects.warning, !Self.warnedConnects.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
         do {
             process = try ChildProcess(
                 confinedPath: Self.bubblewrap, arguments: ["--json-status-fd", "4"] + arguments + ["--", manifest.executable],
                 environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "OPENREPLAYKIT_BROADCAST_FD": "3"],
-                landlockScopes: scopes.enabled, stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4)])
+                landlockScopes: scopes.enabled, tcpConnectPorts: connects.enabled ? network.connectPorts : nil,
+                stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4)])
         } catch {
             Glibc.close(fds[0])
             Glibc.close(status.write)
@@ -92,6 +98,7 @@ final class ExtensionProcess: ExtensionLink {
 
     static let landlockABI = ChildProcess.landlockABI
     private static let warned = Atomic(false)
+    private static let warnedConnects = Atomic(false)
 
     /// Whether bwrap starts inside a Landlock domain scoping abstract unix sockets and signals
     /// (ABI 6, Linux 6.12); if not, why, in words for the log. Without it an extension can
@@ -101,6 +108,15 @@ final class ExtensionProcess: ExtensionLink {
         let offered = abi == 0 ? "no Landlock" : "Landlock ABI \(abi)"
         return (false, "this kernel offers \(offered), not ABI 6 (Linux 6.12): extensions run without abstract unix socket "
             + "and signal scoping, so one could reach host services listening on abstract sockets, such as the X server")
+    }
+
+    /// Whether the extension's TCP connects are limited to its setup's ports (Landlock network
+    /// rules, ABI 4, Linux 6.7); if not, why, in words for the log.
+    static func landlockConnectRules(abi: Int) -> (enabled: Bool, warning: String?) {
+        guard abi < 4 else { return (true, nil) }
+        let offered = abi == 0 ? "no Landlock" : "Landlock ABI \(abi)"
+        return (false, "this kernel offers \(offered), not ABI 4 (Linux 6.7): extensions' TCP connects are not limited to "
+            + "the ports their setup names, so one could reach any local service listening on TCP, other users' among them")
     }
 
     /// The first line bwrap writes on its status descriptor: `{ "child-pid": N }`. nil if it

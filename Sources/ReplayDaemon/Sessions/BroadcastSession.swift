@@ -150,7 +150,8 @@ final class BroadcastSession: Sendable {
         let writable = manifest.setupFields.filter { $0.kind == .directory }.compactMap { request.setup[$0.key] }
         let link: any ExtensionLink
         do {
-            link = try extensions.launch(manifest, hidden: hidden, writable: writable)
+            link = try extensions.launch(manifest, hidden: hidden, writable: writable,
+                                         network: ExtensionNetworkPolicy(setup: request.setup))
         } catch {
             throw failStart(error.message)
         }

@@ -27,6 +27,8 @@ final class FakeExtension: ExtensionLink, ExtensionHost, @unchecked Sendable {
         var closed = false
         var footprint = 10 << 20
         var launches = 0
+        /// What the session let it connect to.
+        var network: ExtensionNetworkPolicy?
     }
 
     private let state: Mutex<State>
@@ -35,8 +37,12 @@ final class FakeExtension: ExtensionLink, ExtensionHost, @unchecked Sendable {
 
     init(_ behaviour: Behaviour = Behaviour()) { state = Mutex(State(behaviour: behaviour)) }
 
-    func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String]) throws(DaemonError) -> any ExtensionLink {
-        state.withLock { $0.launches += 1 }
+    func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String],
+                network: ExtensionNetworkPolicy) throws(DaemonError) -> any ExtensionLink {
+        state.withLock {
+            $0.launches += 1
+            $0.network = network
+        }
         return self
     }
 

@@ -1,0 +1,33 @@
+@testable import ReplayDaemon
+import Testing
+
+/// The ports an extension may connect to come from the URLs in its setup, and only from them.
+@Suite struct ExtensionNetworkPolicyTests {
+    @Test(arguments: [
+        ("rtmp://live.example.com/app", [UInt16(1935)]),
+        ("rtmps://live.example.com/app", [443]),
+        ("rtmp://127.0.0.1:19350/live", [19350]),
+        ("https://whip.example.com/whip/room", [443]),
+        ("http://127.0.0.1:8080/whip", [8080]),
+        ("HTTP://Example.com/", [80]),
+        ("ws://example.com/socket", [80]),
+        ("wss://example.com/socket", [443]),
+        ("custom://example.com:7000/x", [7000]),
+    ])
+    func aURLNamesItsPortOrItsSchemesDefault(url: String, ports: [UInt16]) {
+        #expect(ExtensionNetworkPolicy(setup: ["url": url]).connectPorts == ports)
+    }
+
+    /// UDP needs no TCP port; numbers, paths, words and hostless URLs name none.
+    @Test(arguments: ["srt://127.0.0.1:9000", "udp://239.0.0.1:5000", "2500", "/home/me/hls", "screencast",
+                      "stun.example.com:3478", "file:///tmp/x", "custom://example.com/x", "rtmp://host:0/app", ""])
+    func settingsThatAreNoTCPServerNameNoPort(value: String) {
+        #expect(ExtensionNetworkPolicy(setup: ["value": value]).connectPorts == [])
+    }
+
+    @Test func everyServerOfTheSetupCountsOnce() {
+        let setup = ["url": "rtmp://a.example.com/app", "backup": "rtmp://b.example.com/app", "watch-url": "https://example.com/watch",
+                     "mode": "video"]
+        #expect(ExtensionNetworkPolicy(setup: setup).connectPorts == [443, 1935])
+    }
+}
