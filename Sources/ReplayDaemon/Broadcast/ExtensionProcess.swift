@@ -13,7 +13,8 @@ import Glibc
 /// process and IPC namespaces, no capabilities; the network stays (it uploads). bwrap itself
 /// starts confined (`ChildProcess(confinedPath:)`): Landlock keeps it from the host's abstract
 /// unix sockets (the X server's among them) and from signalling outside, seccomp from ptrace
-/// and other processes' memory. Its memory and processes are watched: `usage()` is what the
+/// and other processes' memory. The extension gets a second seccomp program (`SandboxFilter`):
+/// no namespaces, mounts or memfds of its own. Its memory and processes are watched: `usage()` is what the
 /// limits are checked against.
 final class ExtensionProcess: ExtensionLink {
     /// ReplayKit's limit for broadcast upload extensions.
@@ -66,14 +67,23 @@ final class ExtensionProcess: ExtensionLink {
             throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
         }
         defer { Glibc.close(errors.write) }
+        let filter: Int32
+        do {
+            filter = try SandboxFilter.descriptor()
+        } catch {
+            [fds[0], status.read, status.write, errors.read].forEach { _ = Glibc.close($0) }
+            throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
+        }
+        defer { Glibc.close(filter) }
         let arguments = Self.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable)
         let scopes = Self.landlockScopes(abi: Self.landlockABI)
         if let warning = scopes.warning, !Self.warned.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
         do {
             process = try ChildProcess(
-                confinedPath: Self.bubblewrap, arguments: ["--json-status-fd", "4"] + arguments + ["--", manifest.executable],
+                confinedPath: Self.bubblewrap,
+                arguments: ["--json-status-fd", "4", "--add-seccomp-fd", "5"] + arguments + ["--", manifest.executable],
                 environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "OPENREPLAYKIT_BROADCAST_FD": "3"],
-                landlockScopes: scopes.enabled, stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4)])
+                landlockScopes: scopes.enabled, stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4), (filter, 5)])
         } catch {
             Glibc.close(fds[0])
             Glibc.close(status.write)
@@ -181,6 +191,9 @@ final class ExtensionProcess: ExtensionLink {
             // bwrap is started from a thread that lives as long as replayd (`SpawnThread`):
             // the sandbox dies with replayd, even by SIGKILL.
             "--die-with-parent", "--unshare-all", "--share-net", "--new-session", "--cap-drop", "ALL",
+            // No user namespace inside (a nested one could mount a tmpfs that nobody counts);
+            // the seccomp program bwrap is handed refuses them too, and every mount.
+            "--unshare-user", "--disable-userns",
         ]
         for path in covers { arguments += ["--tmpfs", path] }
         // Its own executable stays visible even when it lives under a hidden directory.
@@ -190,6 +203,12 @@ final class ExtensionProcess: ExtensionLink {
         for path in ["/dev"] + covers { arguments += ["--remount-ro", path] }
         return arguments
     }
+
+    /// Who counts, for `replay broadcast status`. cgroup v2's memory.max and pids.max would
+    /// have the kernel count and kill; replayd does not use them yet (none of its machines
+    /// delegates a cgroup v2 memory controller), so the walk is the count everywhere.
+    static let memoryCounting = "replayd's walk of the sandbox's processes, memory, sockets and tmpfs every 50 ms "
+        + "(not the kernel's cgroup v2 limits)"
 
     /// What the sandbox holds (`SandboxUsage`): without cgroup v2 controllers this walk is the
     /// only count.
