@@ -144,10 +144,13 @@ extension IntegrationTests {
         }
 
         /// 300 MB of /dev/zero mapped shared (RssShmem, not RssAnon; status said 7 MB): counted.
+        /// The status says who counted it.
         @Test func sharedMemoryItMapsCountsAsItsMemory() throws {
             let (fixture, path) = try Self.attack("dev-zero")
             defer { fixture.stop() }
             try Self.expectFailure(fixture, path, containing: "more than 50 MB")
+            let status = try fixture.replay(["broadcast", "status"]).stdout
+            #expect(status.contains("of 50 MB, counted by replayd's walk"), "\(status)")
         }
 
         /// 300 MB queued on socket pairs it writes to and never reads: counted through sock_diag.
