@@ -126,6 +126,37 @@ func dirty(_ memory: UnsafeMutableRawPointer, _ bytes: Int) {
     }
 }
 
+/// Maps `megabytes` of /dev/zero shared and dirties them: shared memory, not RssAnon.
+func mapDevZero(megabytes: Int) -> String {
+    let zero = open("/dev/zero", O_RDWR)
+    defer { close(zero) }
+    let memory = mmap(nil, megabytes << 20, PROT_READ | PROT_WRITE, MAP_SHARED, zero, 0)
+    guard let memory, memory != MAP_FAILED else { return outcome(-1) }
+    dirty(memory, megabytes << 20)
+    return "held"
+}
+
+/// Queues `megabytes` on socket pairs it writes to and never reads, each with the largest send
+/// buffer it may ask for: kernel memory no process shows. Returns the megabytes queued.
+func queueOnSockets(megabytes: Int) -> Int {
+    var queued = 0, pairs = 0
+    let block = [UInt8](repeating: 1, count: 1 << 16)
+    while queued < megabytes << 20, pairs < 400 {
+        var pair: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &pair) == 0 else { break }
+        var size: Int32 = 1 << 30
+        setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        while queued < megabytes << 20 {
+            let sent = block.withUnsafeBytes { send(pair[0], $0.baseAddress, $0.count, 0) }
+            if sent <= 0 { break }
+            queued += sent
+        }
+        pairs += 1
+        usleep(5_000)
+    }
+    return queued >> 20
+}
+
 /// Misbehaves on purpose, as `--setup behaviour=…` says, so the tests can check that the
 /// host contains it: the broadcast ends with a clear error and everything else goes on.
 final class HostileHandler: BroadcastSampleHandler {
@@ -241,13 +272,7 @@ final class HostileHandler: BroadcastSampleHandler {
         }
         if behaviour == "dev-zero" {
             // The same through /dev/zero mapped shared, which a seccomp filter cannot tell from a file.
-            let size = 300 << 20
-            let zero = open("/dev/zero", O_RDWR)
-            let memory = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, zero, 0)
-            close(zero)
-            guard let memory, memory != MAP_FAILED else { return updateServiceInfo(["dev-zero": outcome(-1)]) }
-            dirty(memory, size)
-            updateServiceInfo(["dev-zero": "held"])
+            updateServiceInfo(["dev-zero": mapDevZero(megabytes: 300)])
         }
         if behaviour == "nested-tmpfs" {
             // A user and mount namespace of its own, a tmpfs there, 300 MB in it: the sandbox's
@@ -263,24 +288,14 @@ final class HostileHandler: BroadcastSampleHandler {
             updateServiceInfo(["nested-tmpfs": nested, "calls": calls.joined(separator: ", ")])
         }
         if behaviour == "socket-buffers" {
-            // Socket pairs it writes to and never reads, each with the largest send buffer it may
-            // ask for, until 300 MB are queued: kernel memory no process shows.
-            var queued = 0, pairs = 0
-            let block = [UInt8](repeating: 1, count: 1 << 16)
-            while queued < 300 << 20, pairs < 400 {
-                var pair: [Int32] = [0, 0]
-                guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &pair) == 0 else { break }
-                var size: Int32 = 1 << 30
-                setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-                while true {
-                    let sent = block.withUnsafeBytes { send(pair[0], $0.baseAddress, $0.count, 0) }
-                    if sent <= 0 { break }
-                    queued += sent
-                }
-                pairs += 1
-                usleep(5_000)
-            }
-            updateServiceInfo(["socket-buffers-mb": "\(queued >> 20)"])
+            updateServiceInfo(["socket-buffers-mb": "\(queueOnSockets(megabytes: 300))"])
+        }
+        if behaviour == "stacked" {
+            // 20 MB in each of three places, none of them over the limit alone.
+            let file = open("/tmp/stack", O_WRONLY | O_CREAT, 0o600)
+            let block = [UInt8](repeating: 1, count: 1 << 20)
+            for _ in 0..<20 { _ = block.withUnsafeBytes { write(file, $0.baseAddress, $0.count) } }
+            updateServiceInfo(["stacked": "\(mapDevZero(megabytes: 20)), \(queueOnSockets(megabytes: 20)) MB queued"])
         }
         if behaviour == "sysv-shm" {
             // A System V segment, which outlives every mapping of it: refused outright.

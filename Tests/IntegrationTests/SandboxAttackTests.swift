@@ -160,6 +160,13 @@ extension IntegrationTests {
             try Self.expectFailure(fixture, path, containing: "more than 50 MB")
         }
 
+        /// 20 MB each in /tmp, in /dev/zero mapped shared and on unread sockets: all count together.
+        @Test func memoryHiddenInThreePlacesAddsUp() throws {
+            let (fixture, path) = try Self.attack("stacked")
+            defer { fixture.stop() }
+            try Self.expectFailure(fixture, path, containing: "more than 50 MB")
+        }
+
         /// A user and mount namespace of its own, with 300 MB in a tmpfs mounted there, which
         /// neither its /tmp nor any process shows. Against a system daemon, whose extensions run
         /// as the `replayd` user: a root sandbox may not map root in a nested namespace anyway.
