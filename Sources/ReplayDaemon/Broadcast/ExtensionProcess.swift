@@ -179,6 +179,21 @@ final class ExtensionProcess: ExtensionLink {
 
     static let bubblewrap = "/usr/bin/bwrap"
 
+    /// Whether this bwrap has `--disable-userns` (0.8): an older one refuses to start with it.
+    static let disablesUserNamespaces: Bool = {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: bubblewrap)
+        process.arguments = ["--version"]
+        let output = Pipe()
+        process.standardOutput = output
+        guard (try? process.run()) != nil else { return false }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        // "bubblewrap 0.8.0"
+        let version = (text.split(separator: " ").last ?? "").split(separator: ".").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        return version.count >= 2 && (version[0], version[1]) >= (0, 8)
+    }()
+
     static func sandboxArguments(executable: String, hidden: [String], writable: [String]) -> [String] {
         let size = String(tmpfsSize)
         // Only /tmp and /dev/shm are writable, sized, and counted (`privateStorage`); the
@@ -191,10 +206,10 @@ final class ExtensionProcess: ExtensionLink {
             // bwrap is started from a thread that lives as long as replayd (`SpawnThread`):
             // the sandbox dies with replayd, even by SIGKILL.
             "--die-with-parent", "--unshare-all", "--share-net", "--new-session", "--cap-drop", "ALL",
-            // No user namespace inside (a nested one could mount a tmpfs that nobody counts);
-            // the seccomp program bwrap is handed refuses them too, and every mount.
-            "--unshare-user", "--disable-userns",
         ]
+        // No user namespace inside (a nested one could mount a tmpfs that nobody counts); the
+        // seccomp program bwrap is handed refuses them too, and every mount, on any bwrap.
+        if disablesUserNamespaces { arguments += ["--unshare-user", "--disable-userns"] }
         for path in covers { arguments += ["--tmpfs", path] }
         // Its own executable stays visible even when it lives under a hidden directory.
         let folder = URL(fileURLWithPath: executable).deletingLastPathComponent().path
