@@ -82,7 +82,8 @@ enum SandboxUsage {
     }
 
     /// What the sockets hold in the kernel. A socket sent over another and closed is held by
-    /// no process, so it is not found here: the file limit bounds how many can be in flight.
+    /// no process, so it is not found here; the open-file limit bounds how many can be in
+    /// flight, not what they hold (docs/security.md lists it as not counted).
     private static func socketBytes(_ inodes: Set<UInt64>) -> Int {
         guard !inodes.isEmpty, let memory = SocketMemory.byInode() else { return 0 }
         return inodes.reduce(0) { $0 + (memory[$1] ?? 0) }
