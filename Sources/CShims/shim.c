@@ -3,6 +3,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <netinet/in.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <malloc.h>
@@ -114,6 +120,65 @@ static struct sock_filter confinement_filter[] = {
     BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 };
 
+/* What runs inside the sandbox may not make namespaces, mounts or files of its own that no
+   walk of /proc can see: a nested user namespace mounts a tmpfs nobody counts; a memfd sent
+   to itself and closed is held by no process; keyrings, perf buffers, io_uring rings and
+   userfaultfd are kernel memory or ways around the filter. bwrap needs all of this itself, so
+   this program goes to bwrap (--add-seccomp-fd), which installs it just before it execs the
+   extension. clone3 gets ENOSYS, since its flags sit behind a pointer: glibc then uses clone. */
+static const int sandbox_refused[] = {
+    __NR_unshare, __NR_setns, __NR_mount, __NR_umount2, __NR_pivot_root, __NR_chroot,
+    __NR_fsopen, __NR_fsconfig, __NR_fsmount, __NR_fspick, __NR_move_mount, __NR_open_tree,
+    __NR_mount_setattr, __NR_keyctl, __NR_add_key, __NR_request_key, __NR_perf_event_open,
+    __NR_io_uring_setup, __NR_io_uring_enter, __NR_io_uring_register, __NR_userfaultfd,
+    __NR_memfd_create, __NR_memfd_secret,
+};
+#define CLONE_NAMESPACES (CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET)
+
+int CShims_sandbox_filter(void) {
+    struct sock_filter program[96];
+    unsigned short n = 0;
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch));
+    program[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_AUDIT_ARCH, 1, 0);
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, REFUSE);
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+#if defined(__x86_64__)
+    program[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U /* __X32_SYSCALL_BIT */, 0, 1);
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, REFUSE);
+#endif
+    for (size_t i = 0; i < sizeof sandbox_refused / sizeof sandbox_refused[0]; i++) {
+        program[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)sandbox_refused[i], 0, 1);
+        program[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, REFUSE);
+    }
+    program[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1);
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (ENOSYS & SECCOMP_RET_DATA));
+    /* Shared anonymous memory keeps every page after all but one of them are unmapped, where
+       no walk sees them: mmap with MAP_ANONYMOUS and MAP_SHARED or MAP_SHARED_VALIDATE. */
+    program[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_mmap, 0, 5);
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[3]));
+    /* MAP_SHARED's bit is set in MAP_SHARED_VALIDATE too, never in MAP_PRIVATE. */
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_ALU | BPF_AND | BPF_K, MAP_ANONYMOUS | MAP_SHARED);
+    program[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MAP_ANONYMOUS | MAP_SHARED, 0, 1);
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, REFUSE);
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    /* clone's flags are its first argument; their low 32 bits hold every CLONE_NEW*. */
+    program[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3);
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0]));
+    program[n++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_NAMESPACES, 0, 1);
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, REFUSE);
+    program[n++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    _Static_assert(6 + 2 * sizeof sandbox_refused / sizeof sandbox_refused[0] + 13 <= 96, "program size");
+    int fd = memfd_create("openreplaykit-seccomp", MFD_CLOEXEC);
+    if (fd < 0) return -errno;
+    size_t size = n * sizeof program[0];
+    if (write(fd, program, size) != (ssize_t)size || lseek(fd, 0, SEEK_SET) != 0) {
+        int error = errno ? errno : EIO;
+        close(fd);
+        return -error;
+    }
+    return fd;
+}
+
 #define MAX_HANDED 16
 
 struct confined_child {
@@ -203,4 +268,86 @@ void CShims_malloc_trim(void) { malloc_trim(0); }
 size_t CShims_malloc_in_use(void) {
     struct mallinfo2 info = mallinfo2();
     return info.uordblks + info.hblkhd;
+}
+
+/* Memory a socket holds in the kernel, from its SK_MEMINFO: what waits to be read, what is
+   queued to be sent (TCP's write queue; a unix socket's datagrams wait in its peer's queue
+   but are charged to the sender), and what is reserved ahead. */
+static unsigned long meminfo_bytes(const struct rtattr *attribute) {
+    if (RTA_PAYLOAD(attribute) < SK_MEMINFO_VARS * sizeof(uint32_t)) return 0;
+    const uint32_t *info = RTA_DATA(attribute);
+    uint32_t sent = info[SK_MEMINFO_WMEM_ALLOC] > info[SK_MEMINFO_WMEM_QUEUED] ? info[SK_MEMINFO_WMEM_ALLOC] : info[SK_MEMINFO_WMEM_QUEUED];
+    return (unsigned long)info[SK_MEMINFO_RMEM_ALLOC] + sent + info[SK_MEMINFO_FWD_ALLOC] + info[SK_MEMINFO_OPTMEM]
+        + info[SK_MEMINFO_BACKLOG];
+}
+
+/* One sock_diag dump: sends `request`, adds (inode, bytes) for every socket answered. */
+static int dump_sockets(int fd, void *request, size_t length, int family, struct CShims_socket_memory *out, long capacity,
+                        long *count) {
+    struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+    struct nlmsghdr *header = request;
+    header->nlmsg_len = (uint32_t)length;
+    header->nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    header->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    if (sendto(fd, request, length, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) return -errno;
+    static __thread char buffer[32768] __attribute__((aligned(NLMSG_ALIGNTO)));
+    for (;;) {
+        ssize_t received = recv(fd, buffer, sizeof buffer, 0);
+        if (received < 0) {
+            if (errno == EINTR) continue;
+            return -errno;
+        }
+        int left = (int)received;
+        for (struct nlmsghdr *message = (struct nlmsghdr *)buffer; NLMSG_OK(message, left); message = NLMSG_NEXT(message, left)) {
+            if (message->nlmsg_type == NLMSG_DONE) return 0;
+            if (message->nlmsg_type == NLMSG_ERROR) {
+                const struct nlmsgerr *error = NLMSG_DATA(message);
+                return error->error;
+            }
+            unsigned long inode;
+            struct rtattr *attribute;
+            int attributes;
+            int wanted;
+            if (family == AF_UNIX) {
+                const struct unix_diag_msg *socket = NLMSG_DATA(message);
+                inode = socket->udiag_ino;
+                attribute = (struct rtattr *)(socket + 1);
+                attributes = (int)(message->nlmsg_len - NLMSG_LENGTH(sizeof *socket));
+                wanted = UNIX_DIAG_MEMINFO;
+            } else {
+                const struct inet_diag_msg *socket = NLMSG_DATA(message);
+                inode = socket->idiag_inode;
+                attribute = (struct rtattr *)(socket + 1);
+                attributes = (int)(message->nlmsg_len - NLMSG_LENGTH(sizeof *socket));
+                wanted = INET_DIAG_SKMEMINFO;
+            }
+            unsigned long bytes = 0;
+            for (; RTA_OK(attribute, attributes); attribute = RTA_NEXT(attribute, attributes)) {
+                if (attribute->rta_type == wanted) bytes = meminfo_bytes(attribute);
+            }
+            if (inode == 0 || bytes == 0) continue;
+            if (*count < capacity) out[*count] = (struct CShims_socket_memory){ .inode = inode, .bytes = bytes };
+            (*count)++;
+        }
+    }
+}
+
+long CShims_list_socket_memory(struct CShims_socket_memory *out, long capacity) {
+    int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (fd < 0) return -errno;
+    long count = 0;
+    struct { struct nlmsghdr header; struct unix_diag_req request; } unix_request = {
+        .request = { .sdiag_family = AF_UNIX, .udiag_states = ~0U, .udiag_show = UDIAG_SHOW_MEMINFO } };
+    int result = dump_sockets(fd, &unix_request, sizeof unix_request, AF_UNIX, out, capacity, &count);
+    const int families[] = { AF_INET, AF_INET6 }, protocols[] = { IPPROTO_TCP, IPPROTO_UDP };
+    for (int f = 0; f < 2 && result == 0; f++) {
+        for (int p = 0; p < 2 && result == 0; p++) {
+            struct { struct nlmsghdr header; struct inet_diag_req_v2 request; } inet_request = {
+                .request = { .sdiag_family = (uint8_t)families[f], .sdiag_protocol = (uint8_t)protocols[p],
+                             .idiag_ext = 1 << (INET_DIAG_SKMEMINFO - 1), .idiag_states = ~0U } };
+            result = dump_sockets(fd, &inet_request, sizeof inet_request, AF_INET, out, capacity, &count);
+        }
+    }
+    close(fd);
+    return result < 0 ? result : count;
 }

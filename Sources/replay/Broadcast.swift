@@ -196,6 +196,9 @@ private func printStatus(_ list: [BroadcastStatus], json: Bool) {
         let details = status.serviceInfo.filter { $0.key != "connection" }.sorted { $0.key < $1.key }
         if !details.isEmpty { line += "\n  " + details.map { "\($0.key): \($0.value)" }.joined(separator: ", ") }
         if let error = status.lastError { line += "\n  error: \(error)" }
+        if let counting = status.memoryCounting {
+            line += "\n  extension memory: peak \(status.extensionPeakMemory >> 20) MB of 50 MB, counted by \(counting)"
+        }
         print(line)
     }
 }

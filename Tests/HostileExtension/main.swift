@@ -102,6 +102,88 @@ func knockOnLoopback(port: UInt16, _ knock: Knock) -> String {
     return outcome(result)
 }
 
+/// Sends `fd` over `socket` (SCM_RIGHTS) and closes it: then only the message in flight holds it.
+func sendAway(_ fd: Int32, over socket: Int32) -> Bool {
+    // cmsghdr (length, level, type) and one descriptor, padded to CMSG_SPACE(4).
+    var control = [UInt8](repeating: 0, count: 24)
+    control.withUnsafeMutableBytes { bytes in
+        bytes.storeBytes(of: 20, toByteOffset: 0, as: Int.self)
+        bytes.storeBytes(of: SOL_SOCKET, toByteOffset: 8, as: Int32.self)
+        bytes.storeBytes(of: Int32(SCM_RIGHTS), toByteOffset: 12, as: Int32.self)
+        bytes.storeBytes(of: fd, toByteOffset: 16, as: Int32.self)
+    }
+    var byte: UInt8 = 1
+    let sent = withUnsafeMutablePointer(to: &byte) { byte in
+        control.withUnsafeMutableBytes { control in
+            var part = iovec(iov_base: byte, iov_len: 1)
+            return withUnsafeMutablePointer(to: &part) { part in
+                var message = msghdr(msg_name: nil, msg_namelen: 0, msg_iov: part, msg_iovlen: 1,
+                                     msg_control: control.baseAddress, msg_controllen: control.count, msg_flags: 0)
+                return sendmsg(socket, &message, 0)
+            }
+        }
+    }
+    close(fd)
+    return sent == 1
+}
+
+/// Runs `command` with `sh -c` and returns the first line it prints (either stream), or "".
+func firstLine(of command: String) -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/sh")
+    process.arguments = ["-c", command]
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    guard (try? process.run()) != nil else { return "could not run sh" }
+    var line = Data()
+    while !line.contains(UInt8(ascii: "\n")) {
+        let chunk = output.fileHandleForReading.availableData
+        if chunk.isEmpty { break }
+        line += chunk
+    }
+    return String(decoding: line.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+}
+
+/// Dirties `bytes` at `memory`, 1 MB at a time, so that it is resident and the watchdog sees it grow.
+func dirty(_ memory: UnsafeMutableRawPointer, _ bytes: Int) {
+    for offset in stride(from: 0, to: bytes, by: 1 << 20) {
+        memset(memory + offset, 1, min(1 << 20, bytes - offset))
+        usleep(1_000)
+    }
+}
+
+/// Maps `megabytes` of /dev/zero shared and dirties them: shared memory, not RssAnon.
+func mapDevZero(megabytes: Int) -> String {
+    let zero = open("/dev/zero", O_RDWR)
+    defer { close(zero) }
+    let memory = mmap(nil, megabytes << 20, PROT_READ | PROT_WRITE, MAP_SHARED, zero, 0)
+    guard let memory, memory != MAP_FAILED else { return outcome(-1) }
+    dirty(memory, megabytes << 20)
+    return "held"
+}
+
+/// Queues `megabytes` on socket pairs it writes to and never reads, each with the largest send
+/// buffer it may ask for: kernel memory no process shows. Returns the megabytes queued.
+func queueOnSockets(megabytes: Int) -> Int {
+    var queued = 0, pairs = 0
+    let block = [UInt8](repeating: 1, count: 1 << 16)
+    while queued < megabytes << 20, pairs < 400 {
+        var pair: [Int32] = [0, 0]
+        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0, &pair) == 0 else { break }
+        var size: Int32 = 1 << 30
+        setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        while queued < megabytes << 20 {
+            let sent = block.withUnsafeBytes { send(pair[0], $0.baseAddress, $0.count, 0) }
+            if sent <= 0 { break }
+            queued += sent
+        }
+        pairs += 1
+        usleep(5_000)
+    }
+    return queued >> 20
+}
+
 /// Misbehaves on purpose, as `--setup behaviour=…` says, so the tests can check that the
 /// host contains it: the broadcast ends with a clear error and everything else goes on.
 final class HostileHandler: BroadcastSampleHandler {
@@ -185,6 +267,7 @@ final class HostileHandler: BroadcastSampleHandler {
         if behaviour == "memfd" {
             // 500 MB in a memfd it never maps: no RssAnon, no RssShmem.
             let fd = Libc.memfdCreate("openreplaykit-broadcast-0", 0)
+            guard fd >= 0 else { return updateServiceInfo(["memfd": outcome(-1)]) }
             let block = [UInt8](repeating: 1, count: 1 << 20)
             for _ in 0..<500 { _ = block.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
             updateServiceInfo(["memfd": "held"])
@@ -192,6 +275,7 @@ final class HostileHandler: BroadcastSampleHandler {
         if behaviour == "memfd-mapped" {
             // 500 MB in a memfd it maps and then closes: only the mapping holds it (RssShmem).
             let fd = Libc.memfdCreate("openreplaykit-broadcast-1", 0)
+            guard fd >= 0 else { return updateServiceInfo(["memfd": outcome(-1)]) }
             _ = ftruncate(fd, 500 << 20)
             let memory = mmap(nil, 500 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
             close(fd)
@@ -202,6 +286,58 @@ final class HostileHandler: BroadcastSampleHandler {
                 }
             }
             updateServiceInfo(["memfd": "mapped"])
+        }
+        if behaviour == "memfd-in-flight" {
+            // 300 MB in ten memfds, each sent to itself and closed once filled: no process holds
+            // them, the messages do, and it never holds more than 30 MB at a time.
+            var pair: [Int32] = [0, 0]
+            _ = socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair)
+            let block = [UInt8](repeating: 1, count: 1 << 20)
+            var sent = 0
+            for _ in 0..<10 {
+                let fd = Libc.memfdCreate("hoard", 0)
+                guard fd >= 0 else { return updateServiceInfo(["memfd-in-flight": outcome(-1)]) }
+                for _ in 0..<30 { _ = block.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+                if sendAway(fd, over: pair[0]) { sent += 30 }
+            }
+            updateServiceInfo(["memfd-in-flight": "\(sent) MB in flight"])
+        }
+        if behaviour == "shared-anonymous" {
+            // 300 MB shared and anonymous (RssShmem, not RssAnon), then all but its first page
+            // unmapped: the pages stay in the object, and no process shows them.
+            let size = 300 << 20
+            let memory = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)
+            guard let memory, memory != MAP_FAILED else { return updateServiceInfo(["shared-anonymous": outcome(-1)]) }
+            dirty(memory, size)
+            munmap(memory + 4096, size - 4096)
+            updateServiceInfo(["shared-anonymous": "held"])
+        }
+        if behaviour == "dev-zero" {
+            // The same through /dev/zero mapped shared, which a seccomp filter cannot tell from a file.
+            updateServiceInfo(["dev-zero": mapDevZero(megabytes: 300)])
+        }
+        if behaviour == "nested-tmpfs" {
+            // A user and mount namespace of its own, a tmpfs there, 300 MB in it: the sandbox's
+            // /tmp shows nothing, and no process holds it in memory.
+            let script = "mount -t tmpfs -o size=400m none /tmp && head -c 300M /dev/zero > /tmp/hoard && echo held"
+                + " && exec sleep 1000 </dev/null >/dev/null 2>&1"
+            let nested = firstLine(of: "exec unshare --map-root-user --mount sh -c '\(script)'")
+            // The other ways around the walk, each with harmless arguments (x86_64's numbers):
+            // only a filter answers EPERM to all of them.
+            let calls = [("mount", 165), ("fsopen", 430), ("open_tree", 428), ("keyctl", 250), ("add_key", 248),
+                         ("perf_event_open", 298), ("io_uring_setup", 425), ("userfaultfd", 323), ("setns", 308)]
+                .map { "\($0.0)=\(outcome(Libc.syscall($0.1, 0, 0, 0)))" }
+            updateServiceInfo(["nested-tmpfs": nested, "calls": calls.joined(separator: ", ")])
+        }
+        if behaviour == "socket-buffers" {
+            updateServiceInfo(["socket-buffers-mb": "\(queueOnSockets(megabytes: 300))"])
+        }
+        if behaviour == "stacked" {
+            // 20 MB in each of three places, none of them over the limit alone.
+            let file = open("/tmp/stack", O_WRONLY | O_CREAT, 0o600)
+            let block = [UInt8](repeating: 1, count: 1 << 20)
+            for _ in 0..<20 { _ = block.withUnsafeBytes { write(file, $0.baseAddress, $0.count) } }
+            updateServiceInfo(["stacked": "\(mapDevZero(megabytes: 20)), \(queueOnSockets(megabytes: 20)) MB queued"])
         }
         if behaviour == "sysv-shm" {
             // A System V segment, which outlives every mapping of it: refused outright.

@@ -146,19 +146,82 @@ extension IntegrationTests {
             try Self.expectFailure(fixture, path, containing: "more than 50 MB")
         }
 
-        /// 500 MB in a memfd it never maps (named like replayd's surfaces): no RssAnon, no
-        /// RssShmem, still its memory.
-        @Test func aMemfdItHoldsCountsAsItsMemory() throws {
-            let (fixture, path) = try Self.attack("memfd")
+        /// 500 MB in a memfd of its own, held (named like replayd's surfaces), or mapped and
+        /// closed: memfds come only from replayd, which counts what it did not lend.
+        @Test(arguments: ["memfd", "memfd-mapped"]) func anExtensionCannotMakeAMemfd(behaviour: String) throws {
+            let (fixture, path) = try Self.attack(behaviour)
+            defer { fixture.stop() }
+            let memfd = try Self.serviceInfo(fixture, has: "memfd")["memfd"]
+            #expect(memfd == "EPERM", "memfd_create: \(memfd ?? "no answer")")
+            try Self.expectNothingLeft(fixture, path)
+        }
+
+        /// 300 MB in memfds sent over a socket to itself and closed, 30 MB at a time: no process
+        /// held them, and status said 32 MB at most. Refused at memfd_create; a file in its /tmp sent the same
+        /// way still counts, since the tmpfs is counted whoever holds the file.
+        @Test func aMemfdInFlightToItselfIsRefused() throws {
+            let (fixture, path) = try Self.attack("memfd-in-flight")
+            defer { fixture.stop() }
+            let inFlight = try Self.serviceInfo(fixture, has: "memfd-in-flight")["memfd-in-flight"]
+            #expect(inFlight == "EPERM", "memfd_create: \(inFlight ?? "no answer")")
+            try Self.expectNothingLeft(fixture, path)
+        }
+
+        /// 300 MB mapped shared and anonymous, then all but a page unmapped: the pages stay, and
+        /// no process shows them. Refused by the sandbox's seccomp program.
+        @Test func anExtensionCannotMapSharedAnonymousMemory() throws {
+            let (fixture, path) = try Self.attack("shared-anonymous")
+            defer { fixture.stop() }
+            let shared = try Self.serviceInfo(fixture, has: "shared-anonymous")["shared-anonymous"]
+            #expect(shared == "EPERM", "mmap(MAP_SHARED | MAP_ANONYMOUS): \(shared ?? "no answer")")
+            try Self.expectNothingLeft(fixture, path)
+        }
+
+        /// 300 MB of /dev/zero mapped shared (RssShmem, not RssAnon; status said 7 MB): counted.
+        /// The status says who counted it.
+        @Test func sharedMemoryItMapsCountsAsItsMemory() throws {
+            let (fixture, path) = try Self.attack("dev-zero")
+            defer { fixture.stop() }
+            try Self.expectFailure(fixture, path, containing: "more than 50 MB")
+            let status = try fixture.replay(["broadcast", "status"]).stdout
+            #expect(status.contains("of 50 MB, counted by replayd's walk"), "\(status)")
+        }
+
+        /// 300 MB queued on socket pairs it writes to and never reads: counted through sock_diag.
+        @Test func unreadSocketBuffersCountAsItsMemory() throws {
+            let (fixture, path) = try Self.attack("socket-buffers")
             defer { fixture.stop() }
             try Self.expectFailure(fixture, path, containing: "more than 50 MB")
         }
 
-        /// 500 MB in a memfd it maps and closes: only its mapping (RssShmem) holds it.
-        @Test func aMemfdItMapsAndClosesCountsAsItsMemory() throws {
-            let (fixture, path) = try Self.attack("memfd-mapped")
+        /// 20 MB each in /tmp, in /dev/zero mapped shared and on unread sockets: all count together.
+        @Test func memoryHiddenInThreePlacesAddsUp() throws {
+            let (fixture, path) = try Self.attack("stacked")
             defer { fixture.stop() }
             try Self.expectFailure(fixture, path, containing: "more than 50 MB")
+        }
+
+        /// A user and mount namespace of its own, with 300 MB in a tmpfs mounted there, which
+        /// neither its /tmp nor any process shows. Against a system daemon, whose extensions run
+        /// as the `replayd` user: a root sandbox may not map root in a nested namespace anyway.
+        /// The other calls the seccomp program refuses are tried too.
+        @Test func anExtensionCannotMountATmpfsInANamespaceOfItsOwn() throws {
+            let base = URL(fileURLWithPath: "/var/tmp/ork-test-state-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: base) }
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240, demoScene: false),
+                                            storeDirectory: base.appendingPathComponent("recordings"), socketName: "run/replayd.sock")
+            defer { fixture.stop() }
+            try fixture.startDaemon(["--system"] + Broadcast.installExtensions(in: fixture))
+            let start = try fixture.replay(["broadcast", "start", "--extension", "hostile", "--setup", "behaviour=nested-tmpfs"])
+            #expect(start.status == 0, "\(start)\n\(fixture.daemonLog.suffix(2000))")
+            let info = try Self.serviceInfo(fixture, has: "calls")
+            let nested = info["nested-tmpfs"] ?? "no answer"
+            #expect(nested.contains("Operation not permitted"), "the extension mounted a tmpfs of its own: \(nested)")
+            for call in (info["calls"] ?? "").split(separator: ", ") {
+                #expect(call.hasSuffix("=EPERM"), "\(call)")
+            }
+            try Self.expectNothingLeft(fixture, fixture.file("extensions/replay-hostile-extension").path)
         }
 
         /// A System V segment is no process's memory once detached: refused.

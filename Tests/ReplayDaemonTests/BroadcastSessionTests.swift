@@ -177,6 +177,8 @@ import Testing
         let readOnly = arguments.indices.filter { arguments[$0] == "--remount-ro" }.map { arguments[$0 + 1] }
         #expect(readOnly.contains("/dev") && readOnly.contains("/root") && readOnly.contains("/home") && readOnly.contains("/var"))
         #expect(arguments.firstIndex(of: "--remount-ro") ?? 0 > lastMount)
+        // Debian 12's bubblewrap is 0.8: no user namespace of the extension's own.
+        #expect(ExtensionProcess.disablesUserNamespaces && arguments.contains("--disable-userns"))
     }
 
     @Test func aMalformedMessageEndsOnlyThisBroadcast() throws {

@@ -61,6 +61,23 @@ struct CShims_confined_spawn {
    *thread* that called this exits. */
 int CShims_spawn_confined(const struct CShims_confined_spawn *spawn);
 
+/* A memfd (close-on-exec, at offset 0) holding the seccomp program for what runs inside an
+   extension's sandbox, for bwrap's --add-seccomp-fd; or -errno. Refused with EPERM: new
+   namespaces (unshare, setns, clone with CLONE_NEW*), mounts and the new mount API, chroot,
+   pivot_root, keyrings, perf_event_open, io_uring, userfaultfd, memfd_create, memfd_secret,
+   and other architectures' calls; clone3 gets ENOSYS so that glibc falls back to clone. */
+int CShims_sandbox_filter(void);
+
+/* What one socket holds in the kernel: queued to be read or sent, and reserved. */
+struct CShims_socket_memory {
+    unsigned long inode;
+    unsigned long bytes;
+};
+/* Every unix, TCP and UDP socket of this network namespace that holds memory, through
+   NETLINK_SOCK_DIAG (unix_diag and inet_diag meminfo): fills up to `capacity` entries and
+   returns how many there are (more than `capacity`: call again with room for them), or -errno. */
+long CShims_list_socket_memory(struct CShims_socket_memory *out, long capacity);
+
 /* glibc's <malloc.h>, which Swift's Glibc module leaves out. */
 /* Keeps the mmap threshold at glibc's initial 128 KiB instead of letting it rise to the
    largest block freed so far (up to 32 MiB), so large blocks are unmapped as they are freed

@@ -14,8 +14,9 @@ import Glibc
 /// starts confined (`ChildProcess(confinedPath:)`): Landlock keeps it from the host's abstract
 /// unix sockets (the X server's among them), from signalling outside and from TCP ports its
 /// setup does not name (`ExtensionNetworkPolicy`), seccomp from ptrace and other processes'
-/// memory. Its memory and processes are watched: `usage()` is what the limits are checked
-/// against.
+/// memory. The extension gets a second seccomp program (`SandboxFilter`): no namespaces,
+/// mounts or memfds of its own. Its memory and processes are watched: `usage()` is what the
+/// limits are checked against.
 final class ExtensionProcess: ExtensionLink {
     /// ReplayKit's limit for broadcast upload extensions.
     static let memoryLimit = 50 * 1024 * 1024
@@ -69,6 +70,14 @@ final class ExtensionProcess: ExtensionLink {
             throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
         }
         defer { Glibc.close(errors.write) }
+        let filter: Int32
+        do {
+            filter = try SandboxFilter.descriptor()
+        } catch {
+            [fds[0], status.read, status.write, errors.read].forEach { _ = Glibc.close($0) }
+            throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
+        }
+        defer { Glibc.close(filter) }
         let arguments = Self.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable)
         let scopes = Self.landlockScopes(abi: Self.landlockABI)
         if let warning = scopes.warning, !Self.warned.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
@@ -76,10 +85,11 @@ final class ExtensionProcess: ExtensionLink {
         if let warning = connects.warning, !Self.warnedConnects.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
         do {
             process = try ChildProcess(
-                confinedPath: Self.bubblewrap, arguments: ["--json-status-fd", "4"] + arguments + ["--", manifest.executable],
+                confinedPath: Self.bubblewrap,
+                arguments: ["--json-status-fd", "4", "--add-seccomp-fd", "5"] + arguments + ["--", manifest.executable],
                 environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "OPENREPLAYKIT_BROADCAST_FD": "3"],
                 landlockScopes: scopes.enabled, tcpConnectPorts: connects.enabled ? network.connectPorts : nil,
-                stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4)])
+                stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4), (filter, 5)])
         } catch {
             Glibc.close(fds[0])
             Glibc.close(status.write)
@@ -185,6 +195,21 @@ final class ExtensionProcess: ExtensionLink {
 
     static let bubblewrap = "/usr/bin/bwrap"
 
+    /// Whether this bwrap has `--disable-userns` (0.8): an older one refuses to start with it.
+    static let disablesUserNamespaces: Bool = {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: bubblewrap)
+        process.arguments = ["--version"]
+        let output = Pipe()
+        process.standardOutput = output
+        guard (try? process.run()) != nil else { return false }
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        // "bubblewrap 0.8.0"
+        let version = (text.split(separator: " ").last ?? "").split(separator: ".").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        return version.count >= 2 && (version[0], version[1]) >= (0, 8)
+    }()
+
     static func sandboxArguments(executable: String, hidden: [String], writable: [String]) -> [String] {
         let size = String(tmpfsSize)
         // Only /tmp and /dev/shm are writable, sized, and counted (`privateStorage`); the
@@ -198,6 +223,9 @@ final class ExtensionProcess: ExtensionLink {
             // the sandbox dies with replayd, even by SIGKILL.
             "--die-with-parent", "--unshare-all", "--share-net", "--new-session", "--cap-drop", "ALL",
         ]
+        // No user namespace inside (a nested one could mount a tmpfs that nobody counts); the
+        // seccomp program bwrap is handed refuses them too, and every mount, on any bwrap.
+        if disablesUserNamespaces { arguments += ["--unshare-user", "--disable-userns"] }
         for path in covers { arguments += ["--tmpfs", path] }
         // Its own executable stays visible even when it lives under a hidden directory.
         let folder = URL(fileURLWithPath: executable).deletingLastPathComponent().path
@@ -206,6 +234,12 @@ final class ExtensionProcess: ExtensionLink {
         for path in ["/dev"] + covers { arguments += ["--remount-ro", path] }
         return arguments
     }
+
+    /// Who counts, for `replay broadcast status`. cgroup v2's memory.max and pids.max would
+    /// have the kernel count and kill; replayd does not use them yet (none of its machines
+    /// delegates a cgroup v2 memory controller), so the walk is the count everywhere.
+    static let memoryCounting = "replayd's walk of the sandbox's processes, memory, sockets and tmpfs every 50 ms "
+        + "(not the kernel's cgroup v2 limits)"
 
     /// What the sandbox holds (`SandboxUsage`): without cgroup v2 controllers this walk is the
     /// only count.

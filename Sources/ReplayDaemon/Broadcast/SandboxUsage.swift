@@ -8,9 +8,11 @@ import ReplaySystem
 /// children of every thread, so a child forked from a thread counts too) and its anonymous
 /// memory, resident or swapped (RssAnon + VmSwap: what iOS's phys_footprint counts and no
 /// limit can reclaim); the memfds they hold open, but for those replayd lent (shared
-/// surfaces, which are replayd's memory), and those they map after closing them; and what is
+/// surfaces, which are replayd's memory); the shared memory they map (memfds closed after
+/// mapping, /dev/zero mapped shared); what their sockets hold unread or unsent; and what is
 /// stored in the sandbox's tmpfs. Clean file-backed pages (library code, shared and dropped
-/// whenever the kernel likes) do not count.
+/// whenever the kernel likes) do not count, nor do dirty pages of files on disk, which the
+/// kernel writes back.
 enum SandboxUsage {
     /// - Parameters:
     ///   - bwrap: the sandbox's outer process (not counted itself); everything below it is.
@@ -18,20 +20,25 @@ enum SandboxUsage {
     ///     (the pid may then be another process's).
     ///   - processLimit: the walk stops once past it (a fork bomb is over the limit either way).
     static func measure(bwrap: Int32, storageRoot: Int32?, lent: Set<FileIdentity>, processLimit: Int) -> ExtensionUsage {
-        var bytes = 0, processes = 0
-        var memfds = Set<FileIdentity>()
+        var pids: [Int32] = []
         var pending = [bwrap]
         var seen = Set<Int32>()
-        while let pid = pending.popLast(), processes <= processLimit {
+        while let pid = pending.popLast(), pids.count <= processLimit {
             guard seen.insert(pid).inserted else { continue }
-            if pid != bwrap {
-                processes += 1
-                bytes += anonymousBytes(pid) + memfdBytes(pid, excluding: lent, counted: &memfds)
-                    + mappedMemfdBytes(pid, excluding: lent, counted: &memfds)
-            }
+            if pid != bwrap { pids.append(pid) }
             pending += children(of: pid)
         }
-        return ExtensionUsage(bytes: bytes + (storageRoot.map(storedBytes(root:)) ?? 0), processes: processes)
+        var bytes = 0
+        var memfds = Set<FileIdentity>(), sockets = Set<UInt64>()
+        for pid in pids {
+            bytes += anonymousBytes(pid) + descriptorBytes(pid, excluding: lent, memfds: &memfds, sockets: &sockets)
+        }
+        // After every descriptor: a memfd held open by one process and mapped by another is
+        // counted once, by its size.
+        var shared: [SharedMapping: Int] = [:]
+        for pid in pids { sharedMappings(pid, excluding: lent.union(memfds), into: &shared) }
+        bytes += shared.values.reduce(0, +) + socketBytes(sockets)
+        return ExtensionUsage(bytes: bytes + (storageRoot.map(storedBytes(root:)) ?? 0), processes: pids.count)
     }
 
     /// Bytes stored in the sandbox's writable tmpfs, seen through its init's root.
@@ -51,41 +58,71 @@ enum SandboxUsage {
         }
     }
 
-    /// The memfds `pid` holds open that are not in `lent` or `counted`, by their allocated size.
-    private static func memfdBytes(_ pid: Int32, excluding lent: Set<FileIdentity>, counted: inout Set<FileIdentity>) -> Int {
+    /// The memfds `pid` holds open that are not in `lent` or `memfds`, by their allocated size;
+    /// the inodes of its sockets go into `sockets`.
+    private static func descriptorBytes(_ pid: Int32, excluding lent: Set<FileIdentity>, memfds: inout Set<FileIdentity>,
+                                        sockets: inout Set<UInt64>) -> Int {
         var total = 0
         for fd in ProcFS.entries(of: "/proc/\(pid)/fd") {
             let link = "/proc/\(pid)/fd/\(fd)"
-            var target = [UInt8](repeating: 0, count: 7)
-            guard readlink(link, &target, 7) == 7, target == Array("/memfd:".utf8) else { continue }
-            guard let (identity, bytes) = FileIdentity.allocation(path: link), !lent.contains(identity),
-                  counted.insert(identity).inserted else { continue }
+            var buffer = [UInt8](repeating: 0, count: 32)
+            let count = readlink(link, &buffer, buffer.count)
+            guard count > 0 else { continue }
+            let target = buffer[..<count]
+            if target.starts(with: "socket:[".utf8) {
+                // "socket:[12345]"
+                if let inode = UInt64(String(decoding: target.dropFirst(8).dropLast(), as: UTF8.self)) { sockets.insert(inode) }
+                continue
+            }
+            guard target.starts(with: "/memfd:".utf8), let (identity, bytes) = FileIdentity.allocation(path: link),
+                  !lent.contains(identity), memfds.insert(identity).inserted else { continue }
             total += bytes
         }
         return total
     }
 
-    /// Memfds `pid` maps but no longer holds open (not in `lent` or `counted`), by what of
-    /// them is resident in its mappings. smaps is read only when there is such a mapping.
-    private static func mappedMemfdBytes(_ pid: Int32, excluding lent: Set<FileIdentity>, counted: inout Set<FileIdentity>) -> Int {
-        guard let maps = ProcFS.text("/proc/\(pid)/maps") else { return 0 }
-        let unknown = Set(maps.split(separator: "\n").compactMap { line -> FileIdentity? in
-            guard line.contains(" /memfd:"), let identity = FileIdentity(mapsLine: line) else { return nil }
-            return lent.contains(identity) || counted.contains(identity) ? nil : identity
-        })
-        guard !unknown.isEmpty, let smaps = ProcFS.text("/proc/\(pid)/smaps") else { return 0 }
-        var total = 0
-        var current: FileIdentity?
+    /// What the sockets hold in the kernel. A socket sent over another and closed is held by
+    /// no process, so it is not found here; the open-file limit bounds how many can be in
+    /// flight, not what they hold (docs/security.md lists it as not counted).
+    private static func socketBytes(_ inodes: Set<UInt64>) -> Int {
+        guard !inodes.isEmpty, let memory = SocketMemory.byInode() else { return 0 }
+        return inodes.reduce(0) { $0 + (memory[$1] ?? 0) }
+    }
+
+    /// One part of one shared object: a child forked with a mapping, or another process
+    /// mapping the same part, shows the same pages, counted once; different parts count each.
+    struct SharedMapping: Hashable {
+        var identity: FileIdentity
+        var offset: Substring
+        var length: UInt64
+    }
+
+    /// Shared memory `pid` maps that nobody holds open (memfds closed after mapping, /dev/zero
+    /// mapped shared, whose pages no RssAnon shows), but for `excluded` (lent, or counted by
+    /// size): what of each is resident or swapped. smaps is read only when there is such a mapping.
+    private static func sharedMappings(_ pid: Int32, excluding excluded: Set<FileIdentity>, into shared: inout [SharedMapping: Int]) {
+        guard let maps = ProcFS.text("/proc/\(pid)/maps") else { return }
+        func mapping(_ line: Substring) -> SharedMapping? {
+            guard line.contains(" /memfd:") || line.hasSuffix(" /dev/zero (deleted)") || line.contains(" /SYSV"),
+                  let identity = FileIdentity(mapsLine: line), !excluded.contains(identity) else { return nil }
+            let fields = line.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: true)
+            let bounds = fields[0].split(separator: "-").compactMap { UInt64($0, radix: 16) }
+            guard bounds.count == 2 else { return nil }
+            return SharedMapping(identity: identity, offset: fields[2], length: bounds[1] &- bounds[0])
+        }
+        guard maps.split(separator: "\n").contains(where: { mapping($0) != nil }),
+              let smaps = ProcFS.text("/proc/\(pid)/smaps") else { return }
+        var current: SharedMapping?
+        var found: [SharedMapping: Int] = [:]
         for line in smaps.split(separator: "\n") {
             if line.prefix(while: { $0 != " " }).contains("-") {
                 // A mapping's first line ("start-end perms …"); its fields ("Rss:    12 kB") follow.
-                current = FileIdentity(mapsLine: line).flatMap { unknown.contains($0) ? $0 : nil }
-            } else if current != nil, line.hasPrefix("Rss:") {
-                total += kilobytes(line) * 1024
+                current = mapping(line)
+            } else if let key = current, line.hasPrefix("Rss:") || line.hasPrefix("Swap:") {
+                found[key, default: 0] += kilobytes(line) * 1024
             }
         }
-        counted.formUnion(unknown)
-        return total
+        shared.merge(found) { max($0, $1) }
     }
 
     private static func anonymousBytes(_ pid: Int32) -> Int {

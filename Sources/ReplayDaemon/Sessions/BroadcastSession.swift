@@ -108,7 +108,9 @@ final class BroadcastSession: Sendable {
         self.timing = timing
         self.protectedWindows = protectedWindows
         self.logger = logger
-        state = Mutex(State(status: BroadcastStatus(id: id, extensionID: request.extensionID, scope: request.scope, state: .starting)))
+        var status = BroadcastStatus(id: id, extensionID: request.extensionID, scope: request.scope, state: .starting)
+        status.memoryCounting = ExtensionProcess.memoryCounting
+        state = Mutex(State(status: status))
     }
 
     var status: BroadcastStatus { state.withLock { $0.final ?? Self.liveStatus($0) } }

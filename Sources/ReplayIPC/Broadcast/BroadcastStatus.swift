@@ -67,6 +67,9 @@ public struct BroadcastStatus: Codable, Sendable, Equatable {
     /// The extension's peak memory footprint (anonymous memory, resident or swapped; see
     /// ExtensionProcess), in bytes: what the 50 MB limit counts.
     public var extensionPeakMemory: Int
+    /// What counts the extension's memory against its limit, in words: replayd's walk of
+    /// /proc, or the kernel. Absent from older daemons.
+    public var memoryCounting: String?
     public var lastError: String?
     public var serviceInfo: [String: String]
     public var broadcastURL: String?
@@ -92,7 +95,7 @@ public struct BroadcastStatus: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case id, extensionID, scope, state, framesSent, framesDropped, audioPeriodsSent, messageBytesSent, extensionPeakMemory
-        case lastError, serviceInfo, broadcastURL
+        case lastError, serviceInfo, broadcastURL, memoryCounting
     }
 
     public init(from decoder: any Decoder) throws {
@@ -109,5 +112,6 @@ public struct BroadcastStatus: Codable, Sendable, Equatable {
         lastError = try container.decodeIfPresent(String.self, forKey: .lastError)
         serviceInfo = try container.decode([String: String].self, forKey: .serviceInfo)
         broadcastURL = try container.decodeIfPresent(String.self, forKey: .broadcastURL)
+        memoryCounting = try container.decodeIfPresent(String.self, forKey: .memoryCounting)
     }
 }
