@@ -23,9 +23,16 @@ enum SandboxUsage {
         var pids: [Int32] = []
         var pending = [bwrap]
         var seen = Set<Int32>()
+        let namespace = storageRoot.flatMap(pidNamespace(of:))
         while let pid = pending.popLast(), pids.count <= processLimit {
             guard seen.insert(pid).inserted else { continue }
-            if pid != bwrap { pids.append(pid) }
+            if pid != bwrap {
+                // A child that exited between two reads may have left its number to another
+                // process of the machine (a fork bomb makes that likely): only the sandbox's
+                // own pid namespace counts, nor are an outsider's children walked.
+                guard let namespace, pidNamespace(of: pid) == namespace else { continue }
+                pids.append(pid)
+            }
             pending += children(of: pid)
         }
         var bytes = 0
@@ -39,6 +46,13 @@ enum SandboxUsage {
         for pid in pids { sharedMappings(pid, excluding: lent.union(memfds), into: &shared) }
         bytes += shared.values.reduce(0, +) + socketBytes(sockets)
         return ExtensionUsage(bytes: bytes + (storageRoot.map(storedBytes(root:)) ?? 0), processes: pids.count)
+    }
+
+    /// The pid namespace `pid` lives in ("pid:[4026532184]"), nil once it has gone.
+    private static func pidNamespace(of pid: Int32) -> String? {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = readlink("/proc/\(pid)/ns/pid", &buffer, buffer.count)
+        return count > 0 ? String(decoding: buffer[..<count], as: UTF8.self) : nil
     }
 
     /// Bytes stored in the sandbox's writable tmpfs, seen through its init's root.
