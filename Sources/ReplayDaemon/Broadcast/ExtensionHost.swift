@@ -10,6 +10,8 @@ public protocol ExtensionHost: Sendable {
     ///   - network: the TCP ports it may connect to (the servers its setup names).
     func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String],
                 network: ExtensionNetworkPolicy) throws(DaemonError) -> any ExtensionLink
+    /// Who counts an extension's memory, for `replay broadcast status`.
+    var memoryCounting: String { get }
 }
 
 /// What the extension said: one message's bytes, or the end of its connection.
@@ -50,4 +52,6 @@ public struct SandboxedExtensionHost: ExtensionHost {
                        network: ExtensionNetworkPolicy) throws(DaemonError) -> any ExtensionLink {
         try ExtensionProcess(manifest: manifest, hidden: hidden, writable: writable, network: network, logger: logger)
     }
+
+    public var memoryCounting: String { ExtensionProcess.memoryCounting }
 }

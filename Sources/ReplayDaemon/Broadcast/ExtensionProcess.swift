@@ -40,6 +40,8 @@ final class ExtensionProcess: ExtensionLink {
     private let closed = Mutex(false)
     /// The memfds replayd handed it (surfaces, the audio ring): replayd's memory, not its.
     private let lent = Mutex(Set<FileIdentity>())
+    /// Its cgroup v2, where the kernel offers one: the kernel then counts and kills too.
+    private let cgroup: SandboxCgroup?
 
     /// - Parameters:
     ///   - hidden: directories the extension must not see (the store, the daemon's sockets).
@@ -60,16 +62,22 @@ final class ExtensionProcess: ExtensionLink {
         var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
         setsockopt(fds[0], SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         defer { Glibc.close(fds[1]) }
-        // bwrap says on this pipe which pid the sandbox's init got in our namespace.
-        let status: (read: Int32, write: Int32), errors: (read: Int32, write: Int32)
+        // bwrap says on `status` which pid the sandbox's init got in our namespace; the
+        // extension starts once a byte arrives on `release`, after its cgroup is set.
+        let status: (read: Int32, write: Int32), errors: (read: Int32, write: Int32), release: (read: Int32, write: Int32)
         do {
             status = try Pipe.make()
             errors = try Pipe.make()
+            release = try Pipe.make()
         } catch {
             Glibc.close(fds[0])
             throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
         }
-        defer { Glibc.close(errors.write) }
+        defer {
+            Glibc.close(errors.write)
+            Glibc.close(release.read)
+            Glibc.close(release.write)
+        }
         let filter: Int32
         do {
             filter = try SandboxFilter.descriptor()
@@ -86,10 +94,10 @@ final class ExtensionProcess: ExtensionLink {
         do {
             process = try ChildProcess(
                 confinedPath: Self.bubblewrap,
-                arguments: ["--json-status-fd", "4", "--add-seccomp-fd", "5"] + arguments + ["--", manifest.executable],
+                arguments: ["--json-status-fd", "4", "--add-seccomp-fd", "5", "--block-fd", "6"] + arguments + ["--", manifest.executable],
                 environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "OPENREPLAYKIT_BROADCAST_FD": "3"],
                 landlockScopes: scopes.enabled, tcpConnectPorts: connects.enabled ? network.connectPorts : nil,
-                stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4), (filter, 5)])
+                stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4), (filter, 5), (release.read, 6)])
         } catch {
             Glibc.close(fds[0])
             Glibc.close(status.write)
@@ -99,11 +107,26 @@ final class ExtensionProcess: ExtensionLink {
         }
         Glibc.close(status.write)
         sandboxInit = Self.readChildPID(status.read)
+        cgroup = Self.confine([process.pid] + (sandboxInit.map { [$0] } ?? []), extensionID: manifest.id, logger: logger)
+        _ = Glibc.write(release.write, "1", 1)
         // Kept open while bwrap runs: it writes its exit status there last, and a closed pipe
         // would end it with SIGPIPE instead of the extension's own status.
         statusPipe = status.read
         output = ExtensionOutput(fd: errors.read, extensionID: manifest.id, logger: logger)
         socket = fds[0]
+    }
+
+    /// The kernel's count, where cgroup v2 is delegated to replayd; set up at the first broadcast.
+    static let cgroups = SandboxCgroups.detect()
+
+    /// Puts bwrap and the sandbox's init, before the extension runs, into a cgroup of their own.
+    private static func confine(_ pids: [Int32], extensionID: String, logger: Logger) -> SandboxCgroup? {
+        guard case .offered(let cgroups) = Self.cgroups else { return nil }
+        let name = "extension-\(extensionID.filter { $0.isLetter || $0.isNumber || $0 == "-" })-\(pids[0])"
+        // pids.max counts threads too: an uploader (GStreamer, FFmpeg) runs dozens of them.
+        let group = cgroups.confine(pids, name: name, memoryLimit: memoryLimit, processLimit: 4 * processLimit)
+        if group == nil { logger.warning("cannot put extension '\(extensionID)' in a cgroup of its own: the walk alone counts its memory") }
+        return group
     }
 
     static let landlockABI = ChildProcess.landlockABI
@@ -182,7 +205,11 @@ final class ExtensionProcess: ExtensionLink {
     }
 
     func onExit(_ handler: @escaping @Sendable (String) -> Void) {
-        process.onExit { [self] _ in handler(exitDescription ?? "exited") }
+        process.onExit { [self] _ in
+            let how = exitDescription ?? "exited"
+            cgroup?.remove()
+            handler(how)
+        }
     }
 
     func close() {
@@ -235,11 +262,15 @@ final class ExtensionProcess: ExtensionLink {
         return arguments
     }
 
-    /// Who counts, for `replay broadcast status`. cgroup v2's memory.max and pids.max would
-    /// have the kernel count and kill; replayd does not use them yet (none of its machines
-    /// delegates a cgroup v2 memory controller), so the walk is the count everywhere.
-    static let memoryCounting = "replayd's walk of the sandbox's processes, memory, sockets and tmpfs every 50 ms "
-        + "(not the kernel's cgroup v2 limits)"
+    /// Who counts, for `replay broadcast status`: the kernel through cgroup v2 where it is
+    /// delegated to replayd, and the walk always.
+    static var memoryCounting: String {
+        let walk = "replayd's walk of the sandbox's processes, memory, sockets and tmpfs every 50 ms"
+        switch cgroups {
+        case .offered: return "the kernel (a cgroup v2 of its own: memory.max \(memoryLimit >> 20) MiB, no swap) and " + walk
+        case .notOffered(let why): return walk + " (not the kernel's cgroup v2 limits: \(why))"
+        }
+    }
 
     /// What the sandbox holds (`SandboxUsage`): without cgroup v2 controllers this walk is the
     /// only count.
@@ -253,6 +284,7 @@ final class ExtensionProcess: ExtensionLink {
     /// is used only while bwrap, its parent, still runs: bwrap exits as soon as its init does,
     /// so the pid is not one reused by another process by then.
     func kill() {
+        if let cgroup { _ = SandboxCgroups.write("1", to: cgroup.path + "/cgroup.kill") }
         if let sandboxInit, process.isRunning { Glibc.kill(sandboxInit, SIGKILL) }
         process.signal(SIGKILL)
     }
@@ -260,6 +292,9 @@ final class ExtensionProcess: ExtensionLink {
     /// Why it ended, in words a person can act on; nil while it runs.
     var exitDescription: String? {
         guard let status = process.terminationStatus else { return nil }
+        if let cgroup, cgroup.killedAtMemoryLimit {
+            return "used more than \(Self.memoryLimit >> 20) MB of memory and was killed by the kernel (its cgroup's memory.max)"
+        }
         if status > 128 {
             let signal = status - 128
             let name = [Int32(SIGSEGV): "SIGSEGV", SIGBUS: "SIGBUS", SIGABRT: "SIGABRT", SIGKILL: "SIGKILL", SIGILL: "SIGILL",

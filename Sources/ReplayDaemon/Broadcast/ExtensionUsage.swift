@@ -4,9 +4,12 @@ public struct ExtensionUsage: Sendable, Equatable {
     public var bytes: Int
     /// Processes in its sandbox (counting stops a little past the limit).
     public var processes: Int
+    /// Where the bytes are, in words ("anonymous 12 MB, sockets 40 MB…"), for the error that ends it.
+    public var breakdown: String?
 
-    public init(bytes: Int, processes: Int) {
+    public init(bytes: Int, processes: Int, breakdown: String? = nil) {
         self.bytes = bytes
         self.processes = processes
+        self.breakdown = breakdown
     }
 }

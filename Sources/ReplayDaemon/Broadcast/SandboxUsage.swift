@@ -35,17 +35,20 @@ enum SandboxUsage {
             }
             pending += children(of: pid)
         }
-        var bytes = 0
+        var anonymous = 0, held = 0
         var memfds = Set<FileIdentity>(), sockets = Set<UInt64>()
         for pid in pids {
-            bytes += anonymousBytes(pid) + descriptorBytes(pid, excluding: lent, memfds: &memfds, sockets: &sockets)
+            anonymous += anonymousBytes(pid)
+            held += descriptorBytes(pid, excluding: lent, memfds: &memfds, sockets: &sockets)
         }
         // After every descriptor: a memfd held open by one process and mapped by another is
         // counted once, by its size.
         var shared: [SharedMapping: Int] = [:]
         for pid in pids { sharedMappings(pid, excluding: lent.union(memfds), into: &shared) }
-        bytes += shared.values.reduce(0, +) + socketBytes(sockets)
-        return ExtensionUsage(bytes: bytes + (storageRoot.map(storedBytes(root:)) ?? 0), processes: pids.count)
+        let parts = [("anonymous", anonymous), ("memfds", held), ("shared", shared.values.reduce(0, +)),
+                     ("sockets", socketBytes(sockets)), ("tmpfs", storageRoot.map(storedBytes(root:)) ?? 0)]
+        let breakdown = parts.filter { $0.1 > 0 }.map { "\($0.0) \($0.1 >> 20) MB" }.joined(separator: ", ") + " in \(pids.count) processes"
+        return ExtensionUsage(bytes: parts.reduce(0) { $0 + $1.1 }, processes: pids.count, breakdown: breakdown)
     }
 
     /// The pid namespace `pid` lives in ("pid:[4026532184]"), nil once it has gone.

@@ -109,7 +109,7 @@ final class BroadcastSession: Sendable {
         self.protectedWindows = protectedWindows
         self.logger = logger
         var status = BroadcastStatus(id: id, extensionID: request.extensionID, scope: request.scope, state: .starting)
-        status.memoryCounting = ExtensionProcess.memoryCounting
+        status.memoryCounting = parts.extensions.memoryCounting
         state = Mutex(State(status: status))
     }
 
@@ -499,7 +499,7 @@ final class BroadcastSession: Sendable {
             link.kill()
         } else if usage.bytes > ExtensionProcess.memoryLimit {
             end(failure: "the extension '\(manifest.id)' used more than \(ExtensionProcess.memoryLimit >> 20) MB of memory "
-                + "(\(usage.bytes >> 20) MB) and was stopped")
+                + "(\(usage.bytes >> 20) MB\(usage.breakdown.map { ": " + $0 } ?? "")) and was stopped")
             link.kill()
         } else if ready && now - lastPong > timeout {
             end(failure: "the extension stopped responding (no heartbeat for \(timing.heartbeatTimeout.formatted()) s) and was stopped")

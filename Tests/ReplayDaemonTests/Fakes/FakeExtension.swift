@@ -16,6 +16,8 @@ final class FakeExtension: ExtensionLink, ExtensionHost, @unchecked Sendable {
         var refusesStart: String?
     }
 
+    let memoryCounting = "the fake's own footprint"
+
     struct State {
         var behaviour: Behaviour
         var received: [BroadcastMessage] = []
