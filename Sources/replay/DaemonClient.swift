@@ -65,11 +65,10 @@ enum DaemonClient {
         let directory = URL(fileURLWithPath: socket).deletingLastPathComponent()
         try ReplayPaths.makePrivateDirectory(directory)
         let logPath = directory.appendingPathComponent("replayd.log").path
-        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
-        guard let log = FileHandle(forWritingAtPath: logPath) else {
-            throw Failure(description: "cannot write \(logPath)")
-        }
-        log.seekToEndOfFile()
+        // Appended to, never truncated: the log of a daemon that went before (its crash, say) stays.
+        let fd = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure(description: "cannot write \(logPath): \(String(cString: strerror(errno)))") }
+        let log = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         let executable = ReplayPaths.siblingExecutable("replayd").path
         var arguments = ["--socket", socket, "--detach", "--idle-exit", "300"]
         if let display { arguments += ["--display", display] }
