@@ -145,7 +145,11 @@ final class HostileHandler: BroadcastSampleHandler {
             var info = ["proc-net-tcp": table ?? "no: \(String(cString: strerror(errno)))",
                         "io_uring": outcome(Libc.syscall(425 /* io_uring_setup */, 1, 0, 0))]
             let named = setupInfo["url"].flatMap { URLComponents(string: $0)?.port }.map { [String($0)] } ?? []
+            // Which of those ports /proc/net/tcp and tcp6 list as someone's local port (":1F90 ").
+            let tables = ["/proc/net/tcp", "/proc/net/tcp6"].compactMap { try? String(contentsOfFile: $0, encoding: .utf8) }.joined()
             for port in named + (setupInfo["ports"] ?? "").split(separator: ",").map(String.init) {
+                let hex = UInt16(port).map { ":" + String(format: "%04X", $0) + " " } ?? "?"
+                info["listed-\(port)"] = tables.contains(hex) ? "yes" : "no"
                 for knock in Knock.allCases {
                     info["\(knock.rawValue)-\(port)"] = UInt16(port).map { knockOnLoopback(port: $0, knock) } ?? "not a port"
                 }

@@ -88,6 +88,11 @@ extension IntegrationTests {
             #expect(info["connect-\(other.port)"] == "EACCES", "another loopback service: \(info)")
             #expect(info["connect-\(pagesPort)"] == "EACCES", "the daemon's pages: \(info)")
             #expect(info["io_uring"] == "EPERM", "io_uring, whose operations pass no seccomp filter: \(info)")
+            // Its own network namespace (pasta): /proc/net lists none of the host's listeners. The
+            // named port is listed: pasta listens on it inside, to forward it to the host's loopback.
+            for port in [other.port, pagesPort] {
+                #expect(info["listed-\(port)"] == "no", "/proc/net/tcp lists the host's port \(port): \(info)")
+            }
             // Landlock does not see these two (they reached the other service before seccomp refused them).
             for port in [other.port, pagesPort] {
                 #expect(info["fastopen-\(port)"] == "EPERM", "sendto with MSG_FASTOPEN: \(info)")

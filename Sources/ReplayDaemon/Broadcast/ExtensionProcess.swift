@@ -10,7 +10,8 @@ import Glibc
 
 /// One upload extension, running in a bubblewrap sandbox: the whole system read-only, no
 /// home directories, no store, no daemon sockets, a small private /tmp and /dev/shm, its own
-/// process and IPC namespaces, no capabilities; the network stays (it uploads). bwrap itself
+/// process and IPC namespaces, no capabilities; its own network namespace, connected by pasta
+/// (`SandboxNetwork`), or the host's where pasta cannot run. bwrap itself
 /// starts confined (`ChildProcess(confinedPath:)`): Landlock keeps it from the host's abstract
 /// unix sockets (the X server's among them), from signalling outside and from TCP ports its
 /// setup does not name (`ExtensionNetworkPolicy`), seccomp from ptrace and other processes'
@@ -30,6 +31,8 @@ final class ExtensionProcess: ExtensionLink {
     /// The sandbox's pid 1, as our pid namespace numbers it.
     private let sandboxInit: Int32?
     private let statusPipe: Int32
+    /// pasta, for a sandbox with a network namespace of its own.
+    private let network: SandboxNetwork?
     /// Its standard error, relayed into the daemon's log.
     private let output: ExtensionOutput
     /// Our end of the SOCK_SEQPACKET connection; the extension has the other as descriptor 3.
@@ -69,7 +72,23 @@ final class ExtensionProcess: ExtensionLink {
             throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
         }
         defer { Glibc.close(errors.write) }
-        let arguments = Self.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable)
+        let ownNetwork = SandboxNetwork.availability()
+        if let warning = ownNetwork.warning, !Self.warnedNetwork.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
+        // The sandbox waits on this pipe until pasta has configured its network.
+        let block: (read: Int32, write: Int32)
+        do {
+            block = try Pipe.make()
+        } catch {
+            Glibc.close(fds[0])
+            Glibc.close(status.read)
+            Glibc.close(status.write)
+            Glibc.close(errors.read)
+            throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
+        }
+        defer { Glibc.close(block.write) }
+        let arguments = Self.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable,
+                                              ownNetwork: ownNetwork.available)
+            + (ownNetwork.available ? ["--block-fd", "5"] : [])
         let scopes = Self.landlockScopes(abi: Self.landlockABI)
         if let warning = scopes.warning, !Self.warned.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
         let connects = Self.landlockConnectRules(abi: Self.landlockABI)
@@ -79,8 +98,9 @@ final class ExtensionProcess: ExtensionLink {
                 confinedPath: Self.bubblewrap, arguments: ["--json-status-fd", "4"] + arguments + ["--", manifest.executable],
                 environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "OPENREPLAYKIT_BROADCAST_FD": "3"],
                 landlockScopes: scopes.enabled, tcpConnectPorts: connects.enabled ? network.connectPorts : nil,
-                stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4)])
+                stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4)] + (ownNetwork.available ? [(block.read, Int32(5))] : []))
         } catch {
+            Glibc.close(block.read)
             Glibc.close(fds[0])
             Glibc.close(status.write)
             Glibc.close(status.read)
@@ -88,7 +108,28 @@ final class ExtensionProcess: ExtensionLink {
             throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
         }
         Glibc.close(status.write)
+        Glibc.close(block.read)
         sandboxInit = Self.readChildPID(status.read)
+        if ownNetwork.available {
+            do throws(SystemError) {
+                guard let sandboxInit else { throw SystemError(call: "bwrap --json-status-fd", errno: ESRCH) }
+                self.network = try SandboxNetwork(sandbox: sandboxInit, policy: network, stderr: errors.write)
+            } catch {
+                // What pasta said is all there is on the pipe yet: the extension has not run.
+                let said = Self.pending(errors.read).split(separator: "\n").filter { !$0.hasPrefix("Failed to send") }.last
+                if let sandboxInit { Glibc.kill(sandboxInit, SIGKILL) }
+                process.signal(SIGKILL)
+                process.wait()
+                Glibc.close(fds[0])
+                Glibc.close(status.read)
+                Glibc.close(errors.read)
+                throw DaemonError(code: .captureFailed, message: "cannot give extension '\(manifest.id)' its network (pasta): \(said.map(String.init) ?? "\(error)")")
+            }
+            var go: UInt8 = 1
+            _ = Glibc.write(block.write, &go, 1)
+        } else {
+            self.network = nil
+        }
         // Kept open while bwrap runs: it writes its exit status there last, and a closed pipe
         // would end it with SIGPIPE instead of the extension's own status.
         statusPipe = status.read
@@ -99,6 +140,7 @@ final class ExtensionProcess: ExtensionLink {
     static let landlockABI = ChildProcess.landlockABI
     private static let warned = Atomic(false)
     private static let warnedConnects = Atomic(false)
+    private static let warnedNetwork = Atomic(false)
 
     /// Whether bwrap starts inside a Landlock domain scoping abstract unix sockets and signals
     /// (ABI 6, Linux 6.12); if not, why, in words for the log. Without it an extension can
@@ -117,6 +159,19 @@ final class ExtensionProcess: ExtensionLink {
         let offered = abi == 0 ? "no Landlock" : "Landlock ABI \(abi)"
         return (false, "this kernel offers \(offered), not ABI 4 (Linux 6.7): extensions' TCP connects are not limited to "
             + "the ports their setup names, so one could reach any local service listening on TCP, other users' among them")
+    }
+
+    /// What a pipe holds now, without waiting.
+    private static func pending(_ fd: Int32) -> String {
+        var bytes: [UInt8] = []
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while bytes.count < 65536, poll(&entry, 1, 0) > 0 {
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            bytes += chunk[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The first line bwrap writes on its status descriptor: `{ "child-pid": N }`. nil if it
@@ -139,6 +194,7 @@ final class ExtensionProcess: ExtensionLink {
     }
 
     deinit {
+        network?.stop()
         if !closed.withLock({ $0 }) { Glibc.close(socket) }
         Glibc.close(statusPipe)
         output.close()
@@ -172,7 +228,10 @@ final class ExtensionProcess: ExtensionLink {
     }
 
     func onExit(_ handler: @escaping @Sendable (String) -> Void) {
-        process.onExit { [self] _ in handler(exitDescription ?? "exited") }
+        process.onExit { [self] _ in
+            network?.stop()
+            handler(exitDescription ?? "exited")
+        }
     }
 
     func close() {
@@ -185,7 +244,8 @@ final class ExtensionProcess: ExtensionLink {
 
     static let bubblewrap = "/usr/bin/bwrap"
 
-    static func sandboxArguments(executable: String, hidden: [String], writable: [String]) -> [String] {
+    /// - Parameter ownNetwork: a network namespace of its own (for pasta), else the host's.
+    static func sandboxArguments(executable: String, hidden: [String], writable: [String], ownNetwork: Bool) -> [String] {
         let size = String(tmpfsSize)
         // Only /tmp and /dev/shm are writable, sized, and counted (`privateStorage`); the
         // other tmpfs hide what is under them and become read-only once mounted on.
@@ -196,8 +256,9 @@ final class ExtensionProcess: ExtensionLink {
             "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm",
             // bwrap is started from a thread that lives as long as replayd (`SpawnThread`):
             // the sandbox dies with replayd, even by SIGKILL.
-            "--die-with-parent", "--unshare-all", "--share-net", "--new-session", "--cap-drop", "ALL",
+            "--die-with-parent", "--unshare-all", "--new-session", "--cap-drop", "ALL",
         ]
+        if !ownNetwork { arguments.append("--share-net") }
         for path in covers { arguments += ["--tmpfs", path] }
         // Its own executable stays visible even when it lives under a hidden directory.
         let folder = URL(fileURLWithPath: executable).deletingLastPathComponent().path
@@ -221,6 +282,7 @@ final class ExtensionProcess: ExtensionLink {
     func kill() {
         if let sandboxInit, process.isRunning { Glibc.kill(sandboxInit, SIGKILL) }
         process.signal(SIGKILL)
+        network?.stop()
     }
 
     /// Why it ended, in words a person can act on; nil while it runs.
