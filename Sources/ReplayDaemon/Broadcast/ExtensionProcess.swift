@@ -113,7 +113,7 @@ final class ExtensionProcess: ExtensionLink {
         if ownNetwork.available {
             do throws(SystemError) {
                 guard let sandboxInit else { throw SystemError(call: "bwrap --json-status-fd", errno: ESRCH) }
-                self.network = try SandboxNetwork(sandbox: sandboxInit, policy: network, stderr: errors.write)
+                self.network = try SandboxNetwork(sandbox: sandboxInit, blockFD: 5, policy: network, stderr: errors.write)
             } catch {
                 // What pasta said is all there is on the pipe yet: the extension has not run.
                 let said = Self.pending(errors.read).split(separator: "\n").filter { !$0.hasPrefix("Failed to send") }.last

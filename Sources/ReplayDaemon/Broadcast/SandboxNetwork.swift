@@ -41,7 +41,11 @@ final class SandboxNetwork: Sendable {
 
     /// Starts pasta for the sandbox whose pid 1 is `sandbox` (blocked on bwrap's --block-fd)
     /// and returns once its namespace is configured, so the extension starts with its network.
-    init(sandbox: Int32, policy: ExtensionNetworkPolicy, stderr: Int32) throws(SystemError) {
+    ///   - blockFD: the descriptor on which the sandbox waits.
+    init(sandbox: Int32, blockFD: Int32, policy: ExtensionNetworkPolicy, stderr: Int32) throws(SystemError) {
+        // bwrap's child sets up the namespace's loopback before it waits; pasta's netlink
+        // requests at the same time made that fail now and then (RTM_NEWADDR).
+        Self.waitUntilWaiting(sandbox, on: blockFD)
         let ready = try Pipe.make()
         defer { close(ready.read) }
         var inherited = [(ready.write, Int32(3))]
@@ -97,6 +101,21 @@ final class SandboxNetwork: Sendable {
     func stop() {
         process.signal(SIGKILL)
         if process.isRunning { _ = process.wait(timeout: 2) }
+    }
+
+    /// Until `pid` is blocked reading descriptor `fd` (/proc: the call's first argument, and a
+    /// pipe read as its wait channel), or 10 s.
+    private static func waitUntilWaiting(_ pid: Int32, on fd: Int32) {
+        let deadline = MonotonicClock.nanoseconds() + 10_000_000_000
+        let argument = "0x" + String(fd, radix: 16)
+        while MonotonicClock.nanoseconds() < deadline {
+            let call = (try? String(contentsOfFile: "/proc/\(pid)/syscall", encoding: .utf8)) ?? ""
+            let channel = (try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) ?? ""
+            let fields = call.split(separator: " ")
+            if fields.count > 1, fields[1] == argument, channel.contains("pipe_read") { return }
+            if call.isEmpty && channel.isEmpty { return }
+            usleep(2_000)
+        }
     }
 
     private static func readLine(_ fd: Int32, seconds: Int64) -> String? {
