@@ -24,6 +24,10 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <sys/ioctl.h>
+#include <string.h>
+#include <stdio.h>
 
 _Static_assert(CShims_MFD_CLOEXEC == MFD_CLOEXEC, "MFD_CLOEXEC");
 _Static_assert(CShims_MFD_ALLOW_SEALING == MFD_ALLOW_SEALING, "MFD_ALLOW_SEALING");
@@ -335,6 +339,12 @@ static int dump_sockets(int fd, void *request, size_t length, int family, struct
 long CShims_list_socket_memory(struct CShims_socket_memory *out, long capacity) {
     int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
     if (fd < 0) return -errno;
+    long result = CShims_list_socket_memory_on(fd, out, capacity);
+    close(fd);
+    return result;
+}
+
+long CShims_list_socket_memory_on(int fd, struct CShims_socket_memory *out, long capacity) {
     long count = 0;
     struct { struct nlmsghdr header; struct unix_diag_req request; } unix_request = {
         .request = { .sdiag_family = AF_UNIX, .udiag_states = ~0U, .udiag_show = UDIAG_SHOW_MEMINFO } };
@@ -348,6 +358,64 @@ long CShims_list_socket_memory(struct CShims_socket_memory *out, long capacity) 
             result = dump_sockets(fd, &inet_request, sizeof inet_request, AF_INET, out, capacity, &count);
         }
     }
-    close(fd);
     return result < 0 ? result : count;
+}
+
+#define NS_GET_USERNS_REQUEST 0xb701 /* linux/nsfs.h */
+
+/* sock_diag lists the sockets of its own socket's network namespace only, and a socket is
+   made in the namespace of the thread that makes it. A forked child (single-threaded, as
+   joining a user namespace needs) joins the sandbox's network namespace, first the user
+   namespace that owns it when not root (its owner, our uid, has every capability there),
+   makes the socket and hands it back. The child makes system calls only. */
+int CShims_sock_diag_socket_of(int pid) {
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/ns/net", pid);
+    int netns = open(path, O_RDONLY | O_CLOEXEC);
+    if (netns < 0) return -errno;
+    int userns = geteuid() == 0 ? -1 : ioctl(netns, NS_GET_USERNS_REQUEST);
+    int pair[2];
+    if ((geteuid() != 0 && userns < 0) || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) < 0) {
+        int error = errno;
+        close(netns);
+        if (userns >= 0) close(userns);
+        return -error;
+    }
+    pid_t child = fork();
+    if (child == 0) {
+        if (userns >= 0 && setns(userns, CLONE_NEWUSER) < 0) _exit(1);
+        if (setns(netns, CLONE_NEWNET) < 0) _exit(2);
+        int diag = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+        if (diag < 0) _exit(3);
+        char control[CMSG_SPACE(sizeof(int))] = { 0 };
+        char byte = 1;
+        struct iovec part = { .iov_base = &byte, .iov_len = 1 };
+        struct msghdr message = { .msg_iov = &part, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control };
+        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+        header->cmsg_level = SOL_SOCKET;
+        header->cmsg_type = SCM_RIGHTS;
+        header->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(header), &diag, sizeof diag);
+        _exit(sendmsg(pair[1], &message, 0) == 1 ? 0 : 4);
+    }
+    int error = child < 0 ? errno : 0;
+    close(pair[1]);
+    close(netns);
+    if (userns >= 0) close(userns);
+    int diag = -1;
+    if (child > 0) {
+        char control[CMSG_SPACE(sizeof(int))] = { 0 };
+        char byte;
+        struct iovec part = { .iov_base = &byte, .iov_len = 1 };
+        struct msghdr message = { .msg_iov = &part, .msg_iovlen = 1, .msg_control = control, .msg_controllen = sizeof control };
+        if (recvmsg(pair[0], &message, MSG_CMSG_CLOEXEC) == 1) {
+            struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+            if (header && header->cmsg_type == SCM_RIGHTS) memcpy(&diag, CMSG_DATA(header), sizeof diag);
+        }
+        int status = 0;
+        while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+        if (diag < 0) error = WIFEXITED(status) && WEXITSTATUS(status) == 1 ? EPERM : EACCES;
+    }
+    close(pair[0]);
+    return diag >= 0 ? diag : -error;
 }

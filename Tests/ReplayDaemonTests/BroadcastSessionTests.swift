@@ -169,7 +169,7 @@ import Testing
     /// Only the sized /tmp and /dev/shm are writable; what hides the home directories and the
     /// store turns read-only after the extension's own folders are mounted under it.
     @Test func theSandboxHasSizedScratchSpaceAndDiesWithReplayd() {
-        let arguments = ExtensionProcess.sandboxArguments(executable: "/root/ext/x", hidden: ["/var"], writable: ["/root/out"])
+        let arguments = ExtensionProcess.sandboxArguments(executable: "/root/ext/x", hidden: ["/var"], writable: ["/root/out"], ownNetwork: false)
         let joined = arguments.joined(separator: " ")
         #expect(joined.contains("--size \(64 << 20) --tmpfs /tmp --size \(64 << 20) --tmpfs /dev/shm"))
         #expect(arguments.contains("--die-with-parent") && arguments.contains("--new-session"))

@@ -7,6 +7,19 @@ import Testing
 /// A manifest may run only an executable in its own folder: the attacks a hostile manifest
 /// (or a person tricked into installing one) would try are each refused.
 @Suite struct ExtensionCatalogTests {
+    /// Only an extension that serves peers on the host's own network keeps it: of the shipped
+    /// ones, WebRTC; a manifest that does not say gets a network namespace of its own.
+    @Test func onlyTheWebRTCManifestKeepsTheHostsNetwork() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/Extensions")
+        let shipped = try ["File/file.json", "RTMP/rtmp.json", "SRT/srt.json", "HLS/hls.json", "WebRTC/webrtc.json"].map { path in
+            try JSONDecoder().decode(ExtensionManifest.self, from: Data(contentsOf: sources.appendingPathComponent(path)))
+        }
+        #expect(shipped.filter(\.hostNetwork).map(\.id) == ["webrtc"])
+        let encoded = try JSONEncoder().encode(shipped[4])
+        #expect(try JSONDecoder().decode(ExtensionManifest.self, from: encoded).hostNetwork)
+    }
+
     @Test func onlyExecutablesInsideTheManifestsFolderAreRun() throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("catalog-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }

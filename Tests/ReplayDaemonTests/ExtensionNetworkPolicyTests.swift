@@ -30,4 +30,15 @@ import Testing
                      "mode": "video"]
         #expect(ExtensionNetworkPolicy(setup: setup).connectPorts == [443, 1935])
     }
+
+    /// pasta forwards to the host's loopback the TCP ports, and the UDP ports SRT and UDP URLs
+    /// name; nothing into the sandbox.
+    @Test func pastaForwardsOnlyTheSetupsPortsToTheHost() {
+        let policy = ExtensionNetworkPolicy(setup: ["url": "rtmp://127.0.0.1:19350/live", "srt": "srt://127.0.0.1:9000", "mode": "video"])
+        #expect(policy.udpPorts == [9000])
+        let arguments = SandboxNetwork.arguments(policy: policy).joined(separator: " ")
+        #expect(arguments.contains("-t none -u none -T 19350 -U 9000"), "\(arguments)")
+        let none = SandboxNetwork.arguments(policy: ExtensionNetworkPolicy(setup: [:])).joined(separator: " ")
+        #expect(none.contains("-T none -U none"), "\(none)")
+    }
 }

@@ -77,6 +77,10 @@ struct CShims_socket_memory {
    NETLINK_SOCK_DIAG (unix_diag and inet_diag meminfo): fills up to `capacity` entries and
    returns how many there are (more than `capacity`: call again with room for them), or -errno. */
 long CShims_list_socket_memory(struct CShims_socket_memory *out, long capacity);
+/* The same, through `diag`, a NETLINK_SOCK_DIAG socket of another network namespace. */
+long CShims_list_socket_memory_on(int diag, struct CShims_socket_memory *out, long capacity);
+/* A NETLINK_SOCK_DIAG socket in the network namespace of process `pid`, or -errno. */
+int CShims_sock_diag_socket_of(int pid);
 
 /* glibc's <malloc.h>, which Swift's Glibc module leaves out. */
 /* Keeps the mmap threshold at glibc's initial 128 KiB instead of letting it rise to the

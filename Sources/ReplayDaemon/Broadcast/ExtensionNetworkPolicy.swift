@@ -4,21 +4,27 @@ import Foundation
 /// Every setting that is a URL with a host names its port, given or the scheme's default
 /// (rtmp://host/app: 1935). Landlock allows a port on every address, so `rtmp://127.0.0.1:1935`
 /// also opens 1935 on loopback, and nothing else there: not the pages, not another user's
-/// service. SRT and UDP URLs name no TCP port; UDP is not limited at all.
+/// service. SRT and UDP URLs name no TCP port but a UDP one (`udpPorts`), which is what pasta
+/// forwards to the host's loopback for them (`SandboxNetwork`); Landlock does not limit UDP.
 public struct ExtensionNetworkPolicy: Equatable, Sendable {
     public let connectPorts: [UInt16]
+    public let udpPorts: [UInt16]
 
     static let defaultPorts: [String: UInt16] = ["rtmp": 1935, "rtmps": 443, "http": 80, "https": 443, "ws": 80, "wss": 443]
     static let udpSchemes: Set<String> = ["srt", "udp", "rtp", "rist"]
 
     public init(setup: [String: String]) {
-        let ports = setup.values.compactMap { value -> UInt16? in
+        let urls = setup.values.compactMap { value -> (scheme: String, port: Int?)? in
             guard let url = URLComponents(string: value.trimmingCharacters(in: .whitespaces)),
-                  let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty,
-                  !Self.udpSchemes.contains(scheme) else { return nil }
-            if let port = url.port { return port > 0 ? UInt16(exactly: port) : nil }
-            return Self.defaultPorts[scheme]
+                  let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else { return nil }
+            return (scheme, url.port)
         }
-        connectPorts = Set(ports).sorted()
+        let tcp = urls.filter { !Self.udpSchemes.contains($0.scheme) }.compactMap { url -> UInt16? in
+            if let port = url.port { return port > 0 ? UInt16(exactly: port) : nil }
+            return Self.defaultPorts[url.scheme]
+        }
+        let udp = urls.filter { Self.udpSchemes.contains($0.scheme) }.compactMap { $0.port.flatMap { $0 > 0 ? UInt16(exactly: $0) : nil } }
+        connectPorts = Set(tcp).sorted()
+        udpPorts = Set(udp).sorted()
     }
 }

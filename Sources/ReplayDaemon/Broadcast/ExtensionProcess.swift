@@ -10,7 +10,8 @@ import Glibc
 
 /// One upload extension, running in a bubblewrap sandbox: the whole system read-only, no
 /// home directories, no store, no daemon sockets, a small private /tmp and /dev/shm, its own
-/// process and IPC namespaces, no capabilities; the network stays (it uploads). bwrap itself
+/// process and IPC namespaces, no capabilities; its own network namespace, connected by pasta
+/// (`SandboxNetwork`), or the host's where pasta cannot run. bwrap itself
 /// starts confined (`ChildProcess(confinedPath:)`): Landlock keeps it from the host's abstract
 /// unix sockets (the X server's among them), from signalling outside and from TCP ports its
 /// setup does not name (`ExtensionNetworkPolicy`), seccomp from ptrace and other processes'
@@ -31,6 +32,10 @@ final class ExtensionProcess: ExtensionLink {
     /// The sandbox's pid 1, as our pid namespace numbers it.
     private let sandboxInit: Int32?
     private let statusPipe: Int32
+    /// pasta, for a sandbox with a network namespace of its own.
+    private let network: SandboxNetwork?
+    /// A sock_diag socket in that namespace: its sockets are listed only there.
+    private let socketDiag: Int32?
     /// Its standard error, relayed into the daemon's log.
     private let output: ExtensionOutput
     /// Our end of the SOCK_SEQPACKET connection; the extension has the other as descriptor 3.
@@ -86,7 +91,12 @@ final class ExtensionProcess: ExtensionLink {
             throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
         }
         defer { Glibc.close(filter) }
-        let arguments = Self.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable)
+        // A network namespace of its own, through pasta, unless it serves peers on the host's
+        // own network (the manifest's hostNetwork: WebRTC) or pasta cannot run here.
+        let ownNetwork = manifest.hostNetwork ? (available: false, warning: nil) : SandboxNetwork.availability()
+        if let warning = ownNetwork.warning, !Self.warnedNetwork.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
+        let arguments = Self.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable,
+                                              ownNetwork: ownNetwork.available)
         let scopes = Self.landlockScopes(abi: Self.landlockABI)
         if let warning = scopes.warning, !Self.warned.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
         let connects = Self.landlockConnectRules(abi: Self.landlockABI)
@@ -108,6 +118,31 @@ final class ExtensionProcess: ExtensionLink {
         Glibc.close(status.write)
         sandboxInit = Self.readChildPID(status.read)
         cgroup = Self.confine([process.pid] + (sandboxInit.map { [$0] } ?? []), extensionID: manifest.id, logger: logger)
+        if ownNetwork.available {
+            do throws(SystemError) {
+                guard let sandboxInit else { throw SystemError(call: "bwrap --json-status-fd", errno: ESRCH) }
+                self.network = try SandboxNetwork(sandbox: sandboxInit, blockFD: 6, policy: network, stderr: errors.write)
+            } catch {
+                // What pasta said is all there is on the pipe yet: the extension has not run.
+                let said = Self.pending(errors.read).split(separator: "\n").filter { !$0.hasPrefix("Failed to send") }.last
+                if let sandboxInit { Glibc.kill(sandboxInit, SIGKILL) }
+                process.signal(SIGKILL)
+                process.wait()
+                cgroup?.remove()
+                Glibc.close(fds[0])
+                Glibc.close(status.read)
+                Glibc.close(errors.read)
+                throw DaemonError(code: .captureFailed, message: "cannot give extension '\(manifest.id)' its network (pasta): \(said.map(String.init) ?? "\(error)")")
+            }
+        } else {
+            self.network = nil
+        }
+        do throws(SystemError) {
+            socketDiag = try ownNetwork.available ? sandboxInit.map(SocketMemory.diagSocket(of:)) : nil
+        } catch {
+            socketDiag = nil
+            logger.warning("the memory of extension '\(manifest.id)''s sockets is not counted: \(error)")
+        }
         _ = Glibc.write(release.write, "1", 1)
         // Kept open while bwrap runs: it writes its exit status there last, and a closed pipe
         // would end it with SIGPIPE instead of the extension's own status.
@@ -132,6 +167,7 @@ final class ExtensionProcess: ExtensionLink {
     static let landlockABI = ChildProcess.landlockABI
     private static let warned = Atomic(false)
     private static let warnedConnects = Atomic(false)
+    private static let warnedNetwork = Atomic(false)
 
     /// Whether bwrap starts inside a Landlock domain scoping abstract unix sockets and signals
     /// (ABI 6, Linux 6.12); if not, why, in words for the log. Without it an extension can
@@ -150,6 +186,19 @@ final class ExtensionProcess: ExtensionLink {
         let offered = abi == 0 ? "no Landlock" : "Landlock ABI \(abi)"
         return (false, "this kernel offers \(offered), not ABI 4 (Linux 6.7): extensions' TCP connects are not limited to "
             + "the ports their setup names, so one could reach any local service listening on TCP, other users' among them")
+    }
+
+    /// What a pipe holds now, without waiting.
+    private static func pending(_ fd: Int32) -> String {
+        var bytes: [UInt8] = []
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while bytes.count < 65536, poll(&entry, 1, 0) > 0 {
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            bytes += chunk[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The first line bwrap writes on its status descriptor: `{ "child-pid": N }`. nil if it
@@ -172,6 +221,8 @@ final class ExtensionProcess: ExtensionLink {
     }
 
     deinit {
+        network?.stop()
+        if let socketDiag { Glibc.close(socketDiag) }
         if !closed.withLock({ $0 }) { Glibc.close(socket) }
         Glibc.close(statusPipe)
         output.close()
@@ -207,6 +258,7 @@ final class ExtensionProcess: ExtensionLink {
     func onExit(_ handler: @escaping @Sendable (String) -> Void) {
         process.onExit { [self] _ in
             let how = exitDescription ?? "exited"
+            network?.stop()
             cgroup?.remove()
             handler(how)
         }
@@ -237,7 +289,8 @@ final class ExtensionProcess: ExtensionLink {
         return version.count >= 2 && (version[0], version[1]) >= (0, 8)
     }()
 
-    static func sandboxArguments(executable: String, hidden: [String], writable: [String]) -> [String] {
+    /// - Parameter ownNetwork: a network namespace of its own (for pasta), else the host's.
+    static func sandboxArguments(executable: String, hidden: [String], writable: [String], ownNetwork: Bool) -> [String] {
         let size = String(tmpfsSize)
         // Only /tmp and /dev/shm are writable, sized, and counted (`privateStorage`); the
         // other tmpfs hide what is under them and become read-only once mounted on.
@@ -248,11 +301,12 @@ final class ExtensionProcess: ExtensionLink {
             "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm",
             // bwrap is started from a thread that lives as long as replayd (`SpawnThread`):
             // the sandbox dies with replayd, even by SIGKILL.
-            "--die-with-parent", "--unshare-all", "--share-net", "--new-session", "--cap-drop", "ALL",
+            "--die-with-parent", "--unshare-all", "--new-session", "--cap-drop", "ALL",
         ]
         // No user namespace inside (a nested one could mount a tmpfs that nobody counts); the
         // seccomp program bwrap is handed refuses them too, and every mount, on any bwrap.
         if disablesUserNamespaces { arguments += ["--unshare-user", "--disable-userns"] }
+        if !ownNetwork { arguments.append("--share-net") }
         for path in covers { arguments += ["--tmpfs", path] }
         // Its own executable stays visible even when it lives under a hidden directory.
         let folder = URL(fileURLWithPath: executable).deletingLastPathComponent().path
@@ -276,7 +330,7 @@ final class ExtensionProcess: ExtensionLink {
     /// only count.
     func usage() -> ExtensionUsage {
         SandboxUsage.measure(bwrap: process.pid, storageRoot: process.isRunning ? sandboxInit : nil,
-                             lent: lent.withLock { $0 }, processLimit: Self.processLimit)
+                             lent: lent.withLock { $0 }, processLimit: Self.processLimit, socketDiag: socketDiag)
     }
 
     /// Ends the whole sandbox: SIGKILL to its init (pid 1 of its pid namespace) takes every
@@ -287,6 +341,7 @@ final class ExtensionProcess: ExtensionLink {
         if let cgroup { _ = SandboxCgroups.write("1", to: cgroup.path + "/cgroup.kill") }
         if let sandboxInit, process.isRunning { Glibc.kill(sandboxInit, SIGKILL) }
         process.signal(SIGKILL)
+        network?.stop()
     }
 
     /// Why it ended, in words a person can act on; nil while it runs.

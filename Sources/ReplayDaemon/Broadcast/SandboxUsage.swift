@@ -19,7 +19,9 @@ enum SandboxUsage {
     ///   - storageRoot: the sandbox's init, whose root shows its tmpfs; nil once bwrap has exited
     ///     (the pid may then be another process's).
     ///   - processLimit: the walk stops once past it (a fork bomb is over the limit either way).
-    static func measure(bwrap: Int32, storageRoot: Int32?, lent: Set<FileIdentity>, processLimit: Int) -> ExtensionUsage {
+    ///   - socketDiag: a sock_diag socket of the sandbox's own network namespace, if it has one.
+    static func measure(bwrap: Int32, storageRoot: Int32?, lent: Set<FileIdentity>, processLimit: Int,
+                        socketDiag: Int32? = nil) -> ExtensionUsage {
         var pids: [Int32] = []
         var pending = [bwrap]
         var seen = Set<Int32>()
@@ -46,7 +48,7 @@ enum SandboxUsage {
         var shared: [SharedMapping: Int] = [:]
         for pid in pids { sharedMappings(pid, excluding: lent.union(memfds), into: &shared) }
         let parts = [("anonymous", anonymous), ("memfds", held), ("shared", shared.values.reduce(0, +)),
-                     ("sockets", socketBytes(sockets)), ("tmpfs", storageRoot.map(storedBytes(root:)) ?? 0)]
+                     ("sockets", socketBytes(sockets, diag: socketDiag)), ("tmpfs", storageRoot.map(storedBytes(root:)) ?? 0)]
         let breakdown = parts.filter { $0.1 > 0 }.map { "\($0.0) \($0.1 >> 20) MB" }.joined(separator: ", ") + " in \(pids.count) processes"
         return ExtensionUsage(bytes: parts.reduce(0) { $0 + $1.1 }, processes: pids.count, breakdown: breakdown)
     }
@@ -101,8 +103,8 @@ enum SandboxUsage {
     /// What the sockets hold in the kernel. A socket sent over another and closed is held by
     /// no process, so it is not found here; the open-file limit bounds how many can be in
     /// flight, not what they hold (docs/security.md lists it as not counted).
-    private static func socketBytes(_ inodes: Set<UInt64>) -> Int {
-        guard !inodes.isEmpty, let memory = SocketMemory.byInode() else { return 0 }
+    private static func socketBytes(_ inodes: Set<UInt64>, diag: Int32?) -> Int {
+        guard !inodes.isEmpty, let memory = SocketMemory.byInode(diag: diag) else { return 0 }
         return inodes.reduce(0) { $0 + (memory[$1] ?? 0) }
     }
 

@@ -44,17 +44,23 @@ public struct ExtensionManifest: Codable, Sendable, Equatable {
     public var executable: String
     public var extensionPoint: String
     public var setupFields: [SetupField]
+    /// It keeps the host's network instead of a namespace of its own: it serves peers there
+    /// (WebRTC's viewer page and ICE on the host's own addresses). It then sees the host's
+    /// sockets in /proc/net; its TCP connects are still limited to its setup's ports.
+    public var hostNetwork: Bool
 
     public init(id: String, displayName: String, executable: String,
-                extensionPoint: String = ExtensionManifest.uploadExtensionPoint, setupFields: [SetupField] = []) {
+                extensionPoint: String = ExtensionManifest.uploadExtensionPoint, setupFields: [SetupField] = [],
+                hostNetwork: Bool = false) {
         self.id = id
         self.displayName = displayName
         self.executable = executable
         self.extensionPoint = extensionPoint
         self.setupFields = setupFields
+        self.hostNetwork = hostNetwork
     }
 
-    enum CodingKeys: String, CodingKey { case id, displayName, executable, extensionPoint, setupFields }
+    enum CodingKeys: String, CodingKey { case id, displayName, executable, extensionPoint, setupFields, hostNetwork }
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -63,6 +69,7 @@ public struct ExtensionManifest: Codable, Sendable, Equatable {
         executable = try container.decode(String.self, forKey: .executable)
         extensionPoint = try container.decode(String.self, forKey: .extensionPoint)
         setupFields = try container.decodeIfPresent([SetupField].self, forKey: .setupFields) ?? []
+        hostNetwork = try container.decodeIfPresent(Bool.self, forKey: .hostNetwork) ?? false
     }
 
     /// Ids name files and show in pages: letters, digits, dots, dashes and underscores only.

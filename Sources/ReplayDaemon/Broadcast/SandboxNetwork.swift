@@ -1,0 +1,135 @@
+import Foundation
+import ReplaySystem
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The network of one sandbox: pasta connects the sandbox's own network namespace to the
+/// outside, so the extension sees only its own sockets in /proc/net, and of the host's loopback
+/// reaches only the ports its setup names (pasta forwards exactly those, `-T`/`-U`), not the
+/// pages, other users' pages or other local services. pasta runs as replayd's child and lives
+/// as long as the sandbox: `stop()` ends it, and its parent-death signal if replayd dies.
+final class SandboxNetwork: Sendable {
+    static let pasta = "/usr/bin/pasta"
+    static let setpriv = "/usr/bin/setpriv"
+    /// NS_GET_USERNS (linux/nsfs.h): the user namespace that owns a namespace, as a descriptor.
+    private static let nsGetUserNS: UInt = 0xb701
+
+    private let process: ChildProcess
+
+    /// Whether pasta can run here; if not, why, in words for the log. It needs /dev/net/tun,
+    /// which some containers keep from unprivileged users.
+    static func availability() -> (available: Bool, warning: String?) {
+        guard FileManager.default.isExecutableFile(atPath: pasta), FileManager.default.isExecutableFile(atPath: setpriv) else {
+            return (false, "pasta (\(pasta), Debian package passt) is not installed: extensions share the host's network; "
+                + "Landlock alone limits their TCP connects, and they can read the host's sockets in /proc/net")
+        }
+        guard access("/dev/net/tun", R_OK | W_OK) == 0 else {
+            return (false, "/dev/net/tun is not usable by this user, so pasta cannot give extensions a network of their own: "
+                + "they share the host's; Landlock alone limits their TCP connects, and they can read the host's sockets in /proc/net")
+        }
+        return (true, nil)
+    }
+
+    /// The arguments for pasta: no forwarding into the sandbox, and from it to the host's
+    /// loopback only the setup's ports. `--no-map-gw`: the gateway's address is not the host.
+    static func arguments(policy: ExtensionNetworkPolicy) -> [String] {
+        func list(_ ports: [UInt16]) -> String { ports.isEmpty ? "none" : ports.map(String.init).joined(separator: ",") }
+        return ["-f", "-q", "--config-net", "--no-map-gw", "-t", "none", "-u", "none",
+                "-T", list(policy.connectPorts), "-U", list(policy.udpPorts)]
+    }
+
+    /// Starts pasta for the sandbox whose pid 1 is `sandbox` (blocked on bwrap's --block-fd)
+    /// and returns once its namespace is configured, so the extension starts with its network.
+    ///   - blockFD: the descriptor on which the sandbox waits.
+    init(sandbox: Int32, blockFD: Int32, policy: ExtensionNetworkPolicy, stderr: Int32) throws(SystemError) {
+        // bwrap's child sets up the namespace's loopback before it waits; pasta's netlink
+        // requests at the same time made that fail now and then (RTM_NEWADDR).
+        Self.waitUntilWaiting(sandbox, on: blockFD)
+        let ready = try Pipe.make()
+        defer { close(ready.read) }
+        var inherited = [(ready.write, Int32(3))]
+        var target = ["--netns", "/proc/\(sandbox)/ns/net"]
+        if geteuid() == 0 {
+            // Root needs no user namespace to join the network namespace, and stays root, as
+            // pasta's default user (nobody) could not open it.
+            target += ["--netns-only", "--runas", "0"]
+        } else {
+            // Unprivileged bwrap nests user namespaces: the network namespace belongs to the
+            // outer one, which no process of the sandbox is in. Its descriptor, handed over.
+            let netns = open("/proc/\(sandbox)/ns/net", O_RDONLY | O_CLOEXEC)
+            guard netns >= 0 else {
+                close(ready.write)
+                throw SystemError(call: "open(/proc/\(sandbox)/ns/net)", errno: errno)
+            }
+            let owner = ioctl(netns, Self.nsGetUserNS)
+            let error = errno
+            close(netns)
+            guard owner >= 0 else {
+                close(ready.write)
+                throw SystemError(call: "ioctl(NS_GET_USERNS)", errno: error)
+            }
+            inherited.append((owner, 4))
+            target += ["--userns", "/proc/self/fd/4"]
+        }
+        defer { for (fd, number) in inherited where number == 4 { close(fd) } }
+        do {
+            // setpriv sets the parent-death signal (SpawnThread's thread is the parent), which
+            // pasta keeps: it dies with replayd, even by SIGKILL. No Landlock domain: one that
+            // is not the sandbox's ancestor may not open the sandbox's namespaces; the sandbox's
+            // own domain already limits what it connects to through pasta.
+            process = try ChildProcess(
+                confinedPath: Self.setpriv,
+                arguments: ["--pdeathsig", "KILL", "--", Self.pasta] + Self.arguments(policy: policy) + target + ["-P", "/dev/fd/3"],
+                environment: ["PATH": "/usr/bin:/bin"], landlockScopes: false,
+                stderr: .descriptor(stderr), inheriting: inherited)
+        } catch {
+            close(ready.write)
+            throw error
+        }
+        close(ready.write)
+        // pasta writes its pid file (here a pipe) once the namespace is configured; it closes
+        // the pipe without a word if it fails.
+        guard Self.readLine(ready.read, seconds: 10) != nil else {
+            process.signal(SIGKILL)
+            process.wait()
+            throw SystemError(call: "pasta", errno: ENETUNREACH)
+        }
+    }
+
+    /// Ends pasta; the sandbox's network goes with it.
+    func stop() {
+        process.signal(SIGKILL)
+        if process.isRunning { _ = process.wait(timeout: 2) }
+    }
+
+    /// Until `pid` is blocked reading descriptor `fd` (/proc: the call's first argument, and a
+    /// pipe read as its wait channel), or 10 s.
+    private static func waitUntilWaiting(_ pid: Int32, on fd: Int32) {
+        let deadline = MonotonicClock.nanoseconds() + 10_000_000_000
+        let argument = "0x" + String(fd, radix: 16)
+        while MonotonicClock.nanoseconds() < deadline {
+            let call = (try? String(contentsOfFile: "/proc/\(pid)/syscall", encoding: .utf8)) ?? ""
+            let channel = (try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) ?? ""
+            let fields = call.split(separator: " ")
+            if fields.count > 1, fields[1] == argument, channel.contains("pipe_read") { return }
+            if call.isEmpty && channel.isEmpty { return }
+            usleep(2_000)
+        }
+    }
+
+    private static func readLine(_ fd: Int32, seconds: Int64) -> String? {
+        var bytes: [UInt8] = []
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        let deadline = MonotonicClock.nanoseconds() + seconds * 1_000_000_000
+        while !bytes.contains(UInt8(ascii: "\n")) {
+            let left = (deadline - MonotonicClock.nanoseconds()) / 1_000_000
+            guard left > 0, poll(&entry, 1, Int32(left)) > 0 else { return nil }
+            var chunk = [UInt8](repeating: 0, count: 64)
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count > 0 else { return nil }
+            bytes += chunk[..<count]
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+}
