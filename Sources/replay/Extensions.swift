@@ -15,8 +15,8 @@ extension Replay.Extensions {
         static let configuration = CommandConfiguration(
             abstract: "List installed upload extensions and the setup each one needs.",
             discussion: """
-                Extensions are found through their JSON manifests in /usr/share/openreplaykit/extensions, \
-                ~/.local/share/openreplaykit/extensions and any 'replayd --extensions-dir'.
+                Extensions are found through their JSON manifests in /usr/lib/openreplaykit/extensions (the package's), \
+                /usr/share/openreplaykit/extensions, /usr/local/share/openreplaykit/extensions, ~/.local/share/openreplaykit/extensions and any 'replayd --extensions-dir'.
                 """)
 
         @OptionGroup var daemon: DaemonOptions

@@ -31,7 +31,8 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
 
             With --system (as root), replayd runs as its own user 'replayd', which alone can \
             read the store; clients of every user may connect. Upload extensions are found in \
-            /usr/share/openreplaykit/extensions, ~/.local/share/openreplaykit/extensions and \
+            /usr/lib/openreplaykit/extensions (the package's), /usr/share/openreplaykit/extensions, \
+            /usr/local/share/openreplaykit/extensions, ~/.local/share/openreplaykit/extensions and \
             --extensions-dir.
             """,
         version: ReleaseVersion.current)

@@ -12,7 +12,9 @@ struct ExtensionCatalog: Sendable {
     static func defaultDirectories(environment: [String: String] = ProcessInfo.processInfo.environment) -> [URL] {
         let dataHome = environment["XDG_DATA_HOME"].map { URL(fileURLWithPath: $0) }
             ?? URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory()).appendingPathComponent(".local/share")
-        return [URL(fileURLWithPath: "/usr/share/openreplaykit/extensions"),
+        // /usr/lib: the Debian package's (executables belong under lib/, and lie beside their manifests).
+        return [URL(fileURLWithPath: "/usr/lib/openreplaykit/extensions"),
+                URL(fileURLWithPath: "/usr/share/openreplaykit/extensions"),
                 URL(fileURLWithPath: "/usr/local/share/openreplaykit/extensions"),
                 dataHome.appendingPathComponent("openreplaykit/extensions")]
     }
