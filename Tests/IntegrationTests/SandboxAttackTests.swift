@@ -155,34 +155,20 @@ extension IntegrationTests {
             try Self.expectFailure(fixture, path, containing: "more than 50 MB")
         }
 
-        /// 500 MB in a memfd of its own, held (named like replayd's surfaces), or mapped and
-        /// closed: memfds come only from replayd, which counts what it did not lend.
-        @Test(arguments: ["memfd", "memfd-mapped"]) func anExtensionCannotMakeAMemfd(behaviour: String) throws {
+        /// What the sandbox's seccomp program refuses, so that no memory hides from the walk:
+        /// 500 MB in a memfd of its own, held or mapped and closed (memfds come only from
+        /// replayd, which counts what it did not lend); 300 MB in memfds sent over a socket to
+        /// itself and closed, 30 MB at a time (no process held them: status said 32 MB at most;
+        /// a file of its /tmp sent the same way still counts, as the tmpfs is counted whoever
+        /// holds the file); 300 MB mapped shared and anonymous, then all but a page unmapped
+        /// (the pages stay, and no process shows them).
+        @Test(arguments: [("memfd", "memfd"), ("memfd-mapped", "memfd"), ("memfd-in-flight", "memfd-in-flight"),
+                          ("shared-anonymous", "shared-anonymous")])
+        func memoryNoWalkSeesIsRefused(behaviour: String, key: String) throws {
             let (fixture, path) = try Self.attack(behaviour)
             defer { fixture.stop() }
-            let memfd = try Self.serviceInfo(fixture, has: "memfd")["memfd"]
-            #expect(memfd == "EPERM", "memfd_create: \(memfd ?? "no answer")")
-            try Self.expectNothingLeft(fixture, path)
-        }
-
-        /// 300 MB in memfds sent over a socket to itself and closed, 30 MB at a time: no process
-        /// held them, and status said 32 MB at most. Refused at memfd_create; a file in its /tmp sent the same
-        /// way still counts, since the tmpfs is counted whoever holds the file.
-        @Test func aMemfdInFlightToItselfIsRefused() throws {
-            let (fixture, path) = try Self.attack("memfd-in-flight")
-            defer { fixture.stop() }
-            let inFlight = try Self.serviceInfo(fixture, has: "memfd-in-flight")["memfd-in-flight"]
-            #expect(inFlight == "EPERM", "memfd_create: \(inFlight ?? "no answer")")
-            try Self.expectNothingLeft(fixture, path)
-        }
-
-        /// 300 MB mapped shared and anonymous, then all but a page unmapped: the pages stay, and
-        /// no process shows them. Refused by the sandbox's seccomp program.
-        @Test func anExtensionCannotMapSharedAnonymousMemory() throws {
-            let (fixture, path) = try Self.attack("shared-anonymous")
-            defer { fixture.stop() }
-            let shared = try Self.serviceInfo(fixture, has: "shared-anonymous")["shared-anonymous"]
-            #expect(shared == "EPERM", "mmap(MAP_SHARED | MAP_ANONYMOUS): \(shared ?? "no answer")")
+            let answer = try Self.serviceInfo(fixture, has: key)[key]
+            #expect(answer == "EPERM", "\(behaviour): \(answer ?? "no answer")")
             try Self.expectNothingLeft(fixture, path)
         }
 

@@ -72,6 +72,17 @@ public struct ExtensionManifest: Codable, Sendable, Equatable {
         hostNetwork = try container.decodeIfPresent(Bool.self, forKey: .hostNetwork) ?? false
     }
 
+    /// `hostNetwork` only when set: the manifests that do not ask for it read as before.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(displayName, forKey: .displayName)
+        try container.encode(executable, forKey: .executable)
+        try container.encode(extensionPoint, forKey: .extensionPoint)
+        try container.encode(setupFields, forKey: .setupFields)
+        if hostNetwork { try container.encode(true, forKey: .hostNetwork) }
+    }
+
     /// Ids name files and show in pages: letters, digits, dots, dashes and underscores only.
     public static func isValidID(_ id: String) -> Bool {
         !id.isEmpty && id.count <= 64 && id.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || ".-_".contains($0)) }
