@@ -204,18 +204,7 @@ final class ExtensionProcess: ExtensionLink {
     /// The first line bwrap writes on its status descriptor: `{ "child-pid": N }`. nil if it
     /// failed before (the pipe then closes) or said nothing within 10 s.
     private static func readChildPID(_ fd: Int32) -> Int32? {
-        var line: [UInt8] = []
-        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let deadline = MonotonicClock.nanoseconds() + 10_000_000_000
-        while !line.contains(UInt8(ascii: "\n")) {
-            let left = (deadline - MonotonicClock.nanoseconds()) / 1_000_000
-            guard left > 0, poll(&entry, 1, Int32(left)) > 0 else { return nil }
-            var chunk = [UInt8](repeating: 0, count: 256)
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            guard count > 0 else { return nil }
-            line += chunk[..<count]
-        }
-        let text = String(decoding: line.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+        guard let text = Pipe.readLine(fd, within: 10) else { return nil }
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return nil }
         return (object["child-pid"] as? NSNumber).map { Int32(truncating: $0) }
     }

@@ -90,7 +90,7 @@ final class SandboxNetwork: Sendable {
         close(ready.write)
         // pasta writes its pid file (here a pipe) once the namespace is configured; it closes
         // the pipe without a word if it fails.
-        guard Self.readLine(ready.read, seconds: 10) != nil else {
+        guard Pipe.readLine(ready.read, within: 10) != nil else {
             process.signal(SIGKILL)
             process.wait()
             throw SystemError(call: "pasta", errno: ENETUNREACH)
@@ -116,20 +116,5 @@ final class SandboxNetwork: Sendable {
             if call.isEmpty && channel.isEmpty { return }
             usleep(2_000)
         }
-    }
-
-    private static func readLine(_ fd: Int32, seconds: Int64) -> String? {
-        var bytes: [UInt8] = []
-        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let deadline = MonotonicClock.nanoseconds() + seconds * 1_000_000_000
-        while !bytes.contains(UInt8(ascii: "\n")) {
-            let left = (deadline - MonotonicClock.nanoseconds()) / 1_000_000
-            guard left > 0, poll(&entry, 1, Int32(left)) > 0 else { return nil }
-            var chunk = [UInt8](repeating: 0, count: 64)
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            guard count > 0 else { return nil }
-            bytes += chunk[..<count]
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }
