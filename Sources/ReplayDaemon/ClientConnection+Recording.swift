@@ -5,6 +5,7 @@ import ReplayCodec
 import ReplayIPC
 import ReplayMedia
 import ReplaySystem
+import ReplaySession
 
 /// Recording, and the store: what is recorded, and who may see it.
 extension ClientConnection {
@@ -56,9 +57,7 @@ extension ClientConnection {
         try requireConsent(Self.capabilities(of: options))
         try tellWhoChooses(options.area)
 
-        let session = RecordingSession(
-            id: daemon.store.newID(), options: options, filter: filter, store: daemon.store, parts: daemon.parts,
-            protectedWindows: daemon.protectedWindows, logger: daemon.logger)
+        let session = daemon.makeRecording(id: daemon.store.newID(), options: options, filter: filter)
         try daemon.register(session, by: quotaOwner)
         var started: RecordingStarted
         do {
@@ -172,7 +171,7 @@ extension ClientConnection {
     /// Pauses or resumes a recording: the person any running one (named, or the only one), an
     /// app only the one its own connection started.
     func controlRecording(_ id: String?, pause: Bool) throws {
-        let session: RecordingSession
+        let session: any RecordingControl
         if role == .person {
             session = try daemon.runningRecording(id)
         } else {

@@ -4,6 +4,7 @@ import ReplayCapture
 import ReplayIPC
 import ReplaySystem
 import Synchronization
+import ReplaySession
 
 /// Serves one client: its requests are handled one at a time, in order, on `queue`, its
 /// serial executor (no thread while it is idle). A malformed or out-of-order request is
@@ -35,9 +36,9 @@ final class ClientConnection: @unchecked Sendable {
     let whyNotPerson: String?
     let queue: DispatchQueue
     private let queuedRequests = Atomic<Int>(0)
-    var recording: RecordingSession?
+    var recording: (any RecordingControl)?
     /// An app's clip buffer, which ends with its connection (the person's lives in the daemon).
-    var clipBuffer: RecordingSession?
+    var clipBuffer: (any RecordingControl)?
     var capture: AppCaptureSession?
     var agentID: Int?
     var watcherID: Int?

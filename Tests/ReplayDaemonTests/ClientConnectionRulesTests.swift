@@ -6,6 +6,7 @@ import ReplayIPC
 import ReplayMedia
 import ReplaySystem
 import Testing
+@testable import ReplaySession
 
 /// Who may do what, through a real `ClientConnection` of a `Daemon` whose sessions are built
 /// from fakes (no display, no audio server, no encoder): the person's tools, an app with and

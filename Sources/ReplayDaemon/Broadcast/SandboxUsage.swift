@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import ReplaySystem
+import ReplaySession
 
 /// What an extension's sandbox holds, walked in /proc, for the watchdog: every process (the
 /// children of every thread, so a child forked from a thread counts too) and its anonymous

@@ -1,0 +1,73 @@
+import Foundation
+import ReplaySession
+import ReplaySystem
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Starts the process that runs one recording: the real one starts `replay-capture`; a
+/// unit test can hand back a process of its own making.
+protocol CaptureProcessLauncher: Sendable {
+    /// A running process and replayd's end of its channel.
+    func launch(id: String) throws -> (CaptureProcessHandle, CaptureChannel)
+}
+
+/// A capture process as replayd holds it.
+struct CaptureProcessHandle: Sendable {
+    let pid: Int32
+    private let process: ChildProcess
+
+    init(_ process: ChildProcess) {
+        pid = process.pid
+        self.process = process
+    }
+
+    func onExit(_ handler: @escaping @Sendable (Int32) -> Void) { process.onExit(handler) }
+
+    func kill() { process.signal(SIGKILL) }
+
+    /// Waits for it to end (it is ending: it said so, or closed its channel) and says how.
+    func waitForExit() -> String { Self.describe(status: process.wait(timeout: 5) ?? 128 + SIGKILL) }
+
+    /// "exited with status 1", "was ended by SIGSEGV" for `ChildProcess`'s status.
+    static func describe(status: Int32) -> String {
+        guard status > 128 else { return "exited with status \(status)" }
+        let number = status - 128
+        let name = strsignal(number).map { String(cString: $0) } ?? "signal \(number)"
+        return "was ended by \(Self.signalNames[number] ?? "signal \(number)") (\(name))"
+    }
+
+    private static let signalNames: [Int32: String] = [
+        SIGSEGV: "SIGSEGV", SIGKILL: "SIGKILL", SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGILL: "SIGILL", SIGFPE: "SIGFPE",
+        SIGTERM: "SIGTERM", SIGTRAP: "SIGTRAP",
+    ]
+}
+
+/// `replay-capture`, beside replayd's own executable, started confined: no new privileges,
+/// the seccomp filter extensions get against reading other processes, and (where Landlock
+/// can) no TCP connection at all. It is handed its channel as descriptor 3 and nothing else.
+struct ReplayCaptureLauncher: CaptureProcessLauncher {
+    let executable: String
+
+    /// `replay-capture` beside this process's executable, if it is there.
+    static func besideOwnExecutable() -> ReplayCaptureLauncher? {
+        guard let own = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else { return nil }
+        let path = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("replay-capture").path
+        return access(path, X_OK) == 0 ? ReplayCaptureLauncher(executable: path) : nil
+    }
+
+    func launch(id: String) throws -> (CaptureProcessHandle, CaptureChannel) {
+        let (ours, theirs) = try CaptureChannel.pair()
+        defer { theirs.close() }
+        do {
+            let child = try ChildProcess(
+                confinedPath: executable, arguments: ["--channel-fd=3"], environment: ChildProcess.environment(adding: [:]),
+                landlockScopes: false, tcpConnectPorts: ChildProcess.landlockABI >= 4 ? [] : nil, stderr: .descriptor(2),
+                inheriting: [(theirs.descriptor, 3)])
+            return (CaptureProcessHandle(child), ours)
+        } catch {
+            ours.close()
+            throw error
+        }
+    }
+}
