@@ -49,19 +49,27 @@ struct CaptureProcessHandle: Sendable {
 struct ReplayCaptureLauncher: CaptureProcessLauncher {
     let executable: String
 
-    /// `replay-capture` beside this process's executable, if it is there.
+    /// `replay-capture` beside this process's executable (a build tree), or in
+    /// `../lib/openreplaykit` from it (installed: /usr/bin/replayd, /usr/lib/openreplaykit).
     static func besideOwnExecutable() -> ReplayCaptureLauncher? {
         guard let own = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else { return nil }
-        let path = URL(fileURLWithPath: own).deletingLastPathComponent().appendingPathComponent("replay-capture").path
-        return access(path, X_OK) == 0 ? ReplayCaptureLauncher(executable: path) : nil
+        let folder = URL(fileURLWithPath: own).deletingLastPathComponent()
+        let candidates = [folder.appendingPathComponent("replay-capture"),
+                          folder.deletingLastPathComponent().appendingPathComponent("lib/openreplaykit/replay-capture")]
+        return candidates.first { access($0.path, X_OK) == 0 }.map { ReplayCaptureLauncher(executable: $0.path) }
     }
+
+    /// Swift's backtracer catches SIGSEGV to print a crash report by reading the process's
+    /// memory, which the confinement forbids: it would hang there, and its session with it.
+    /// Without it a crash ends the process at once, and replayd reports the signal.
+    static let environment = ["SWIFT_BACKTRACE": "enable=no"]
 
     func launch(id: String) throws -> (CaptureProcessHandle, CaptureChannel) {
         let (ours, theirs) = try CaptureChannel.pair()
         defer { theirs.close() }
         do {
             let child = try ChildProcess(
-                confinedPath: executable, arguments: ["--channel-fd=3"], environment: ChildProcess.environment(adding: [:]),
+                confinedPath: executable, arguments: ["--channel-fd=3"], environment: ChildProcess.environment(adding: Self.environment),
                 landlockScopes: false, tcpConnectPorts: ChildProcess.landlockABI >= 4 ? [] : nil, stderr: .descriptor(2),
                 inheriting: [(theirs.descriptor, 3)])
             return (CaptureProcessHandle(child), ours)

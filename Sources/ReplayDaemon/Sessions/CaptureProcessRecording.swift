@@ -103,15 +103,18 @@ final class CaptureProcessRecording: RecordingControl {
             self?.tell(.protectedWindows(Array(windows)))
         }
         state.withLock { $0.observer = observer }
+        // Dispatch's read source fires once for what arrived together: every waiting message is read.
         _ = ReadableWatch(descriptor: channel.descriptor, label: "capture-\(id)", whenCancelled: {}) { [weak self] watch in
-            guard let self, let (report, descriptors) = channel.receive(CaptureReport.self) else {
-                watch.cancel()
-                self?.replies.close()
-                self?.ended(channelClosed: true)
-                return
-            }
-            descriptors.forEach { close($0) }  // a capture process hands replayd no descriptor
-            self.heard(report)
+            repeat {
+                guard let self, let (report, descriptors) = channel.receive(CaptureReport.self) else {
+                    watch.cancel()
+                    self?.replies.close()
+                    self?.ended(channelClosed: true)
+                    return
+                }
+                descriptors.forEach { close($0) }  // a capture process hands replayd no descriptor
+                heard(report)
+            } while channel.hasPending
         }
         process.onExit { [weak self] status in self?.ended(exitStatus: status) }
 
@@ -266,6 +269,8 @@ final class CaptureProcessRecording: RecordingControl {
     /// session ends: with the process's summary as it says; without one, the process was
     /// killed or crashed, and the movie is kept up to its last whole fragment.
     private func ended(channelClosed: Bool = false, exitStatus: Int32? = nil) {
+        if channelClosed { logger.debug("capture channel closed", metadata: ["recording": "\(id)"]) }
+        if let exitStatus { logger.debug("capture process exited", metadata: ["recording": "\(id)", "status": "\(exitStatus)"]) }
         let over = state.withLock { state -> (summary: RecordingSummary?, observer: Int?, channel: CaptureChannel?, status: Int32)? in
             if channelClosed { state.channelClosed = true }
             if let exitStatus { state.exitStatus = exitStatus }
