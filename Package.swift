@@ -206,6 +206,10 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(name: "ReplaySystemTests", dependencies: ["ReplaySystem"], swiftSettings: strictSettings),
         .testTarget(name: "ReplayIPCTests", dependencies: ["ReplayIPC", "ReplaySystem", "ReplayMedia"], swiftSettings: strictSettings),
+        // The app SDK against a fake daemon on socket pairs.
+        .testTarget(
+            name: "OpenReplayKitTests", dependencies: ["OpenReplayKit", "ReplayIPC", "ReplaySystem", "ReplayMedia"],
+            swiftSettings: strictSettings),
         .testTarget(
             name: "ReplayDaemonTests",
             dependencies: ["ReplayDaemon", "ReplayIPC", "ReplaySystem", "ReplayCapture", "ReplayCodec", "ReplayMedia",
