@@ -220,6 +220,10 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(name: "ReplaySystemTests", dependencies: ["ReplaySystem"], swiftSettings: strictSettings),
         .testTarget(name: "ReplayIPCTests", dependencies: ["ReplayIPC", "ReplaySystem", "ReplayMedia"], swiftSettings: strictSettings),
+        // The app SDK against a fake daemon on socket pairs.
+        .testTarget(
+            name: "OpenReplayKitTests", dependencies: ["OpenReplayKit", "ReplayIPC", "ReplaySystem", "ReplayMedia"],
+            swiftSettings: strictSettings),
         .testTarget(
             name: "ReplayDaemonTests",
             dependencies: ["ReplayDaemon", "ReplaySession", "ReplayIPC", "ReplaySystem", "ReplayCapture", "ReplayCodec", "ReplayMedia",
