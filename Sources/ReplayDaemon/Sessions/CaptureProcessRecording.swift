@@ -185,9 +185,15 @@ final class CaptureProcessRecording: RecordingControl {
         }
         defer { close(file) }
         state.withLock { _ = $0.clipIDs.insert(clipID) }
-        let answer = try exchange(.saveClip(seconds: duration?.seconds, trigger: trigger, id: clipID), descriptors: [file], what: "save a clip")
+        let answer: CaptureReport
+        do {
+            answer = try exchange(.saveClip(seconds: duration?.seconds, trigger: trigger, id: clipID), descriptors: [file], what: "save a clip")
+        } catch {
+            store.delete(id: clipID)
+            throw error
+        }
         guard case .clipSaved(let saved) = answer else {
-            if store.info(id: clipID) == nil { store.delete(id: clipID) }
+            store.delete(id: clipID)
             if case .refused(let code, let message) = answer { throw DaemonError(code: code, message: message) }
             throw DaemonError(code: .captureFailed, message: "the capture process gave no clip")
         }

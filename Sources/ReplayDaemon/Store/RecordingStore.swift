@@ -38,6 +38,9 @@ public final class RecordingStore: RecordingShelf {
             info.frames = facts.videoFrames
             info.duration = facts.videoDuration
             info.codec = info.codec ?? facts.videoCodec.flatMap(VideoCodec.init(rawValue:))
+        } else if info.bytes == 0 {
+            // Not a byte was written: whatever the last saved figures said, nothing was kept.
+            info.frames = 0
         }
         // Killed before its first fragment: there is nothing to keep.
         if info.frames == 0 {
