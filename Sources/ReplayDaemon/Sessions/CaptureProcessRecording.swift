@@ -92,17 +92,18 @@ final class CaptureProcessRecording: RecordingControl {
             discardMovie()
             throw failStart(DaemonError(code: .captureFailed, message: "cannot start the capture process: \(error)"))
         }
+        // Every change of the protected windows reaches the process at once, not at its next
+        // status: the set goes with the start, and a change made meanwhile right after it.
         var plan = self.plan
+        let generation = protectedWindows.generation
         plan.protectedWindows = Array(protectedWindows.windows)
-        state.withLock {
-            $0.channel = channel
-            $0.process = process
-        }
-        // Every change of the protected windows reaches the process at once, not at its next status.
         let observer = protectedWindows.observe { [weak self] windows in
             self?.tell(.protectedWindows(Array(windows)))
         }
-        state.withLock { $0.observer = observer }
+        state.withLock {
+            $0.process = process
+            $0.observer = observer
+        }
         // Dispatch's read source fires once for what arrived together: every waiting message is read.
         _ = ReadableWatch(descriptor: channel.descriptor, label: "capture-\(id)", whenCancelled: {}) { [weak self] watch in
             repeat {
@@ -123,6 +124,9 @@ final class CaptureProcessRecording: RecordingControl {
         } catch {
             process.kill()
         }
+        // Only now may other commands go: the process reads `start` first.
+        state.withLock { $0.channel = channel }
+        if protectedWindows.generation != generation { tell(.protectedWindows(Array(protectedWindows.windows))) }
         let answer = replies.pop()
         state.withLock { $0.starting = false }
         switch answer {
@@ -137,11 +141,15 @@ final class CaptureProcessRecording: RecordingControl {
         case .startFailed(let code, let message)?:
             _ = process.waitForExit()
             discardMovie()
-            throw failStart(DaemonError(code: code, message: message))
+            let error = failStart(DaemonError(code: code, message: message))
+            ended()  // closes the channel once the process is reaped
+            throw error
         default:
             let how = process.waitForExit()
             discardMovie()
-            throw failStart(DaemonError(code: .captureFailed, message: "the capture process \(how) while starting"))
+            let error = failStart(DaemonError(code: .captureFailed, message: "the capture process \(how) while starting"))
+            ended()
+            throw error
         }
     }
 
