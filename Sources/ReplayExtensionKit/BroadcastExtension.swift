@@ -20,14 +20,24 @@ public enum BroadcastExtension {
     /// broke the protocol or went away. Call it once, from `main`.
     public static func run(_ handler: BroadcastSampleHandler) -> Never {
         signal(SIGPIPE, SIG_IGN)
-        let fd = ProcessInfo.processInfo.environment["OPENREPLAYKIT_BROADCAST_FD"].flatMap(Int32.init) ?? 3
+        let environment = ProcessInfo.processInfo.environment
+        let fd = environment["OPENREPLAYKIT_BROADCAST_FD"].flatMap(Int32.init) ?? 3
         do {
-            try Session(socket: fd, handler: handler).run()
+            try serve(socket: fd, handler: handler,
+                      announcedMinorVersion: environment[BroadcastCodec.minorVersionVariable].flatMap(UInt16.init))
             exit(0)
         } catch {
             FileHandle.standardError.write(Data("broadcast extension: \(error)\n".utf8))
             exit(3)
         }
+    }
+
+    /// Serves one broadcast on `socket` with `handler`, on the calling thread, until
+    /// `finished`: `run` without the exit, for tests that play replayd's side.
+    /// `announcedMinorVersion`: the minor version replayd named (nil: a 1.0 replayd, which
+    /// names none).
+    package static func serve(socket: Int32, handler: BroadcastSampleHandler, announcedMinorVersion: UInt16?) throws {
+        try Session(socket: socket, handler: handler, announcedMinorVersion: announcedMinorVersion).run()
     }
 
     /// Why the extension's side of the broadcast ends: replayd broke the protocol, or went away.
@@ -47,10 +57,17 @@ public enum BroadcastExtension {
         /// Set once the handler has called `finishBroadcast(error:)`: from then on it hears
         /// only `broadcastFinished`.
         let finishing = Atomic<Bool>(false)
+        /// From `started` on, until the broadcast ends: when ticks may come.
+        var isLive = false
+        var tickClock = TickClock()
+        var drops = DropCounter()
 
-        init(socket: Int32, handler: BroadcastSampleHandler) {
+        let announcedMinorVersion: UInt16?
+
+        init(socket: Int32, handler: BroadcastSampleHandler, announcedMinorVersion: UInt16?) {
             self.socket = socket
             self.handler = handler
+            self.announcedMinorVersion = announcedMinorVersion
         }
 
         func send(_ message: BroadcastMessage) {
@@ -61,8 +78,10 @@ public enum BroadcastExtension {
         func run() throws {
             handler.host = self
             try receiveHello()
-            send(.ready)
+            // 1.1 on: the minor version, when replayd announced one, at most ours.
+            send(.ready(minorVersion: announcedMinorVersion.map { min($0, BroadcastCodec.minorVersion) }))
             while true {
+                guard try waitForMessage() else { continue }
                 let (bytes, descriptors) = try DescriptorPassing.receive(socket: socket, maxBytes: BroadcastCodec.maxFramedMessage,
                                                                           maxDescriptors: 0)
                 descriptors.forEach { close($0) }
@@ -70,6 +89,27 @@ public enum BroadcastExtension {
                 let message = try BroadcastCodec.decode(framed: bytes, surfaces: limits)
                 if try dispatch(message) { return }
             }
+        }
+
+        /// Delivers the ticks that are due, and waits for the next message until the next tick
+        /// is due: true when a message is there to read.
+        private func waitForMessage() throws -> Bool {
+            guard isLive, !finishing.load(ordering: .acquiring) else { return true }
+            var now = MonotonicClock.nanoseconds()
+            tickClock.refresh(handler.tickRequest, now: now)
+            if let due = tickClock.next, due <= now {
+                handler.broadcastTick(at: MediaTime(nanoseconds: now))
+                now = MonotonicClock.nanoseconds()
+                tickClock.ticked(at: now)
+                // The handler may have asked for another rhythm in its tick.
+                tickClock.refresh(handler.tickRequest, now: now)
+            }
+            guard let due = tickClock.next else { return true }
+            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(clamping: max(0, (due - now + 999_999) / 1_000_000))
+            let ready = poll(&descriptor, 1, milliseconds)
+            if ready < 0 && errno != EINTR { throw Failure(description: "poll: errno \(errno)") }
+            return ready > 0
         }
 
         private func receiveHello() throws {
@@ -115,9 +155,14 @@ public enum BroadcastExtension {
 
         private func dispatchInOrder(_ message: BroadcastMessage) throws -> Bool {
             switch message {
-            case .started(let setup): handler.broadcastStarted(setupInfo: setup)
+            case .started(let setup):
+                handler.broadcastStarted(setupInfo: setup)
+                isLive = true
             case .annotated(let info): handler.broadcastAnnotated(applicationInfo: info)
-            case .video(let frame): handler.processSampleBuffer(.video(try picture(frame)))
+            case .video(let frame):
+                let sample = try picture(frame)
+                if let dropped = drops.update(with: frame) { handler.broadcastDroppedFrames(dropped.count, total: dropped.total) }
+                handler.processSampleBuffer(.video(sample))
             case .audio(let period):
                 let buffer = audio(period)
                 send(.release(surface: period.surface))
@@ -125,6 +170,7 @@ public enum BroadcastExtension {
             case .paused: handler.broadcastPaused()
             case .resumed: handler.broadcastResumed()
             case .finished:
+                isLive = false
                 handler.broadcastFinished()
                 return true
             case .ping(let sequence): send(.pong(sequence))

@@ -39,6 +39,38 @@ open class BroadcastSampleHandler {
     /// or the microphone's): the sample says what it is, in one place. Return promptly: the
     /// heartbeat is answered on this same thread, and a callback blocked for 5 s is taken as hung.
     open func processSampleBuffer(_ sample: SampleBuffer) {}
+    /// replayd dropped `count` pictures since the last call (`total` in this broadcast): every
+    /// surface was with you, capture fell behind, or the connection would not take them. It
+    /// comes on the callback thread right before the next picture replayd sends, so a long
+    /// run of drops is told when pictures flow again. (`replay broadcast status` counts the same.)
+    open func broadcastDroppedFrames(_ count: Int, total: Int) {}
+    /// A tick you asked for with `requestTicks(every:)`: `time` is now on `CLOCK_MONOTONIC`, the
+    /// samples' clock. For time-based work that must not wait for samples, which stop on a
+    /// still screen (a keep-alive, a keyframe, a periodic report). It comes on the callback
+    /// thread between samples, paused or not; ticks missed while a callback ran late are not
+    /// queued up: one tick comes, then the rhythm goes on from it.
+    open func broadcastTick(at time: MediaTime) {}
+
+    /// Asks for `broadcastTick(at:)` every `interval` (at least 10 ms) from now on, until the
+    /// broadcast ends; nil stops the ticks. Call it from a callback (`broadcastStarted` is
+    /// the usual place); ticks start once the broadcast has started.
+    public final func requestTicks(every interval: Duration?) {
+        ticks.withLock { request in
+            request.interval = interval.map { max($0, .milliseconds(10)) }
+            request.generation &+= 1
+        }
+    }
+
+    /// The tick the handler asked for, and a count of its requests: a new request restarts
+    /// the rhythm from the moment it was made.
+    package struct TickRequest: Sendable, Equatable {
+        package var interval: Duration?
+        package var generation = 0
+    }
+
+    private let ticks = Mutex(TickRequest())
+    /// The handler's latest tick request.
+    package var tickRequest: TickRequest { ticks.withLock { $0 } }
 
     /// Ends the broadcast, showing `error` to the person (and the host app).
     public final func finishBroadcast(error: String) {

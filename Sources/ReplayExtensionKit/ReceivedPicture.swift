@@ -23,6 +23,52 @@ package enum ReceivedPicture {
         let storage = PixelStorage(borrowingReadOnly: region, release: release)
         return VideoSample(time: MediaTime(nanoseconds: frame.time),
                            pixels: PixelBuffer(width: width, height: height, format: frame.pictureFormat, storage: storage),
-                           orientation: frame.orientation.media)
+                           isRepeat: frame.additions?.isRepeat ?? false, orientation: frame.orientation.media)
+    }
+}
+
+/// How many frames replayd dropped, as each 1.1 `video` message tells the total: the kit and
+/// the harness both turn it into `broadcastDroppedFrames(_:total:)` calls here.
+package struct DropCounter: Sendable {
+    package private(set) var total = 0
+    package init() {}
+
+    /// The drops `frame` newly reports (count since the last, total), if any.
+    package mutating func update(with frame: BroadcastMessage.VideoFrame) -> (count: Int, total: Int)? {
+        guard let reported = frame.additions.map({ Int($0.framesDropped) }), reported > total else { return nil }
+        defer { total = reported }
+        return (reported - total, reported)
+    }
+}
+
+/// When the handler's next tick is due, on whichever clock drives it (the monotonic clock
+/// live, the harness's own in tests): one rule for the kit and the harness.
+package struct TickClock: Sendable {
+    private var generation = 0
+    private var interval: Duration?
+    /// Nanoseconds when the next tick is due; nil: no tick asked for.
+    package private(set) var next: Int64?
+
+    package init() {}
+
+    /// Takes up a new request, if the handler made one since the last look, from `now`.
+    package mutating func refresh(_ request: BroadcastSampleHandler.TickRequest, now: Int64) {
+        guard request.generation != generation else { return }
+        generation = request.generation
+        interval = request.interval
+        next = interval.map { now + Self.nanoseconds($0) }
+    }
+
+    /// After a tick at `now`: the next one an interval after the one that was due, or after
+    /// `now` if more than one was missed.
+    package mutating func ticked(at now: Int64) {
+        guard let interval, let due = next else { return }
+        let step = Self.nanoseconds(interval)
+        next = due + step > now ? due + step : now + step
+    }
+
+    static func nanoseconds(_ duration: Duration) -> Int64 {
+        let (seconds, attoseconds) = duration.components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
     }
 }

@@ -9,7 +9,7 @@ extension Replay {
             abstract: "Go live through an upload extension, and control the broadcast.",
             discussion: """
                 replayd captures the screen and hands raw samples to the extension, which runs \
-                sandboxed (no home, no store, read-only system, 50 MB of memory) and uploads them.
+                sandboxed (no home, no store, read-only system, 50 MiB of memory) and uploads them.
 
                 Examples:
                   replay extensions list
@@ -197,7 +197,8 @@ private func printStatus(_ list: [BroadcastStatus], json: Bool) {
         if !details.isEmpty { line += "\n  " + details.map { "\($0.key): \($0.value)" }.joined(separator: ", ") }
         if let error = status.lastError { line += "\n  error: \(error)" }
         if let counting = status.memoryCounting {
-            line += "\n  extension memory: peak \(status.extensionPeakMemory >> 20) MB of 50 MB, counted by \(counting)"
+            line += "\n  extension memory: peak \(BroadcastLimits.mebibytes(status.extensionPeakMemory)) of "
+                + "\(BroadcastLimits.mebibytes(BroadcastLimits.memory)), counted by \(counting)"
         }
         print(line)
     }

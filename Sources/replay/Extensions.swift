@@ -14,10 +14,7 @@ extension Replay.Extensions {
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "List installed upload extensions and the setup each one needs.",
-            discussion: """
-                Extensions are found through their JSON manifests in /usr/lib/openreplaykit/extensions (the package's), \
-                /usr/share/openreplaykit/extensions, /usr/local/share/openreplaykit/extensions, ~/.local/share/openreplaykit/extensions and any 'replayd --extensions-dir'.
-                """)
+            discussion: "Extensions are found through their JSON manifests in \(ExtensionFolders.sentence).")
 
         @OptionGroup var daemon: DaemonOptions
 

@@ -21,6 +21,10 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
             on demand, so running it by hand is only needed for a service manager. SIGTERM or \
             SIGINT stop it cleanly: running recordings are finished and kept.
 
+            It logs to its standard error (under systemd: the journal), and so does what its upload \
+            extensions write there; only a daemon that the replay CLI started has its standard \
+            error in replayd.log beside its socket.
+
             Socket activation: started by systemd (replayd.socket) or systemd-socket-activate with \
             LISTEN_FDS=1, replayd serves the listening Unix socket it is handed instead of binding \
             its own, and leaves it in place when it exits.
@@ -30,10 +34,9 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
             answers on unattended machines, e.g. {"default": "ask", "apps": {"/usr/bin/obs": "allow"}}.
 
             With --system (as root), replayd runs as its own user 'replayd', which alone can \
-            read the store; clients of every user may connect. Upload extensions are found in \
-            /usr/lib/openreplaykit/extensions (the package's), /usr/share/openreplaykit/extensions, \
-            /usr/local/share/openreplaykit/extensions, ~/.local/share/openreplaykit/extensions and \
-            --extensions-dir.
+            read the store; clients of every user may connect.
+
+            Upload extensions are found in \(ExtensionFolders.sentence).
             """,
         version: ReleaseVersion.current)
 
@@ -88,7 +91,7 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
     @Flag(help: "Announce no capture as a desktop notification (by default each recording, in-app capture and broadcast is announced, with a Stop action, on the session bus's notification server).")
     var noNotify = false
 
-    @Option(help: "Another directory of upload-extension manifests (besides /usr/share/openreplaykit/extensions and ~/.local/share/openreplaykit/extensions); may be repeated.")
+    @Option(help: "Another directory of upload-extension manifests, searched before the others (see the list above); may be repeated.")
     var extensionsDir: [String] = []
 
     @Flag(help: .hidden)

@@ -400,6 +400,11 @@ final class HostileHandler: BroadcastSampleHandler {
         if behaviour == "linger" { while true { sleep(60) } }
     }
 
+    /// What replayd told it was dropped, for the slow extension's test to hold against the status.
+    override func broadcastDroppedFrames(_ count: Int, total: Int) {
+        updateServiceInfo(["droppedTold": String(total)])
+    }
+
     override func processSampleBuffer(_ sample: SampleBuffer) {
         guard case .video(let frame) = sample else { return }
         switch behaviour {

@@ -142,8 +142,33 @@ extension IntegrationTests {
             let sent = status["framesSent"] as? Int ?? 0, dropped = status["framesDropped"] as? Int ?? 0
             // The moving demo scene offers ~30 frames a second; the extension takes ~2.5.
             #expect(dropped > 30 && sent < 40, "sent \(sent), dropped \(dropped)")
+            // The handler learns the drops too, with the pictures that follow them.
+            let told = Int((status["serviceInfo"] as? [String: String])?["droppedTold"] ?? "") ?? 0
+            #expect(told > 0 && told <= dropped, "the handler was told \(told) drops of \(dropped)")
             #expect(after - before < 16, "replayd grew from \(before) MB to \(after) MB")
             #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
+        }
+
+        /// On a still screen (no demo scene) replayd repeats the last picture a few times a second:
+        /// the extension sees those pictures flagged as repeats, and its ticks keep coming.
+        @Test func aStillScreensRepeatsAreFlaggedAndTicksKeepComing() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, demoScene: false))
+            defer { fixture.stop() }
+            try fixture.startDaemon(Self.installExtensions(in: fixture))
+            let output = fixture.file("still")
+            try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+            let start = try fixture.replay(["broadcast", "start", "--extension", "file", "--setup", "dir=\(output.path)"])
+            #expect(start.status == 0, "\(start)\n\(fixture.daemonLog)")
+            Thread.sleep(forTimeInterval: 4)
+            #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
+            let lines = try String(contentsOf: output.appendingPathComponent("broadcast.jsonl"), encoding: .utf8)
+                .split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            let videos = lines.filter { $0["event"] as? String == "video" }
+            let repeats = videos.filter { $0["repeat"] as? Bool == true }
+            #expect(videos.count >= 4 && repeats.count >= videos.count - 2,
+                    "\(repeats.count) of \(videos.count) pictures flagged as repeats on a still screen")
+            let ticks = lines.filter { $0["event"] as? String == "tick" }.compactMap { $0["time"] as? Double }
+            #expect(ticks.count >= 2, "\(ticks.count) ticks in 4 s")
         }
 
         /// Starts the daemon, a consent agent and the example app going live with `appArguments`,

@@ -136,7 +136,7 @@ import Testing
         try rig.start()
         rig.fake.setFootprint(60 << 20)
         let status = rig.session.waitUntilFinished()
-        #expect(status.lastError?.contains("the extension 'fake' used more than 50 MB of memory (60 MB)") == true)
+        #expect(status.lastError?.contains("the extension 'fake' used more than 50 MiB of memory (60 MiB)") == true)
         #expect(status.extensionPeakMemory == 60 << 20)
         rig.expectNothingLeft()
     }
@@ -255,6 +255,41 @@ import Testing
         #expect(rig.session.status.framesDropped == 0)
         rig.session.stop()
         #expect(rig.session.waitUntilFinished().lastError == nil)
+        rig.expectNothingLeft()
+    }
+
+    /// Protocol 1.1: an extension that announces it learns which pictures repeat the last and
+    /// how many frames were dropped so far; one that does not (1.0) gets 1.0 messages, which
+    /// its decoder takes.
+    @Test(arguments: [UInt16?.none, 1, 9])
+    func repeatsAndDropsReachAnExtensionThatSpeaksOnePointOne(minorVersion: UInt16?) throws {
+        let rig = Rig(.init(minorVersion: minorVersion))
+        try rig.start()
+        func frames() -> [BroadcastMessage.VideoFrame] {
+            rig.fake.received.compactMap { message in if case .video(let frame) = message { frame } else { nil } }
+        }
+        rig.backend.screen.send(.frame(at: 100))
+        eventually("a picture sent") { frames().count == 1 }
+        rig.backend.screen.send(.drop(3))
+        rig.backend.screen.send(.repeatedFrame(at: 100.25))
+        eventually("two pictures sent") { frames().count == 2 }
+        rig.session.stop()
+        #expect(rig.session.waitUntilFinished().framesDropped == 3)
+        if minorVersion == nil {
+            #expect(frames().allSatisfy { $0.additions == nil })
+        } else {
+            #expect(frames().map(\.additions) == [.init(isRepeat: false, framesDropped: 0), .init(isRepeat: true, framesDropped: 3)])
+        }
+    }
+
+    /// The watchdog's words for the memory limit, in MiB as the limit is (54,386,688 bytes
+    /// were once reported as "51 MB").
+    @Test func theMemoryLimitIsToldInMebibytes() throws {
+        let rig = Rig()
+        try rig.start()
+        rig.fake.setFootprint(54_386_688)
+        let status = rig.session.waitUntilFinished()
+        #expect(status.lastError == "the extension 'fake' used more than 50 MiB of memory (51.9 MiB) and was stopped")
         rig.expectNothingLeft()
     }
 

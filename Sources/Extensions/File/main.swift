@@ -4,7 +4,9 @@ import ReplayMedia
 
 /// The reference upload extension: instead of uploading, it writes one JSON line per
 /// lifecycle event and sample into `broadcast.jsonl` in the directory the person chose.
-/// Tests read it to see exactly what an extension receives.
+/// Tests read it to see exactly what an extension receives: pictures (with their repeat
+/// flag), sound, drops as replayd tells them, and a tick a second, which comes on a still
+/// screen too.
 final class FileUploadHandler: BroadcastSampleHandler {
     private var output: FileHandle?
     private var frames = 0
@@ -18,7 +20,11 @@ final class FileUploadHandler: BroadcastSampleHandler {
         output = handle
         write(["event": "started", "setup": setupInfo])
         updateBroadcastURL("file://\(path)")
+        requestTicks(every: .seconds(1))
     }
+
+    override func broadcastTick(at time: MediaTime) { write(["event": "tick", "time": Double(time.nanoseconds) / 1e9]) }
+    override func broadcastDroppedFrames(_ count: Int, total: Int) { write(["event": "dropped", "count": count, "total": total]) }
 
     override func broadcastAnnotated(applicationInfo: [String: String]) { write(["event": "annotated", "application": applicationInfo]) }
     override func broadcastPaused() { write(["event": "paused"]) }
@@ -38,7 +44,7 @@ final class FileUploadHandler: BroadcastSampleHandler {
             let step = max(1, pixels.width * pixels.height / 64)
             let luma = stride(from: 0, to: pixels.width * pixels.height, by: step).map { Int(pixels.bytes[$0]) }
             write(["event": "video", "time": Double(frame.time.nanoseconds) / 1e9, "width": pixels.width, "height": pixels.height,
-                   "luma": luma.reduce(0, +) / max(1, luma.count)])
+                   "luma": luma.reduce(0, +) / max(1, luma.count), "repeat": frame.isRepeat])
             if frames % 30 == 0 { updateServiceInfo(["frames": String(frames)]) }
         case .audio(let buffer):
             write(["event": buffer.source == .microphone ? "micAudio" : "appAudio", "time": Double(buffer.time.nanoseconds) / 1e9,

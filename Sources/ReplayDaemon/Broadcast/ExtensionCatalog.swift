@@ -11,13 +11,8 @@ struct ExtensionCatalog: Sendable {
     let logger: Logger
 
     static func defaultDirectories(environment: [String: String] = ProcessInfo.processInfo.environment) -> [URL] {
-        let dataHome = environment["XDG_DATA_HOME"].map { URL(fileURLWithPath: $0) }
-            ?? URL(fileURLWithPath: environment["HOME"] ?? NSHomeDirectory()).appendingPathComponent(".local/share")
         // /usr/lib: the Debian package's (executables belong under lib/, and lie beside their manifests).
-        return [URL(fileURLWithPath: "/usr/lib/openreplaykit/extensions"),
-                URL(fileURLWithPath: "/usr/share/openreplaykit/extensions"),
-                URL(fileURLWithPath: "/usr/local/share/openreplaykit/extensions"),
-                dataHome.appendingPathComponent("openreplaykit/extensions")]
+        ExtensionFolders.paths(environment: environment, home: NSHomeDirectory()).map { URL(fileURLWithPath: $0) }
     }
 
     /// Every valid upload extension; the first directory to define an id wins.

@@ -21,9 +21,9 @@ import ReplaySession
 /// limits are checked against.
 final class ExtensionProcess: ExtensionLink {
     /// ReplayKit's limit for broadcast upload extensions.
-    static let memoryLimit = 50 * 1024 * 1024
+    static let memoryLimit = BroadcastLimits.memory
     /// More processes than an uploader needs (it runs one, perhaps a helper): a fork bomb.
-    static let processLimit = 64
+    static let processLimit = BroadcastLimits.processes
     /// Each of its two writable tmpfs (/tmp, /dev/shm). Their contents count against
     /// `memoryLimit` as they fill, so the watchdog stops it there; the size bounds what it can
     /// write between two ticks, and keeps it off the host's memory if the watchdog is late.
@@ -106,7 +106,8 @@ final class ExtensionProcess: ExtensionLink {
             process = try ChildProcess(
                 confinedPath: Self.bubblewrap,
                 arguments: ["--json-status-fd", "4", "--add-seccomp-fd", "5", "--block-fd", "6"] + arguments + ["--", manifest.executable],
-                environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "OPENREPLAYKIT_BROADCAST_FD": "3"],
+                environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "OPENREPLAYKIT_BROADCAST_FD": "3",
+                              BroadcastCodec.minorVersionVariable: "\(BroadcastCodec.minorVersion)"],
                 landlockScopes: scopes.enabled, tcpConnectPorts: connects.enabled ? network.connectPorts : nil,
                 stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4), (filter, 5), (release.read, 6)])
         } catch {
@@ -338,7 +339,7 @@ final class ExtensionProcess: ExtensionLink {
     var exitDescription: String? {
         guard let status = process.terminationStatus else { return nil }
         if let cgroup, cgroup.killedAtMemoryLimit {
-            return "used more than \(Self.memoryLimit >> 20) MB of memory and was killed by the kernel (its cgroup's memory.max)"
+            return "used more than \(BroadcastLimits.mebibytes(Self.memoryLimit)) of memory and was killed by the kernel (its cgroup's memory.max)"
         }
         if status > 128 {
             let signal = status - 128

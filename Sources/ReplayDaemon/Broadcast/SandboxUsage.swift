@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import ReplayIPC
 import ReplaySystem
 import ReplaySession
 
@@ -50,7 +51,7 @@ enum SandboxUsage {
         for pid in pids { sharedMappings(pid, excluding: lent.union(memfds), into: &shared) }
         let parts = [("anonymous", anonymous), ("memfds", held), ("shared", shared.values.reduce(0, +)),
                      ("sockets", socketBytes(sockets, diag: socketDiag)), ("tmpfs", storageRoot.map(storedBytes(root:)) ?? 0)]
-        let breakdown = parts.filter { $0.1 > 0 }.map { "\($0.0) \($0.1 >> 20) MB" }.joined(separator: ", ") + " in \(pids.count) processes"
+        let breakdown = parts.filter { $0.1 > 0 }.map { "\($0.0) \(BroadcastLimits.mebibytes($0.1))" }.joined(separator: ", ") + " in \(pids.count) processes"
         return ExtensionUsage(bytes: parts.reduce(0) { $0 + $1.1 }, processes: pids.count, breakdown: breakdown)
     }
 

@@ -24,8 +24,8 @@ final class BroadcastSession: Sendable {
     /// How long the extension is given for each step; tests shorten them.
     struct Timing: Sendable {
         var ready: Double = 10
-        var heartbeatInterval: Double = 1
-        var heartbeatTimeout: Double = 5
+        var heartbeatInterval: Double = BroadcastLimits.heartbeatInterval
+        var heartbeatTimeout: Double = BroadcastLimits.heartbeatTimeout
         /// A normal finish: time to send what it queued and close its stream properly.
         var finishGrace: Double = 5
         var failureGrace: Double = 0.2
@@ -75,6 +75,9 @@ final class BroadcastSession: Sendable {
         var audioInFlight: [(offset: Int, bytes: Int)] = []
         var audioWrite = 0
         var isReady = false
+        /// The extension protocol's minor version the extension announced in `ready` (0: 1.0):
+        /// what its messages may carry.
+        var minorVersion: UInt16 = 0
         var lastPong = MonotonicClock.nanoseconds()
         var lastPing = Int64(0)
         var pingSequence: UInt32 = 0
@@ -371,10 +374,16 @@ final class BroadcastSession: Sendable {
             BroadcastMessage.VideoFrame.Plane(offset: UInt64(pixels.offset(ofPlane: plane)), stride: UInt32(pixels.stride(ofPlane: plane)),
                                               rows: UInt32(pixels.height(ofPlane: plane)))
         }
+        // 1.1: the repeat flag and the drops so far, for an extension that speaks it.
+        let additions = state.withLock { state -> BroadcastMessage.VideoFrame.Additions? in
+            guard state.minorVersion >= 1 else { return nil }
+            let dropped = (state.counters?.dropped ?? 0) + state.unsentFrames
+            return .init(isRepeat: frame.isRepeat, framesDropped: UInt32(clamping: dropped))
+        }
         let message = BroadcastMessage.video(.init(surface: UInt16(index), picture: pixels.format,
                                                    width: UInt32(pixels.width), height: UInt32(pixels.height),
                                                    planes: planes, time: frame.time.nanoseconds,
-                                                   orientation: .init(frame.orientation)))
+                                                   orientation: .init(frame.orientation), additions: additions))
         if send(message) {
             state.withLock { $0.status.framesSent += 1 }
         } else {
@@ -459,8 +468,11 @@ final class BroadcastSession: Sendable {
             return
         }
         switch message {
-        case .ready:
-            state.withLock { $0.isReady = true }
+        case .ready(let minorVersion):
+            state.withLock { state in
+                state.isReady = true
+                state.minorVersion = min(minorVersion ?? 0, BroadcastCodec.minorVersion)
+            }
             readiness.signal()
         case .pong(let sequence):
             let accepted = state.withLock { state in
@@ -496,14 +508,13 @@ final class BroadcastSession: Sendable {
         // The reason is recorded before the kill, so it is not taken for a crash.
         // Processes first: a fork bomb's copies also add up to too much memory.
         if usage.processes > ExtensionProcess.processLimit {
-            end(failure: "the extension '\(manifest.id)' ran more than \(ExtensionProcess.processLimit) processes and was stopped")
+            end(failure: BroadcastLimits.processFailure(extensionID: manifest.id))
             link.kill()
         } else if usage.bytes > ExtensionProcess.memoryLimit {
-            end(failure: "the extension '\(manifest.id)' used more than \(ExtensionProcess.memoryLimit >> 20) MB of memory "
-                + "(\(usage.bytes >> 20) MB\(usage.breakdown.map { ": " + $0 } ?? "")) and was stopped")
+            end(failure: BroadcastLimits.memoryFailure(extensionID: manifest.id, bytes: usage.bytes, breakdown: usage.breakdown))
             link.kill()
         } else if ready && now - lastPong > timeout {
-            end(failure: "the extension stopped responding (no heartbeat for \(timing.heartbeatTimeout.formatted()) s) and was stopped")
+            end(failure: BroadcastLimits.hangFailure(timeout: timing.heartbeatTimeout))
             link.kill()
         } else if ready && now - lastPing >= Int64(timing.heartbeatInterval * 1e9) {
             let sequence = state.withLock { state in
@@ -577,7 +588,7 @@ final class BroadcastSession: Sendable {
         observers.withLock { $0 = [] }
         logger.info("broadcast ended", metadata: [
             "broadcast": "\(id)", "framesSent": "\(final.framesSent)", "dropped": "\(final.framesDropped)",
-            "error": "\(final.lastError ?? "none")", "peakExtensionMB": "\(final.extensionPeakMemory >> 20)",
+            "error": "\(final.lastError ?? "none")", "peakExtensionMiB": "\(BroadcastLimits.mebibytes(final.extensionPeakMemory))",
         ])
         completion.complete(final)
     }

@@ -4,7 +4,16 @@
 /// surfaces before anything is used, and throws instead of trapping. It is fuzzed
 /// (`Fuzz/BroadcastDecoder`).
 public enum BroadcastCodec {
+    /// The major version `hello` carries; a change here breaks every extension.
     public static let protocolVersion: UInt16 = 1
+    /// The minor version this side speaks: 1.1 added `video`'s repeat flag and drop count.
+    /// Additions go only to a peer that announced them, so 1.0 extensions keep working: replayd
+    /// names its minor version in the extension's environment (`minorVersionVariable`), the
+    /// extension answers `ready` with the one it speaks (at most replayd's), and replayd writes
+    /// what that version knows.
+    public static let minorVersion: UInt16 = 1
+    /// The environment variable in which replayd tells the extension its minor version.
+    public static let minorVersionVariable = "OPENREPLAYKIT_BROADCAST_MINOR_VERSION"
     /// No message is larger: samples travel in surfaces, not in messages.
     public static let maxMessage = 64 * 1024
     /// The largest message with its length prefix, as it arrives from the socket.
@@ -60,6 +69,10 @@ public enum BroadcastCodec {
             }
             out.i64(frame.time)
             out.byte(frame.orientation.rawValue)
+            if let additions = frame.additions {
+                out.byte(additions.isRepeat ? VideoFlags.isRepeat : 0)
+                out.u32(additions.framesDropped)
+            }
         case .audio(let period):
             out.byte(Tag.audio.rawValue)
             out.u16(period.surface)
@@ -73,7 +86,9 @@ public enum BroadcastCodec {
         case .resumed: out.byte(Tag.resumed.rawValue)
         case .finished: out.byte(Tag.finished.rawValue)
         case .ping(let sequence): out.byte(Tag.ping.rawValue); out.u32(sequence)
-        case .ready: out.byte(Tag.ready.rawValue)
+        case .ready(let minorVersion):
+            out.byte(Tag.ready.rawValue)
+            if let minorVersion { out.u16(minorVersion) }
         case .pong(let sequence): out.byte(Tag.pong.rawValue); out.u32(sequence)
         case .release(let surface): out.byte(Tag.release.rawValue); out.u16(surface)
         case .finish(let error): out.byte(Tag.finish.rawValue); out.string(error)
@@ -113,7 +128,7 @@ public enum BroadcastCodec {
         case .resumed: message = .resumed
         case .finished: message = .finished
         case .ping: message = .ping(try input.u32())
-        case .ready: message = .ready
+        case .ready: message = .ready(minorVersion: input.isAtEnd ? nil : try input.u16())
         case .pong: message = .pong(try input.u32())
         case .release:
             let surface = try input.u16()
@@ -153,8 +168,21 @@ public enum BroadcastCodec {
         }
         let time = try input.i64()
         guard let orientation = BroadcastMessage.Orientation(rawValue: try input.byte()) else { throw DecodeError("unknown orientation") }
+        // 1.1's fields, when there are any: all of them.
+        var additions: BroadcastMessage.VideoFrame.Additions?
+        if !input.isAtEnd {
+            let flags = try input.byte()
+            guard flags & ~VideoFlags.known == 0 else { throw DecodeError("unknown video flags \(flags)") }
+            additions = .init(isRepeat: flags & VideoFlags.isRepeat != 0, framesDropped: try input.u32())
+        }
         return .init(surface: surface, format: format, matrix: matrix, range: range, width: width, height: height, planes: planes,
-                     time: time, orientation: orientation)
+                     time: time, orientation: orientation, additions: additions)
+    }
+
+    /// The bits of a 1.1 `video` message's flags byte.
+    private enum VideoFlags {
+        static let isRepeat: UInt8 = 1
+        static let known: UInt8 = isRepeat
     }
 
     private static func decodeAudio(_ input: inout Reader, surfaces: Surfaces) throws(DecodeError) -> BroadcastMessage.AudioPeriod {

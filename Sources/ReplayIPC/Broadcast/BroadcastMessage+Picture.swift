@@ -20,7 +20,7 @@ extension BroadcastMessage.VideoFrame {
 
     /// A frame whose format codes say `picture`.
     package init(surface: UInt16, picture: PictureFormat, width: UInt32, height: UInt32, planes: [Plane], time: Int64,
-                 orientation: BroadcastMessage.Orientation = .up) {
+                 orientation: BroadcastMessage.Orientation = .up, additions: Additions? = nil) {
         let format: BroadcastMessage.PixelFormat = switch picture.pixelFormat { case .i420: .i420 }
         let matrix: BroadcastMessage.ColorMatrix = switch picture.matrix {
         case .bt601: .bt601
@@ -31,7 +31,7 @@ extension BroadcastMessage.VideoFrame {
         case .full: .full
         }
         self.init(surface: surface, format: format, matrix: matrix, range: range, width: width, height: height, planes: planes,
-                  time: time, orientation: orientation)
+                  time: time, orientation: orientation, additions: additions)
     }
 }
 

@@ -17,7 +17,10 @@ public enum BroadcastMessage: Sendable, Equatable {
     case ping(UInt32)
 
     // extension → replayd
-    case ready
+    /// The surfaces are mapped. `minorVersion` (1.1 on): the protocol's minor version the
+    /// extension speaks, sent only when replayd announced one (`BroadcastCodec.minorVersionVariable`);
+    /// nil: a 1.0 extension, which gets 1.0 messages.
+    case ready(minorVersion: UInt16? = nil)
     case pong(UInt32)
     /// The extension is done with a surface; replayd may reuse it.
     case release(surface: UInt16)
@@ -87,9 +90,26 @@ public enum BroadcastMessage: Sendable, Equatable {
         /// Nanoseconds on the monotonic clock when the picture was taken.
         public var time: Int64
         public var orientation: Orientation
+        /// The fields protocol 1.1 added; nil in a 1.0 message (what replayd sends an
+        /// extension that did not announce 1.1).
+        public var additions: Additions?
+
+        /// What a 1.1 `video` message says after the orientation.
+        public struct Additions: Sendable, Equatable {
+            /// The picture repeats the previous one: the screen did not change.
+            public var isRepeat: Bool
+            /// Frames replayd dropped in this broadcast so far (not sent: every surface was
+            /// out, capture fell behind, or the socket would not take them).
+            public var framesDropped: UInt32
+
+            public init(isRepeat: Bool = false, framesDropped: UInt32 = 0) {
+                self.isRepeat = isRepeat
+                self.framesDropped = framesDropped
+            }
+        }
 
         public init(surface: UInt16, format: PixelFormat = .i420, matrix: ColorMatrix, range: ColorRange, width: UInt32, height: UInt32,
-                    planes: [Plane], time: Int64, orientation: Orientation = .up) {
+                    planes: [Plane], time: Int64, orientation: Orientation = .up, additions: Additions? = nil) {
             self.surface = surface
             self.format = format
             self.matrix = matrix
@@ -99,6 +119,7 @@ public enum BroadcastMessage: Sendable, Equatable {
             self.planes = planes
             self.time = time
             self.orientation = orientation
+            self.additions = additions
         }
     }
 

@@ -20,6 +20,10 @@ final class FakeScreen: ScreenCapturing, @unchecked Sendable {
     // @unchecked: `pool` is set once before `run`, the rest is immutable or locked.
     enum Command: Sendable {
         case frame(at: Double)
+        /// A picture that repeats the last (a still screen), as the X11 source's keep-alive.
+        case repeatedFrame(at: Double)
+        /// Frames capture could not deliver (no free picture), counted as a real source counts them.
+        case drop(Int)
         case resize(width: Int, height: Int)
         case fail(String)
     }
@@ -47,7 +51,10 @@ final class FakeScreen: ScreenCapturing, @unchecked Sendable {
         stop.whenRaised { commands.close() }
         while let command = commands.pop() {
             switch command {
-            case .frame(let seconds):
+            case .drop(let count):
+                for _ in 0..<count { counters.count(delivered: false, repeated: false) }
+            case .frame(let seconds), .repeatedFrame(let seconds):
+                let isRepeat = if case .repeatedFrame = command { true } else { false }
                 // A fake waits for a free picture where a real source drops: the test decides what is captured.
                 let (width, height) = frameSize
                 var taken = pool.take(width: width, height: height, format: .bt601VideoRange)
@@ -56,9 +63,9 @@ final class FakeScreen: ScreenCapturing, @unchecked Sendable {
                     taken = pool.take(width: width, height: height, format: .bt601VideoRange)
                 }
                 guard let pixels = taken else { return }
-                let frame = VideoSample(time: MediaTime(seconds: seconds), pixels: pixels)
+                let frame = VideoSample(time: MediaTime(seconds: seconds), pixels: pixels, isRepeat: isRepeat)
                 while !output.offer(frame) && !stop.isRaised { sched_yield() }
-                counters.count(delivered: true, repeated: false)
+                counters.count(delivered: true, repeated: isRepeat)
             case .resize(let width, let height):
                 // As the X11 source: reported, then pictures go on at the new size.
                 size.withLock { $0 = (width, height) }

@@ -15,6 +15,8 @@ final class FakeExtension: ExtensionLink, ExtensionHost, @unchecked Sendable {
         var exitsOnFinished = true
         /// Gives up in `broadcastStarted` with this error (a refused stream key).
         var refusesStart: String?
+        /// The extension protocol's minor version its `ready` announces (nil: a 1.0 extension).
+        var minorVersion: UInt16?
     }
 
     let memoryCounting = "the fake's own footprint"
@@ -96,11 +98,11 @@ final class FakeExtension: ExtensionLink, ExtensionHost, @unchecked Sendable {
     }
 
     func listen(_ handler: @escaping @Sendable (ExtensionUtterance) -> Void) {
-        let ready = state.withLock { state in
+        let (ready, minorVersion) = state.withLock { state in
             state.listener = handler
-            return state.behaviour.getsReady
+            return (state.behaviour.getsReady, state.behaviour.minorVersion)
         }
-        if ready { say(.ready) }
+        if ready { say(.ready(minorVersion: minorVersion)) }
     }
 
     func usage() -> ExtensionUsage { ExtensionUsage(bytes: state.withLock { $0.footprint }, processes: 1) }
