@@ -141,7 +141,11 @@ public final class Daemon: Sendable, PickerBackend {
         if let launcher = configuration.captureLauncher {
             captureLauncher = launcher
         } else if configuration.parts == nil {
-            captureLauncher = ReplayCaptureLauncher.besideOwnExecutable()
+            captureLauncher = ReplayCaptureLauncher.besideOwnExecutable().map { found in
+                var launcher = found
+                launcher.logLevel = logger.logLevel.rawValue
+                return launcher
+            }
             if captureLauncher == nil {
                 logger.warning("replay-capture is not beside replayd: recordings run inside replayd, where a crash ends them all")
             }

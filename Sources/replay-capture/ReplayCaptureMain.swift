@@ -107,6 +107,8 @@ enum CaptureProcessMain {
                 shelf.hand(file, for: id)
                 do throws(DaemonError) {
                     let saved = try session.saveClip(last: seconds.map { MediaTime(seconds: $0) }, trigger: trigger, as: id)
+                    // The status that lists the save first: whoever asks next hears of it.
+                    try? channel.send(CaptureReport.status(status()))
                     try? channel.send(CaptureReport.clipSaved(saved))
                 } catch {
                     try? channel.send(CaptureReport.refused(code: error.code, message: error.message))

@@ -48,6 +48,8 @@ struct CaptureProcessHandle: Sendable {
 /// can) no TCP connection at all. It is handed its channel as descriptor 3 and nothing else.
 struct ReplayCaptureLauncher: CaptureProcessLauncher {
     let executable: String
+    /// The daemon's own log level: the process logs into the same log, at the same level.
+    var logLevel = "info"
 
     /// `replay-capture` beside this process's executable (a build tree), or in
     /// `../lib/openreplaykit` from it (installed: /usr/bin/replayd, /usr/lib/openreplaykit).
@@ -69,7 +71,7 @@ struct ReplayCaptureLauncher: CaptureProcessLauncher {
         defer { theirs.close() }
         do {
             let child = try ChildProcess(
-                confinedPath: executable, arguments: ["--channel-fd=3"], environment: ChildProcess.environment(adding: Self.environment),
+                confinedPath: executable, arguments: ["--channel-fd=3"], environment: ChildProcess.environment(adding: Self.environment.merging(["REPLAY_CAPTURE_LOG_LEVEL": logLevel]) { $1 }),
                 landlockScopes: false, tcpConnectPorts: ChildProcess.landlockABI >= 4 ? [] : nil, stderr: .descriptor(2),
                 inheriting: [(theirs.descriptor, 3)])
             return (CaptureProcessHandle(child), ours)
