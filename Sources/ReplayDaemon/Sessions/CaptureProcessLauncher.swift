@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import ReplaySession
 import ReplaySystem
@@ -22,12 +23,31 @@ struct CaptureProcessHandle: Sendable {
         self.process = process
     }
 
-    func onExit(_ handler: @escaping @Sendable (Int32) -> Void) { process.onExit(handler) }
+    /// Reaps it once it exits (the one reaper: a second `waitpid` would race it for the
+    /// status), then calls `handler` with the status.
+    func onExit(_ handler: @escaping @Sendable (Int32) -> Void) {
+        let exited = self.exited
+        process.onExit { status in
+            exited.complete(status)
+            handler(status)
+        }
+    }
+
+    private let exited = Completion<Int32>()
 
     func kill() { process.signal(SIGKILL) }
 
-    /// Waits for it to end (it is ending: it said so, or closed its channel) and says how.
-    func waitForExit() -> String { Self.describe(status: process.wait(timeout: 5) ?? 128 + SIGKILL) }
+    /// Waits for `onExit`'s reaping (it is ending: it said so, or closed its channel) and says
+    /// how it ended; one that has not ended within 5 s is killed.
+    func waitForExit() -> String {
+        let done = DispatchSemaphore(value: 0)
+        exited.onComplete { _ in done.signal() }
+        if done.wait(timeout: .now() + 5) == .timedOut {
+            kill()
+            done.wait()
+        }
+        return Self.describe(status: exited.value ?? 128 + SIGKILL)
+    }
 
     /// "exited with status 1", "was ended by SIGSEGV" for `ChildProcess`'s status.
     static func describe(status: Int32) -> String {
