@@ -198,7 +198,12 @@ extension ClientConnection {
             // The streams copied into a file of the store's own, sent, then removed.
             let copy = daemon.store.directory.appendingPathComponent(".export-\(UUID().uuidString).mkv")
             do {
-                try MovieRemuxer.remux(path.path, to: copy.path, container: .matroska)
+                // In a short-lived process of its own where there is one: FFmpeg's demuxer reads the file.
+                if let launcher = daemon.captureLauncher {
+                    try launcher.remuxToMatroska(path.path, to: copy.path)
+                } else {
+                    try MovieRemuxer.remux(path.path, to: copy.path, container: .matroska)
+                }
             } catch {
                 try? FileManager.default.removeItem(at: copy)
                 throw Refusal(code: .internalError, message: "cannot export \(id) as Matroska: \(error)")

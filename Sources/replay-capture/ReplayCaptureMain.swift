@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import ReplayCapture
+import ReplayCodec
 import ReplayIPC
 import ReplayMedia
 import ReplaySession
@@ -14,6 +15,8 @@ import Glibc
 // and that exits when the session ends (docs/architecture.md, "Capture processes"). It is
 // handed its channel to replayd as descriptor 3 and the movie file on the first message; it
 // reaches neither the store nor replayd's clients. Not for people to run.
+// With --remux-matroska it copies the movie on descriptor 3 into Matroska on descriptor 4 (an
+// export), so a broken file that trips FFmpeg's demuxer ends this process, not replayd.
 
 @main
 enum CaptureProcessMain {
@@ -23,9 +26,10 @@ enum CaptureProcessMain {
         var logger = Logger(label: "replay-capture")
         logger.logLevel = ProcessInfo.processInfo.environment["REPLAY_CAPTURE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
 
+        if CommandLine.arguments.dropFirst().first == "--remux-matroska" { remuxToMatroska() }
         let channel = CaptureChannel(descriptor: 3)
         guard CommandLine.arguments.count == 1 || CommandLine.arguments.dropFirst().first == "--channel-fd=3" else {
-            FileHandle.standardError.write(Data("replay-capture runs one session for replayd, which starts it; it takes no arguments\n".utf8))
+            FileHandle.standardError.write(Data("replay-capture runs one session for replayd, which starts it, or one export's remux (--remux-matroska)\n".utf8))
             exit(2)
         }
         guard let (first, descriptors) = channel.receive(CaptureCommand.self), case .start(let plan) = first else {
@@ -124,5 +128,19 @@ enum CaptureProcessMain {
         session.stop()
         _ = session.waitUntilFinished()
         exit(0)
+    }
+}
+
+extension CaptureProcessMain {
+    /// Remuxes descriptor 3 into descriptor 4 and exits: 0 when done, else 1 with one line
+    /// on standard error saying why.
+    static func remuxToMatroska() -> Never {
+        do throws(CodecError) {
+            try MovieRemuxer.remux("/proc/self/fd/3", to: "/proc/self/fd/4", container: .matroska)
+            exit(0)
+        } catch {
+            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            exit(1)
+        }
     }
 }

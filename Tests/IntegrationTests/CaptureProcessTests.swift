@@ -116,5 +116,29 @@ extension IntegrationTests {
             let result = recording.finish(timeout: 30)
             #expect(result.status == 0, "\(result)")
         }
+
+        @Test func aBrokenMovieIsAClearExportErrorNotACrash() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let daemon = try #require(fixture.daemon)
+            let recorded = try fixture.replay(["record", "--duration", "2", "--output", fixture.file("first.mp4").path])
+            #expect(recorded.status == 0, "\(recorded)")
+            let movie = try #require(fixture.storedMovies().first)
+            let id = movie.deletingPathExtension().lastPathComponent
+            let good = try fixture.replay(["recordings", "export", id, "--to", fixture.file("good.mkv").path])
+            #expect(good.status == 0, "\(good)")
+            #expect(try MediaProbe(fixture.file("good.mkv")).video != nil)
+
+            // Bytes no demuxer can read, where the movie was.
+            try Data((0..<65_536).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }).write(to: movie)
+            let broken = try fixture.replay(["recordings", "export", id, "--to", fixture.file("broken.mkv").path])
+            #expect(broken.status != 0 && broken.stderr.contains("cannot export \(id) as Matroska"), "\(broken)")
+            #expect(daemon.isRunning, "replayd's log:\n\(fixture.daemonLog.suffix(2000))")
+            #expect(try fixture.replay(["status"]).status == 0)
+            // Nothing of the remux is left in the store.
+            let left = (try? FileManager.default.contentsOfDirectory(atPath: fixture.store.path)) ?? []
+            #expect(!left.contains { $0.hasPrefix(".export-") }, "\(left)")
+        }
     }
 }

@@ -28,6 +28,10 @@ struct ScriptedCaptureLauncher: CaptureProcessLauncher {
         }
         return (CaptureProcessHandle(process), ours)
     }
+
+    func remuxToMatroska(_ input: String, to output: String) throws(DaemonError) {
+        throw DaemonError(code: .internalError, message: "no remux in these tests")
+    }
 }
 
 @Suite struct CaptureProcessRecordingTests {

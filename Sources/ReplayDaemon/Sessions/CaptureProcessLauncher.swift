@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import ReplayIPC
 import ReplaySession
 import ReplaySystem
 #if canImport(Glibc)
@@ -11,6 +12,9 @@ import Glibc
 protocol CaptureProcessLauncher: Sendable {
     /// A running process and replayd's end of its channel.
     func launch(id: String) throws -> (CaptureProcessHandle, CaptureChannel)
+    /// Copies the movie at `input` into Matroska at `output` (an export), in a process of its
+    /// own; throws why it could not.
+    func remuxToMatroska(_ input: String, to output: String) throws(DaemonError)
 }
 
 /// A capture process as replayd holds it.
@@ -85,6 +89,38 @@ struct ReplayCaptureLauncher: CaptureProcessLauncher {
     /// memory, which the confinement forbids: it would hang there, and its session with it.
     /// Without it a crash ends the process at once, and replayd reports the signal.
     static let environment = ["SWIFT_BACKTRACE": "enable=no"]
+
+    func remuxToMatroska(_ input: String, to output: String) throws(DaemonError) {
+        let source = open(input, O_RDONLY | O_CLOEXEC)
+        let target = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        defer {
+            if source >= 0 { close(source) }
+            if target >= 0 { close(target) }
+        }
+        guard source >= 0, target >= 0 else {
+            throw DaemonError(code: .internalError, message: "cannot open the export's files: \(String(cString: strerror(errno)))")
+        }
+        let why: String?
+        do {
+            let errors = try Pipe.make()
+            defer { close(errors.read) }
+            let child: ChildProcess
+            do {
+                defer { close(errors.write) }
+                child = try ChildProcess(
+                    confinedPath: executable, arguments: ["--remux-matroska"], environment: ChildProcess.environment(adding: Self.environment),
+                    landlockScopes: false, tcpConnectPorts: ChildProcess.landlockABI >= 4 ? [] : nil, stderr: .descriptor(errors.write),
+                    inheriting: [(source, 3), (target, 4)])
+            }
+            // A remux reads the file once: minutes only for hours of movie.
+            let said = Pipe.readLine(errors.read, within: 3600)
+            let status = child.wait(timeout: 10) ?? { child.terminate(); return child.wait() }()
+            why = status == 0 ? nil : said ?? "the remux process \(CaptureProcessHandle.describe(status: status))"
+        } catch {
+            why = "cannot start the remux process: \(error)"
+        }
+        if let why { throw DaemonError(code: .internalError, message: why) }
+    }
 
     func launch(id: String) throws -> (CaptureProcessHandle, CaptureChannel) {
         let (ours, theirs) = try CaptureChannel.pair()
