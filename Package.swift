@@ -14,6 +14,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "replayd", targets: ["replayd"]),
+        .executable(name: "replay-capture", targets: ["replay-capture"]),
         .executable(name: "replay", targets: ["replay"]),
         .executable(name: "replay-demo-scene", targets: ["replay-demo-scene"]),
         .library(name: "OpenReplayKit", targets: ["OpenReplayKit"]),
@@ -86,11 +87,24 @@ let package = Package(
             dependencies: [.product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings),
-        // replayd as a library: sessions, store, recording pipeline.
+        // A recording's pipeline (capture → encode → movie or clip buffer) and what every
+        // session is built from: run inside a capture process (replay-capture), or in replayd.
+        .target(
+            name: "ReplaySession",
+            dependencies: ["ReplayMedia", "ReplayProcessing", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplaySystem",
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings),
+        // One recording or clip buffer in a short-lived process of its own, started by replayd.
+        .executableTarget(
+            name: "replay-capture",
+            dependencies: ["ReplaySession", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplayMedia", "ReplaySystem",
+                           .product(name: "Logging", package: "swift-log")],
+            swiftSettings: strictSettings),
+        // replayd as a library: connections, consent, the store, sessions and their processes.
         .target(
             name: "ReplayDaemon",
             dependencies: [
-                "ReplayMedia", "ReplayProcessing", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplaySystem", "ReplayLoopbackServer", "ReplayDBus",
+                "ReplaySession", "ReplayMedia", "ReplayProcessing", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplaySystem", "ReplayLoopbackServer", "ReplayDBus",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -206,9 +220,13 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(name: "ReplaySystemTests", dependencies: ["ReplaySystem"], swiftSettings: strictSettings),
         .testTarget(name: "ReplayIPCTests", dependencies: ["ReplayIPC", "ReplaySystem", "ReplayMedia"], swiftSettings: strictSettings),
+        // The app SDK against a fake daemon on socket pairs.
+        .testTarget(
+            name: "OpenReplayKitTests", dependencies: ["OpenReplayKit", "ReplayIPC", "ReplaySystem", "ReplayMedia"],
+            swiftSettings: strictSettings),
         .testTarget(
             name: "ReplayDaemonTests",
-            dependencies: ["ReplayDaemon", "ReplayIPC", "ReplaySystem", "ReplayCapture", "ReplayCodec", "ReplayMedia",
+            dependencies: ["ReplayDaemon", "ReplaySession", "ReplayIPC", "ReplaySystem", "ReplayCapture", "ReplayCodec", "ReplayMedia",
                            .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strictSettings),
@@ -219,7 +237,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "ReplayTesting", "ReplaySystem", "ReplayIPC", "ReplayCapture", "ReplayMedia", "ReplayVirtualDesktop", "replayd", "replay", "replay-demo-scene", "secret-notes",
+                "ReplayTesting", "ReplaySystem", "ReplayIPC", "ReplayCapture", "ReplayMedia", "ReplayVirtualDesktop", "replayd", "replay-capture", "replay", "replay-demo-scene", "secret-notes",
                 "replay-file-extension", "replay-hostile-extension",
                 "replay-rtmp-extension", "replay-srt-extension", "replay-hls-extension", "replay-webrtc-extension",
             ],

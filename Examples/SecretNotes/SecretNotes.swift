@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import OpenReplayKit
-import ReplayIPC
 
 /// An app that uses all of OpenReplayKit: it shows a secret, keeps it out of every capture
 /// (protected window) and also covers it while the screen is captured, records a replay of

@@ -16,11 +16,12 @@ public func fuzzClientMessageDecoder(_ data: UnsafePointer<UInt8>?, _ size: Int)
         var gate = ClientProtocol.Gate()
         let first = gate.admit(request, daemonPID: 1)
         var isHelloOfThisVersion = false
-        if case .hello(let version, _) = request { isHelloOfThisVersion = version == ClientProtocol.version }
+        if case .hello(let version, _, _, _) = request { isHelloOfThisVersion = version == ClientProtocol.version }
         switch first {
         case .answer: guard isHelloOfThisVersion, gate.isOpen else { fatalError("gate welcomed \(request)") }
         case .refuse: guard !isHelloOfThisVersion, !gate.isOpen else { fatalError("gate refused \(request)") }
         case .handle: fatalError("gate let \(request) through before any hello")
+        case .reject: fatalError("gate answered \(request) before any hello and kept the connection")
         }
         if gate.isOpen, case .handle = gate.admit(request, daemonPID: 1) { fatalError("a second hello was let through") }
     }
@@ -41,9 +42,16 @@ private func check<M: Codable & Equatable>(_: M.Type, _ bytes: [UInt8], limits: 
     let json = Data(bytes[FrameCodec.headerSize..<FrameCodec.headerSize + lengths.json])
     let message: M
     do {
-        message = try JSONDecoder().decode(M.self, from: json)
+        switch try ClientProtocol.decode(M.self, from: json) {
+        case .message(let decoded): message = decoded
+        case .unknown(let name):
+            // A later version's message: the gate answers it, and never lets it through.
+            var gate = ClientProtocol.Gate()
+            if case .handle = gate.admitUnknown(name: name) { fatalError("gate let unknown \(name) through") }
+            return
+        }
     } catch {
-        _ = ProtocolError.malformed(explaining: error).description
+        _ = error.description
         return
     }
     then(message)

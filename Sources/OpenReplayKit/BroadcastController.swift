@@ -1,11 +1,15 @@
 import Foundation
-public import ReplayIPC
+import ReplayIPC
 import Synchronization
 
 /// The host app's side of a live broadcast, as ReplayKit's RPBroadcastController: it asks
 /// replayd to show the person the broadcast picker, then follows the broadcast the person
 /// started there, and may pause, resume or finish it. It never receives a sample: the
 /// screen goes from replayd to the upload extension only.
+///
+/// Its async calls connect without blocking their caller's thread; a task cancelled while
+/// connecting returns at once (`cancelled`). Once connected, the daemon's answer is awaited:
+/// it comes at once, and closing this connection would end an app's broadcast.
 public final class BroadcastController: Sendable {
     private struct State {
         /// Replies wait in its inbox; broadcast updates go to the subscribers instead.
@@ -14,11 +18,16 @@ public final class BroadcastController: Sendable {
         var subscribers: [UUID: AsyncStream<BroadcastStatus>.Continuation] = [:]
     }
 
-    private let socket: String?
+    private let endpoint: DaemonEndpoint
     private let state = Mutex(State())
 
     public init(socket: String? = nil) {
-        self.socket = socket
+        endpoint = .socket(socket)
+    }
+
+    /// A controller whose connection is a socket `connect` hands out (the SDK's tests).
+    package init(connect: @escaping @Sendable () throws -> Int32) {
+        endpoint = .connector(connect)
     }
 
     /// The broadcast's latest state, once the person started one.
@@ -53,8 +62,11 @@ public final class BroadcastController: Sendable {
     ///   (the app quits).
     public func showPicker(preferredExtension: String? = nil, microphone: Bool = false,
                            scope: BroadcastScope = .screen) async throws(RecordingError) {
-        try await connection().ask(.showBroadcastPicker(preferredExtension: preferredExtension, microphone: microphone, scope: scope),
-                                   failure: .failedToShowPreview) { if case .pickerShown = $0 { true } else { false } }
+        guard let wireScope = ReplayIPC.BroadcastScope(rawValue: scope.rawValue) else {
+            throw RecordingError(.unsupported, "this SDK cannot ask for a broadcast of scope '\(scope)'")
+        }
+        try await connection().ask(.showBroadcastPicker(preferredExtension: preferredExtension, microphone: microphone, scope: wireScope),
+                                   failure: .failedToShowPreview, cancellable: false) { if case .pickerShown = $0 { true } else { false } }
     }
 
     public func pause() async throws(RecordingError) { try await control { .pauseBroadcast(id: $0) } }
@@ -66,24 +78,33 @@ public final class BroadcastController: Sendable {
         guard let id = status?.id, isBroadcasting else {
             throw RecordingError(.attemptToStopNonRecording, "no broadcast started from this app is running")
         }
-        try await connection().ask(make(id), failure: .interrupted) { if case .broadcasts = $0 { true } else { false } }
+        try await connection().ask(make(id), failure: .interrupted, cancellable: false) { if case .broadcasts = $0 { true } else { false } }
     }
 
     /// One long-lived connection: the daemon sends the broadcast's updates on it.
-    private func connection() throws(RecordingError) -> DaemonConnection {
+    private func connection() async throws(RecordingError) -> DaemonConnection {
         if let open = state.withLock({ $0.connection }) { return open }
-        let connection = DaemonConnection(link: try DaemonLink(socket: socket), inbox: EventInbox())
-        state.withLock { $0.connection = connection }
+        let opened = DaemonConnection(link: try await DaemonLink.open(endpoint), inbox: EventInbox())
+        let connection = state.withLock { state in
+            if let raced = state.connection { return raced }
+            state.connection = opened
+            return opened
+        }
+        guard connection.link === opened.link else {
+            opened.link.close()
+            return connection
+        }
         connection.link.startReading { [weak self] event, body in self?.receive(event, body, replies: connection.inbox) }
         return connection
     }
 
     private func receive(_ event: DaemonEvent?, _ body: [UInt8], replies: EventInbox) {
-        guard case .broadcastUpdated(let status) = event else {
+        guard case .broadcastUpdated(let update) = event else {
             if event == nil { state.withLock { $0.connection = nil } }
             replies.push(event, body)
             return
         }
+        let status = BroadcastStatus(update)
         state.withLock { state in
             state.status = status
             for subscriber in state.subscribers.values { subscriber.yield(status) }

@@ -1,5 +1,5 @@
 import Foundation
-public import ReplayIPC
+import ReplayIPC
 import Synchronization
 
 /// Whether the screen is being captured, as ReplayKit's `UIScreen.isCaptured`, with the
@@ -13,12 +13,17 @@ public final class CaptureState: Sendable {
         var subscribers: [UUID: AsyncStream<CaptureStatus>.Continuation] = [:]
     }
 
-    private let socket: String?
+    private let endpoint: DaemonEndpoint
     private let state = Mutex(State())
     private let firstAnswer = DispatchSemaphore(value: 0)
 
     public init(socket: String? = nil) {
-        self.socket = socket
+        endpoint = .socket(socket)
+    }
+
+    /// A watcher whose connection is a socket `connect` hands out (the SDK's tests).
+    package init(connect: @escaping @Sendable () throws -> Int32) {
+        endpoint = .connector(connect)
     }
 
     /// True while anything records, broadcasts, mirrors or captures the screen (another
@@ -53,7 +58,7 @@ public final class CaptureState: Sendable {
 
     private func startWatching() throws(RecordingError) {
         guard state.withLock({ $0.link == nil }) else { return }
-        let link = try DaemonLink(socket: socket)
+        let link = try DaemonLink.openNow(endpoint)
         let installed = state.withLock { state -> Bool in
             guard state.link == nil else { return false }
             state.link = link
@@ -78,7 +83,8 @@ public final class CaptureState: Sendable {
             for subscriber in subscribers { subscriber.finish() }
             return
         }
-        guard case .captureState(let status) = event else { return }
+        guard case .captureState(let update) = event else { return }
+        let status = CaptureStatus(update)
         let first = state.withLock { state in
             defer { state.current = status }
             for subscriber in state.subscribers.values { subscriber.yield(status) }

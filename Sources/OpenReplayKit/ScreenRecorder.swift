@@ -1,11 +1,15 @@
 public import Foundation  // public: exportClip writes to a URL
-public import ReplayIPC  // public: CameraCorner is the protocol's own corner
-public import ReplayMedia
+import ReplayIPC  // the wire stays inside: apps see the SDK's own types only
+public import ReplayMedia  // public: a captured frame is a PixelBuffer at a MediaTime
 import Synchronization
 
 /// The app's recorder, as ReplayKit's RPScreenRecorder: record the screen into the daemon's
 /// private store (the app gets a handle, never the movie), or capture the app's own windows.
 /// Capture happens in replayd, after the person's consent; this process never reads the screen.
+///
+/// Every async call connects and waits without blocking its caller's thread, and returns at
+/// once with `RecordingError.Code.cancelled` when its task is cancelled, hanging up the
+/// connection it was using (a start then never happens, or is undone by the daemon).
 public final class ScreenRecorder: Sendable {
     public static let shared = ScreenRecorder()
 
@@ -15,7 +19,7 @@ public final class ScreenRecorder: Sendable {
         var cameraCorner: CameraCorner = .bottomRight
 
         /// The camera the next recording draws, if any.
-        var cameraOverlay: CameraOverlay? { camera ? CameraOverlay(corner: cameraCorner) : nil }
+        var cameraOverlay: CameraOverlay? { camera ? CameraOverlay(corner: cameraCorner.wire) : nil }
         var starting = false
         var recording: DaemonConnection?
         var capture: (connection: DaemonConnection, pump: Task<Void, Never>)?
@@ -23,12 +27,18 @@ public final class ScreenRecorder: Sendable {
         var clipBuffer: DaemonConnection?
     }
 
-    private let socket: String?
+    private let endpoint: DaemonEndpoint
     private let state = Mutex(State())
 
     /// - Parameter socket: replayd's socket; nil finds it as the `replay` CLI does.
     public init(socket: String? = nil) {
-        self.socket = socket
+        endpoint = .socket(socket)
+    }
+
+    /// A recorder whose every connection is a socket `connect` hands out (the SDK's tests: a
+    /// fake daemon's end of a socket pair).
+    package init(connect: @escaping @Sendable () throws -> Int32) {
+        endpoint = .connector(connect)
     }
 
     public var isRecording: Bool { state.withLock { $0.recording != nil } }
@@ -95,7 +105,8 @@ public final class ScreenRecorder: Sendable {
         }
         try? connection.link.send(.stopRecording)
         while true {
-            switch await connection.inbox.next().event {
+            // Cancelled, the connection is closed all the same, which stops and keeps the recording.
+            switch try await connection.inbox.next().event {
             case .recordingFinished(let summary):
                 if let error = summary.error { throw RecordingError(recordingEnded: error) }
                 return PreviewHandle(recordingID: summary.id, duration: summary.duration)
@@ -145,11 +156,25 @@ public final class ScreenRecorder: Sendable {
             throw RecordingError(.attemptToStopNonRecording, "clip buffering is not on")
         }
         try connection.link.send(.saveClip(last: duration))
+        // Cancelled, the clip's connection goes (and the buffer with it), as an app's buffer ends with its connection.
+        var finished = false
+        defer {
+            if !finished {
+                connection.link.close()
+                state.withLock { $0.clipBuffer = nil }
+            }
+        }
         let partial = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).partial")
         var file: FileHandle?
         defer { try? file?.close() }
         while true {
-            let (event, body) = await connection.inbox.next()
+            let (event, body): EventInbox.Entry
+            do {
+                (event, body) = try await connection.inbox.next()
+            } catch {
+                try? FileManager.default.removeItem(at: partial)
+                throw error
+            }
             switch event {
             case .clipSaved:
                 continue
@@ -170,15 +195,17 @@ public final class ScreenRecorder: Sendable {
                     _ = try? FileManager.default.removeItem(at: url)
                     try FileManager.default.moveItem(at: partial, to: url)
                 } catch {
+                    finished = true
                     throw RecordingError(.failedToSaveClip, "cannot write \(url.path): \(error)")
                 }
+                finished = true
                 return
             case .error(_, let message):
+                finished = true
                 try? FileManager.default.removeItem(at: partial)
                 throw RecordingError(.failedToSaveClip, message)
             case nil:
                 try? FileManager.default.removeItem(at: partial)
-                state.withLock { $0.clipBuffer = nil }
                 throw RecordingError(.interrupted, "replayd went away while saving the clip")
             default:
                 continue
@@ -217,16 +244,20 @@ public final class ScreenRecorder: Sendable {
 
     /// Sends a start request on a new connection and waits, through the person's consent,
     /// for the event `isStarted` accepts.
+    /// Cancelled, the connection is closed: the daemon forgets the question to the person, or
+    /// ends what had just started.
     private func start(_ request: ClientRequest, what: String,
                        isStarted: (DaemonEvent) -> Bool) async throws(RecordingError) -> DaemonConnection {
-        let connection = try DaemonConnection.open(socket: socket)
+        let connection = try await DaemonConnection.open(endpoint)
+        var started = false
+        defer { if !started { connection.link.close() } }
         try connection.link.send(request)
         while true {
-            switch await connection.inbox.next().event {
+            switch try await connection.inbox.next().event {
             case let event? where isStarted(event):
+                started = true
                 return connection
             case .error(let code, let message):
-                connection.link.close()
                 throw RecordingError(daemon: code, message: message, fallback: .failedToStart)
             case nil:
                 throw RecordingError(.interrupted, "replayd closed the connection before the \(what) started")
@@ -262,22 +293,29 @@ public final class ScreenRecorder: Sendable {
     /// One request on a connection of its own, answered by the event `isAnswer` accepts.
     private func exchange(_ request: ClientRequest, failure: RecordingError.Code,
                           isAnswer: (DaemonEvent) -> Bool) async throws(RecordingError) {
-        let connection = try DaemonConnection.open(socket: socket)
+        let connection = try await DaemonConnection.open(endpoint)
         defer { connection.link.close() }
         try await connection.ask(request, failure: failure, isAnswer: isAnswer)
     }
 
-    /// A request on the long-lived control connection, whose lifetime bounds the protections.
+    /// A request on the long-lived control connection, whose lifetime bounds the protections:
+    /// cancellable while connecting; the answer, which comes at once, is awaited (closing the
+    /// connection would drop every protection).
     private func control(_ request: ClientRequest, isAnswer: (DaemonEvent) -> Bool) async throws(RecordingError) {
         let connection: DaemonConnection
         if let existing = state.withLock({ $0.control }) {
             connection = existing
         } else {
-            connection = try DaemonConnection.open(socket: socket)
-            state.withLock { $0.control = connection }
+            let opened = try await DaemonConnection.open(endpoint)
+            connection = state.withLock { state in
+                if let raced = state.control { return raced }
+                state.control = opened
+                return opened
+            }
+            if connection.link !== opened.link { opened.link.close() }
         }
         do throws(RecordingError) {
-            try await connection.ask(request, failure: .failedToStart, isAnswer: isAnswer)
+            try await connection.ask(request, failure: .failedToStart, cancellable: false, isAnswer: isAnswer)
         } catch {
             if error.code == .interrupted { state.withLock { $0.control = nil } }
             throw error
@@ -287,7 +325,9 @@ public final class ScreenRecorder: Sendable {
     private static func pumpFrames(from inbox: EventInbox,
                                    into continuation: AsyncThrowingStream<CapturedFrame, any Error>.Continuation) async {
         while true {
-            let (event, body) = await inbox.next()
+            // The pump's task is never cancelled: the stream ends with the capture.
+            guard let entry = try? await inbox.next(cancellable: false) else { return }
+            let (event, body) = entry
             switch event {
             case .capturedFrame(let info):
                 if let frame = CapturedFrame(info, bytes: body) { continuation.yield(frame) }
@@ -319,9 +359,6 @@ public struct CapturedFrame: Sendable {
         time = MediaTime(nanoseconds: Int64(info.time * 1e9))
     }
 }
-
-/// A corner of the recording, for the camera's picture: the protocol's own words.
-public typealias CameraCorner = CameraOverlay.Corner
 
 /// What a recording keeps of the screen, as ScreenCaptureKit's SCContentFilter: the whole
 /// screen or one display, or one of this app's own windows (followed as it moves; another

@@ -6,6 +6,7 @@ import ReplayLoopbackServer
 import ReplayMedia
 import ReplaySystem
 import Synchronization
+import ReplaySession
 
 /// Clip buffering: the last minutes kept in memory, saved into the store on request.
 extension ClientConnection {
@@ -42,10 +43,9 @@ extension ClientConnection {
         buffered.duration = nil
         // An app keeps its own windows only, as its in-app capture sees them: it may be sent the clip.
         let filter: WindowFilter = role == .app ? .onlyProcess(peer?.pid ?? -1) : areaFilter
-        let session = RecordingSession(
+        let session = daemon.makeRecording(
             id: "clips-" + LoopbackServer.randomToken(bytes: 6), options: buffered,
-            destination: .clipBuffer(length: MediaTime(seconds: length), byteBudget: budget), filter: filter,
-            store: daemon.store, parts: daemon.parts, protectedWindows: daemon.protectedWindows, logger: daemon.logger)
+            destination: .clipBuffer(length: MediaTime(seconds: length), byteBudget: budget), filter: filter)
         try daemon.register(session, by: quotaOwner, clipBytes: budget)
         do {
             _ = try session.start()
@@ -60,7 +60,7 @@ extension ClientConnection {
             do {
                 grab = try daemon.parts.capture.grabHotkey(chord) {
                     do throws(DaemonError) {
-                        let saved = try session.saveClip(last: nil, trigger: .hotkey)
+                        let saved = try session.saveClip(last: nil, trigger: .hotkey, as: daemon.store.newID())
                         daemon.logger.info("hotkey saved a clip", metadata: ["recording": "\(saved.id)"])
                         // A key press has no window to answer in: the desktop says what it saved.
                         if announced { daemon.indicator.tell(.clipSaved(saved, open: daemon.openPreviewAction(for: saved.id))) }
@@ -106,7 +106,7 @@ extension ClientConnection {
         guard let session = runningClipBuffer() else {
             throw Refusal(code: .outOfOrder, message: "clip buffering is not on")
         }
-        let saved = try session.saveClip(last: last.map { MediaTime(seconds: $0) }, trigger: .command)
+        let saved = try session.saveClip(last: last.map { MediaTime(seconds: $0) }, trigger: .command, as: daemon.store.newID())
         try channel.send(DaemonEvent.clipSaved(clip: saved))
         guard role == .app, let path = daemon.store.moviePath(id: saved.id) else { return }
         // An app's clip is its own windows: it is sent the movie, and the store keeps nothing.
@@ -130,12 +130,12 @@ extension ClientConnection {
     }
 
     /// The person's buffer (in the daemon), or this app connection's own.
-    private func runningClipBuffer() -> RecordingSession? {
+    private func runningClipBuffer() -> (any RecordingControl)? {
         let session = role == .person ? daemon.state.withLock { $0.personClipBuffer } : clipBuffer
         return session.flatMap { $0.isFinished ? nil : $0 }
     }
 
-    private func clipStatus(of session: RecordingSession) throws -> ClipStatus {
+    private func clipStatus(of session: any RecordingControl) throws -> ClipStatus {
         guard let status = session.clipStatus() else { throw Refusal(code: .internalError, message: "the clip buffer is not running") }
         return status
     }

@@ -1,5 +1,6 @@
 import Logging
 import ReplayIPC
+import ReplaySession
 
 /// Consent agents: the person's own tools that answer apps' requests to capture.
 extension ClientConnection {

@@ -5,6 +5,7 @@ import ReplayCodec
 import ReplayIPC
 import ReplayMedia
 import ReplaySystem
+import ReplaySession
 
 /// Recording, and the store: what is recorded, and who may see it.
 extension ClientConnection {
@@ -56,9 +57,7 @@ extension ClientConnection {
         try requireConsent(Self.capabilities(of: options))
         try tellWhoChooses(options.area)
 
-        let session = RecordingSession(
-            id: daemon.store.newID(), options: options, filter: filter, store: daemon.store, parts: daemon.parts,
-            protectedWindows: daemon.protectedWindows, logger: daemon.logger)
+        let session = daemon.makeRecording(id: daemon.store.newID(), options: options, filter: filter)
         try daemon.register(session, by: quotaOwner)
         var started: RecordingStarted
         do {
@@ -172,7 +171,7 @@ extension ClientConnection {
     /// Pauses or resumes a recording: the person any running one (named, or the only one), an
     /// app only the one its own connection started.
     func controlRecording(_ id: String?, pause: Bool) throws {
-        let session: RecordingSession
+        let session: any RecordingControl
         if role == .person {
             session = try daemon.runningRecording(id)
         } else {
@@ -199,7 +198,12 @@ extension ClientConnection {
             // The streams copied into a file of the store's own, sent, then removed.
             let copy = daemon.store.directory.appendingPathComponent(".export-\(UUID().uuidString).mkv")
             do {
-                try MovieRemuxer.remux(path.path, to: copy.path, container: .matroska)
+                // In a short-lived process of its own where there is one: FFmpeg's demuxer reads the file.
+                if let launcher = daemon.captureLauncher {
+                    try launcher.remuxToMatroska(path.path, to: copy.path)
+                } else {
+                    try MovieRemuxer.remux(path.path, to: copy.path, container: .matroska)
+                }
             } catch {
                 try? FileManager.default.removeItem(at: copy)
                 throw Refusal(code: .internalError, message: "cannot export \(id) as Matroska: \(error)")

@@ -4,6 +4,7 @@ import ReplayCapture
 import ReplayIPC
 import ReplaySystem
 import Synchronization
+import ReplaySession
 
 /// Serves one client: its requests are handled one at a time, in order, on `queue`, its
 /// serial executor (no thread while it is idle). A malformed or out-of-order request is
@@ -35,9 +36,9 @@ final class ClientConnection: @unchecked Sendable {
     let whyNotPerson: String?
     let queue: DispatchQueue
     private let queuedRequests = Atomic<Int>(0)
-    var recording: RecordingSession?
+    var recording: (any RecordingControl)?
     /// An app's clip buffer, which ends with its connection (the person's lives in the daemon).
-    var clipBuffer: RecordingSession?
+    var clipBuffer: (any RecordingControl)?
     var capture: AppCaptureSession?
     var agentID: Int?
     var watcherID: Int?
@@ -99,22 +100,30 @@ final class ClientConnection: @unchecked Sendable {
 
     private func serve(_ json: [UInt8]) {
         guard !isOver else { return }
-        let request: ClientRequest
+        let decoded: ClientProtocol.Decoded<ClientRequest>
         do {
-            request = try JSONDecoder().decode(ClientRequest.self, from: Data(json))
+            decoded = try ClientProtocol.decode(ClientRequest.self, from: json)
         } catch {
-            let explained = ProtocolError.malformed(explaining: error).description
-            refuse(Refusal(code: .malformedRequest, message: explained, closing: true), warning: "rejected a malformed request: \(explained)")
+            refuse(Refusal(code: .malformedRequest, message: error.description, closing: true), warning: "rejected a malformed request: \(error)")
             return
         }
-        switch handshake.admit(request, daemonPID: getpid()) {
+        // A request of a later minor version (docs/protocol.md, "Growth"): the gate says how to answer.
+        let verdict: ClientProtocol.Gate.Verdict
+        switch decoded {
+        case .message(let request): verdict = handshake.admit(request, daemonPID: getpid())
+        case .unknown(let name): verdict = handshake.admitUnknown(name: name)
+        }
+        switch verdict {
         case .handle: break
         case .answer(let welcome):
-            daemon.logger.debug("client said hello", metadata: ["peer": "\(peerDescription)", "client": "\(handshake.client ?? "?")"])
+            daemon.logger.debug("client said hello", metadata: ["peer": "\(peerDescription)", "client": "\(handshake.client ?? "?")",
+                                                               "minor": "\(handshake.clientMinorVersion)"])
             try? channel.send(welcome)
             return
         case .refuse(let code, let message): refuse(Refusal(code: code, message: message, closing: true)); return
+        case .reject(let code, let message): refuse(Refusal(code: code, message: message)); return
         }
+        guard case .message(let request) = decoded else { return }  // an unknown request never gets .handle
         do {
             try handle(request)
         } catch let refusal as Refusal {

@@ -5,6 +5,7 @@ import ReplayIPC
 import ReplaySystem
 import Synchronization
 import ReplayLoopbackServer
+import ReplaySession
 
 /// Broadcasts: started by the person (CLI) or through an app's picker, one session each.
 extension Daemon {

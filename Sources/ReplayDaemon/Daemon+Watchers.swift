@@ -4,6 +4,7 @@ import ReplayCapture
 import ReplayIPC
 import ReplaySystem
 import Synchronization
+import ReplaySession
 
 /// Background watches, each on a timer: focus (keeps consent alive), mirroring (a capture
 /// reason) and idleness. X11 has no event for "the focused window's process" or "outputs

@@ -7,6 +7,7 @@ import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+public import ReplaySession
 #endif
 
 /// replayd: owns capture and the sessions, and serves clients on a Unix socket.
@@ -43,6 +44,9 @@ public final class Daemon: Sendable, PickerBackend {
         /// Bytes of events queued for a client that does not read before it is disconnected.
         public var outboxLimit = ClientOutbox.defaultLimit
         var connectionCaps = ConnectionLimits.Caps.standard
+        /// Starts recordings' capture processes (a unit test's fake); nil: `replay-capture`
+        /// beside replayd, unless `parts` is given.
+        var captureLauncher: (any CaptureProcessLauncher)?
         /// A listening socket handed over by a service manager (socket activation), served
         /// instead of binding `socketPath`; it is the manager's, so it is never unlinked.
         public var inheritedListener: Int32?
@@ -74,6 +78,8 @@ public final class Daemon: Sendable, PickerBackend {
     let configuration: Configuration
     /// Handed to every session; chosen here, once.
     let parts: SessionParts
+    /// Starts each recording's capture process; nil runs recordings inside replayd.
+    let captureLauncher: (any CaptureProcessLauncher)?
     let store: RecordingStore
     let logger: Logger
     let consent: ConsentBroker
@@ -107,7 +113,7 @@ public final class Daemon: Sendable, PickerBackend {
     let state = Mutex(State())
 
     struct State {
-        var sessions: [String: RecordingSession] = [:]
+        var sessions: [String: any RecordingControl] = [:]
         /// Running broadcasts; a finished one moves to `finishedBroadcasts` as its final status.
         var broadcasts: [String: BroadcastSession] = [:]
         var finishedBroadcasts: [BroadcastStatus] = []
@@ -115,7 +121,7 @@ public final class Daemon: Sendable, PickerBackend {
         /// Which process made each recording an app started: only it may discard or preview it.
         var appRecordings: [String: PeerIdentity] = [:]
         /// The person's clip buffer: it lives in the daemon, not in the connection that started it.
-        var personClipBuffer: RecordingSession?
+        var personClipBuffer: (any RecordingControl)?
         /// Places for captures, per app and in all.
         var quota = CaptureQuota(physicalMemory: ProcessMemory.physical)
         var connections = 0
@@ -132,6 +138,20 @@ public final class Daemon: Sendable, PickerBackend {
                                                                                             dialogTimeout: configuration.screenChoiceTimeout),
                                                     extensions: SandboxedExtensionHost(logger: logger))
         store = try RecordingStore(directory: configuration.store)
+        if let launcher = configuration.captureLauncher {
+            captureLauncher = launcher
+        } else if configuration.parts == nil {
+            captureLauncher = ReplayCaptureLauncher.besideOwnExecutable().map { found in
+                var launcher = found
+                launcher.logLevel = logger.logLevel.rawValue
+                return launcher
+            }
+            if captureLauncher == nil {
+                logger.warning("replay-capture is not beside replayd: recordings run inside replayd, where a crash ends them all")
+            }
+        } else {
+            captureLauncher = nil
+        }
         indicator = configuration.notifications ? DesktopNotifications.connect(busAddress: nil, logger: logger)
             : NoCaptureIndicator(reason: "replayd was started with --no-notify")
         pausing = SessionPausing(indicator: indicator, logger: logger)
@@ -296,7 +316,7 @@ public final class Daemon: Sendable, PickerBackend {
     }
 
     /// Takes `session`'s place in the quota and lists it; `unregister` gives both back.
-    func register(_ session: RecordingSession, by owner: CaptureQuota.Owner, clipBytes: Int = 0) throws(DaemonError) {
+    func register(_ session: any RecordingControl, by owner: CaptureQuota.Owner, clipBytes: Int = 0) throws(DaemonError) {
         try state.withLock { state throws(DaemonError) in
             guard !state.stopping else { throw DaemonError(code: .busy, message: "replayd is shutting down") }
             if let why = state.quota.admit(session.id, owner: owner, clipBytes: clipBytes) {
@@ -307,7 +327,7 @@ public final class Daemon: Sendable, PickerBackend {
         captureMonitor.begin(.recording(session.id))
     }
 
-    func unregister(_ session: RecordingSession) {
+    func unregister(_ session: any RecordingControl) {
         state.withLock {
             $0.sessions[session.id] = nil
             $0.quota.release(session.id)
@@ -345,7 +365,7 @@ public final class Daemon: Sendable, PickerBackend {
     var activeRecordings: [String] { state.withLock { Array($0.sessions.keys).sorted() } }
 
     /// The running recording named `id`, or with nil the only one running.
-    func runningRecording(_ id: String?) throws(DaemonError) -> RecordingSession {
+    func runningRecording(_ id: String?) throws(DaemonError) -> any RecordingControl {
         let sessions = state.withLock { $0.sessions }
         if let id {
             guard let session = sessions[id], !session.isFinished else {

@@ -14,6 +14,7 @@ public final class MessageChannel: Sendable {
     private let limits: FrameCodec.Limits
     private let writeLock = Mutex(())
     private let closed = Atomic<Bool>(false)
+    private let welcomed = Mutex<ClientProtocol.Welcome?>(nil)
 
     /// Takes ownership of a connected socket.
     public init(fd: Int32, limits: FrameCodec.Limits) {
@@ -40,7 +41,7 @@ public final class MessageChannel: Sendable {
     /// Before anything is sent (a stream key, a request): the process listening must be this
     /// user's own, or the system daemon's user `replayd`, by what the kernel says of it. A
     /// socket another user put in our way gets nothing.
-    func requireTrustedDaemon(path: String) throws(HandshakeError) {
+    package func requireTrustedDaemon(path: String) throws(HandshakeError) {
         let daemon: PeerIdentity
         do {
             daemon = try peer(executableOf: { _ in nil })
@@ -53,16 +54,21 @@ public final class MessageChannel: Sendable {
         }
     }
 
-    /// Sends `hello` and waits (at most `timeout` seconds) for the daemon's `welcome`;
-    /// returns the daemon's pid. `connect(path:client:)` calls it; a channel made from a
-    /// descriptor calls it itself before any request.
+    /// What the daemon said in its `welcome`, once `handshake` has succeeded: its minor version
+    /// and capabilities (docs/protocol.md, "Growth").
+    public var welcome: ClientProtocol.Welcome? { welcomed.withLock { $0 } }
+
+    /// Sends `hello` (this side's version, minor version and capabilities) and waits (at most
+    /// `timeout` seconds) for the daemon's `welcome`; returns the daemon's pid. A daemon of the
+    /// same major version is welcome whatever its minor version. `connect(path:client:)` calls
+    /// it; a channel made from a descriptor calls it itself before any request.
     @discardableResult
     public func handshake(client: String, timeout: Double = 10) throws(HandshakeError) -> Int32 {
         // A daemon that refuses at once (too many connections) may have closed already: its
         // error is still there to read, so a failed send is not the end.
         let sendError: (any Error)?
         do {
-            try send(ClientRequest.hello(protocolVersion: ClientProtocol.version, client: client))
+            try send(ClientProtocol.hello(client: client))
             sendError = nil
         } catch {
             sendError = error
@@ -80,9 +86,13 @@ public final class MessageChannel: Sendable {
             throw .failed("\(sendError ?? error)")
         }
         switch answer?.message {
-        case .welcome(let version, let pid)?:
+        case .welcome(let version, let pid, let minor, let capabilities)?:
             guard version == ClientProtocol.version else {
                 throw .versionMismatch(ClientProtocol.mismatch(daemon: version, client: ClientProtocol.version))
+            }
+            welcomed.withLock {
+                $0 = ClientProtocol.Welcome(daemonPID: pid, minorVersion: max(0, minor ?? 0),
+                                            capabilities: Set((capabilities ?? []).map(ClientProtocol.Capability.init(rawValue:))))
             }
             return pid
         case .error(.protocolVersionMismatch, let message)?: throw .versionMismatch(message)
@@ -119,20 +129,23 @@ public final class MessageChannel: Sendable {
         }
     }
 
-    /// The next message, or nil when the peer closed the connection between messages.
+    /// The next message, or nil when the peer closed the connection between messages. A
+    /// well-formed message of a name this side does not know (a later minor version's) is
+    /// skipped, body and all (docs/protocol.md, "Growth").
     public func receive<M: Decodable>(_ type: M.Type) throws -> (message: M, body: [UInt8])? {
         try receive(type, limits: limits)
     }
 
     private func receive<M: Decodable>(_ type: M.Type, limits: FrameCodec.Limits) throws -> (message: M, body: [UInt8])? {
-        guard let header = try readExactly(FrameCodec.headerSize, allowEOF: true) else { return nil }
-        let lengths = try FrameCodec.decodeHeader(header, limits: limits)
-        guard let json = try readExactly(lengths.json, allowEOF: false) else { throw ProtocolError.truncated }
-        let body = lengths.body > 0 ? try readExactly(lengths.body, allowEOF: false) ?? [] : []
-        do {
-            return (try JSONDecoder().decode(M.self, from: Data(json)), body)
-        } catch let error as DecodingError {
-            throw ProtocolError.malformed(Self.explain(error))
+        while true {
+            guard let header = try readExactly(FrameCodec.headerSize, allowEOF: true) else { return nil }
+            let lengths = try FrameCodec.decodeHeader(header, limits: limits)
+            guard let json = try readExactly(lengths.json, allowEOF: false) else { throw ProtocolError.truncated }
+            let body = lengths.body > 0 ? try readExactly(lengths.body, allowEOF: false) ?? [] : []
+            switch try ClientProtocol.decode(M.self, from: json) {
+            case .message(let message): return (message, body)
+            case .unknown: continue
+            }
         }
     }
 
@@ -159,16 +172,6 @@ public final class MessageChannel: Sendable {
             filled += n
         }
         return buffer
-    }
-
-    private static func explain(_ error: DecodingError) -> String {
-        switch error {
-        case .dataCorrupted(let context): "not valid JSON (\(context.debugDescription))"
-        case .keyNotFound(let key, _): "missing field '\(key.stringValue)'"
-        case .typeMismatch(_, let context), .valueNotFound(_, let context):
-            "wrong type at '\(context.codingPath.map(\.stringValue).joined(separator: "."))'"
-        @unknown default: "undecodable"
-        }
     }
 }
 

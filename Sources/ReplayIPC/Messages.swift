@@ -10,7 +10,10 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     /// The first message on every connection, and only the first: answered with `welcome`, or
     /// with an error (`protocolVersionMismatch`) and the connection closed. `client` names the
     /// program for replayd's log ("replay", "OpenReplayKit"); it grants nothing.
-    case hello(protocolVersion: Int, client: String)
+    /// `protocolVersion` is the major version, which must match the daemon's; `minorVersion`
+    /// (nil, absent, from clients of 2.0: 0) and `capabilities` (named features the client
+    /// understands, `ClientProtocol.Capability`) came with 2.1 (docs/protocol.md, "Growth").
+    case hello(protocolVersion: Int, client: String, minorVersion: Int? = nil, capabilities: [String]? = nil)
 
     /// Starts a recording on this connection; the daemon answers with `recordingStarted`,
     /// then `progress` about once a second, then `recordingFinished`.
@@ -190,8 +193,9 @@ public struct VideoEncoding: Codable, Sendable, Equatable {
 
 /// What replayd tells a client; labelled like `ClientRequest` (`{"status":{"status":{…}}}`).
 public enum DaemonEvent: Codable, Sendable, Equatable {
-    /// The answer to `hello`: the versions match and requests may follow.
-    case welcome(protocolVersion: Int, daemonPID: Int32)
+    /// The answer to `hello`: the major versions match and requests may follow. `minorVersion`
+    /// and `capabilities` (what the daemon offers) are sent since 2.1; absent: 2.0, none.
+    case welcome(protocolVersion: Int, daemonPID: Int32, minorVersion: Int? = nil, capabilities: [String]? = nil)
     case recordingStarted(recording: RecordingStarted)
     case progress(progress: RecordingProgress)
     case recordingFinished(summary: RecordingSummary)
@@ -251,26 +255,43 @@ public enum DaemonEvent: Codable, Sendable, Equatable {
     case error(code: ErrorCode, message: String)
 }
 
-public enum ErrorCode: String, Codable, Sendable {
-    case malformedRequest
-    case busy
-    case notFound
-    case captureFailed
-    case internalError
+/// Why a request failed: a string on the wire. A struct with a member per code rather than an
+/// enum, so that a code added in a later minor version decodes (as a code this side does not
+/// know) instead of making the whole `error` event unreadable; compare with the members, and
+/// treat any other code as a failure of what was asked.
+public struct ErrorCode: RawRepresentable, Codable, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    public static let malformedRequest = ErrorCode(rawValue: "malformedRequest")
+    public static let busy = ErrorCode(rawValue: "busy")
+    public static let notFound = ErrorCode(rawValue: "notFound")
+    public static let captureFailed = ErrorCode(rawValue: "captureFailed")
+    public static let internalError = ErrorCode(rawValue: "internalError")
     /// The person, an agent or the policy said no.
-    case userDeclined
+    public static let userDeclined = ErrorCode(rawValue: "userDeclined")
     /// This client may not do that (an app asking for the store, for instance).
-    case notPermitted
+    public static let notPermitted = ErrorCode(rawValue: "notPermitted")
     /// A request that makes no sense now (stopping a capture that was never started, ...).
-    case outOfOrder
-    case insufficientStorage
+    public static let outOfOrder = ErrorCode(rawValue: "outOfOrder")
+    public static let insufficientStorage = ErrorCode(rawValue: "insufficientStorage")
     /// A limit on what one app, or all apps, may hold at once: captures running, clip
     /// buffers' memory, consent prompts waiting, the store's share of the disk.
-    case quotaExceeded
-    case failedToShowPreview
-    /// The client's `hello` named another protocol version (or the first message was not a
-    /// `hello` of this protocol); the message names both versions.
-    case protocolVersionMismatch
+    public static let quotaExceeded = ErrorCode(rawValue: "quotaExceeded")
+    public static let failedToShowPreview = ErrorCode(rawValue: "failedToShowPreview")
+    /// The client's `hello` named another major protocol version (or the first message was not
+    /// a `hello` of this protocol); the message names both versions.
+    public static let protocolVersionMismatch = ErrorCode(rawValue: "protocolVersionMismatch")
+    /// Since 2.1: a well-formed request this daemon does not know (a later minor version's); the
+    /// connection stays open. Sent only to clients that said minor version 1 or later.
+    public static let unsupported = ErrorCode(rawValue: "unsupported")
+
+    /// Every code of this version, in the order docs/protocol.md lists them.
+    public static let known: [ErrorCode] = [
+        .malformedRequest, .busy, .notFound, .captureFailed, .internalError, .userDeclined, .notPermitted, .outOfOrder,
+        .insufficientStorage, .quotaExceeded, .failedToShowPreview, .protocolVersionMismatch, .unsupported,
+    ]
 }
 
 public struct RecordingStarted: Codable, Sendable, Equatable {

@@ -98,7 +98,7 @@ extension IntegrationTests {
 
         @Test(arguments: [
             ("write-surface", "crashed (SIGSEGV)"),
-            ("allocate", "more than 50 MB"),
+            ("allocate", "more than 50 MiB"),
             ("hang", "stopped responding"),
             ("garbage", "malformed message"),
         ])
@@ -239,7 +239,7 @@ extension IntegrationTests {
             let failed = result.jsonLines.last { $0["event"] as? String == "broadcast" }
             #expect(failed?["state"] as? String == "failed", "\(result)")
             let error = (failed?["error"] as? String) ?? ""
-            #expect(error.contains("more than 50 MB"), "\(result)")
+            #expect(error.contains("more than 50 MiB"), "\(result)")
         }
 
         @Test func anUnknownExtensionOrMissingSetupIsAClearError() throws {

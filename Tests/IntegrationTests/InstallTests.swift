@@ -49,7 +49,7 @@ extension IntegrationTests {
             try #require(installed.status == 0, "\(installed)")
             let manifest = try String(contentsOf: prefix.appendingPathComponent("share/openreplaykit/installed-files"), encoding: .utf8)
             #expect(!manifest.contains("someone-elses-tool"))
-            for file in ["bin/replay", "bin/replayd", "bin/replay-demo-scene",
+            for file in ["bin/replay", "bin/replayd", "bin/replay-demo-scene", "lib/openreplaykit/replay-capture",
                          "share/openreplaykit/extensions/rtmp.json", "share/openreplaykit/extensions/replay-rtmp-extension",
                          "share/openreplaykit/extensions/file.json", "share/openreplaykit/extensions/replay-webrtc-extension",
                          "share/systemd/user/replayd.service", "share/systemd/user/replayd.socket",

@@ -152,7 +152,7 @@ extension IntegrationTests {
             defer { fixture.stop() }
             let size = Int(try Self.serviceInfo(fixture, has: "tmp-size-mb")["tmp-size-mb"] ?? "") ?? .max
             #expect(size <= 64, "its /tmp holds \(size) MB")
-            try Self.expectFailure(fixture, path, containing: "more than 50 MB")
+            try Self.expectFailure(fixture, path, containing: "more than 50 MiB")
         }
 
         /// What the sandbox's seccomp program refuses, so that no memory hides from the walk:
@@ -177,23 +177,23 @@ extension IntegrationTests {
         @Test func sharedMemoryItMapsCountsAsItsMemory() throws {
             let (fixture, path) = try Self.attack("dev-zero")
             defer { fixture.stop() }
-            try Self.expectFailure(fixture, path, containing: "more than 50 MB")
+            try Self.expectFailure(fixture, path, containing: "more than 50 MiB")
             let status = try fixture.replay(["broadcast", "status"]).stdout
-            #expect(status.contains("of 50 MB, counted by replayd's walk"), "\(status)")
+            #expect(status.contains("of 50 MiB, counted by replayd's walk"), "\(status)")
         }
 
         /// 300 MB queued on socket pairs it writes to and never reads: counted through sock_diag.
         @Test func unreadSocketBuffersCountAsItsMemory() throws {
             let (fixture, path) = try Self.attack("socket-buffers")
             defer { fixture.stop() }
-            try Self.expectFailure(fixture, path, containing: "more than 50 MB")
+            try Self.expectFailure(fixture, path, containing: "more than 50 MiB")
         }
 
         /// 20 MB each in /tmp, in /dev/zero mapped shared and on unread sockets: all count together.
         @Test func memoryHiddenInThreePlacesAddsUp() throws {
             let (fixture, path) = try Self.attack("stacked")
             defer { fixture.stop() }
-            try Self.expectFailure(fixture, path, containing: "more than 50 MB")
+            try Self.expectFailure(fixture, path, containing: "more than 50 MiB")
         }
 
         /// A user and mount namespace of its own, with 300 MB in a tmpfs mounted there, which
@@ -233,7 +233,7 @@ extension IntegrationTests {
         @Test func aChildForkedFromAThreadCountsAsItsMemory() throws {
             let (fixture, path) = try Self.attack("thread-child")
             defer { fixture.stop() }
-            try Self.expectFailure(fixture, path, containing: "more than 50 MB")
+            try Self.expectFailure(fixture, path, containing: "more than 50 MiB")
         }
 
         @Test func aForkBombEndsTheBroadcast() throws {

@@ -5,6 +5,7 @@ import ReplayCapture
 import ReplayIPC
 import Synchronization
 import Testing
+@testable import ReplaySession
 
 /// In-app capture with a fake screen and a fake app connection.
 @Suite struct AppCaptureSessionTests {

@@ -5,6 +5,7 @@ import ReplayCapture
 import ReplayIPC
 import ReplayMedia
 import Testing
+@testable import ReplaySession
 
 /// A broadcast's life with a fake extension and a fake screen: every way it can end, and
 /// that each way leaves nothing behind (process ended, connection closed, surfaces freed).

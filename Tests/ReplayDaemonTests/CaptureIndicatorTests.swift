@@ -3,6 +3,7 @@ import Logging
 @testable import ReplayDaemon
 import ReplayIPC
 import Testing
+@testable import ReplaySession
 
 /// What the indicator says and offers, paused or not, and the one path by which pauses reach
 /// both the session and the indicator.

@@ -5,7 +5,9 @@ import ReplayCapture
 import ReplayIPC
 import ReplayMedia
 import ReplaySystem
+import Synchronization
 import Testing
+@testable import ReplaySession
 
 /// Who may do what, through a real `ClientConnection` of a `Daemon` whose sessions are built
 /// from fakes (no display, no audio server, no encoder): the person's tools, an app with and
@@ -18,13 +20,16 @@ import Testing
         let daemon: Daemon
         let backend = FakeCaptureBackend()
 
-        init(policy: ConsentPolicy = .askEveryone, consentTimeout: Duration = .seconds(120)) throws {
+        /// - Parameter launcher: runs recordings in (scripted) capture processes instead of replayd.
+        init(policy: ConsentPolicy = .askEveryone, consentTimeout: Duration = .seconds(120),
+             launcher: (any CaptureProcessLauncher)? = nil) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("rules-\(UUID().uuidString.prefix(8))")
             var configuration = Daemon.Configuration(
                 socketPath: directory.appendingPathComponent("replayd.sock").path, store: directory.appendingPathComponent("store"),
                 displayName: nil, consent: ConsentBroker.Settings(policy: policy, timeout: consentTimeout), pagesPort: nil)
             configuration.parts = SessionParts(capture: backend, movies: FakeMovieSink(), extensions: FakeExtension(), clock: ManualClock())
             configuration.notifications = false
+            configuration.captureLauncher = launcher
             daemon = try Daemon(configuration: configuration, logger: Logger(label: "test"))
         }
 
@@ -157,5 +162,51 @@ import Testing
         #expect(try app.channel.receive(DaemonEvent.self) == nil, "the connection is closed")
         let other = try rig.connect(as: .person)
         #expect(try other.ask(.listRecordings) == .recordings(list: []))
+    }
+
+    /// A capture process that crashes after its start: its client hears the signal, and the
+    /// daemon frees its place, so the next recording starts (in a process that behaves).
+    @Test func aCrashedCaptureProcessFreesItsPlaceAndTellsItsClient() throws {
+        let launches = Mutex(0)
+        let launcher = ScriptedCaptureLauncher { channel, process in
+            guard let plan = CaptureProcessRecordingTests.awaitStart(channel) else { return }
+            let first = launches.withLock { count -> Bool in
+                count += 1
+                return count == 1
+            }
+            try? channel.send(CaptureProcessRecordingTests.status(.running))
+            try? channel.send(CaptureReport.started(RecordingStarted(id: plan.id, width: 64, height: 48, warnings: [])))
+            if first {
+                process.signal(SIGSEGV)
+                return
+            }
+            while let (command, _) = channel.receive(CaptureCommand.self), command != .stop {}
+            try? channel.send(CaptureReport.finished(RecordingSummary(id: plan.id, duration: 1, frames: 30, dropped: 0, error: nil)))
+            process.signal(SIGTERM)
+        }
+        let rig = try Rig(launcher: launcher)
+        defer { rig.cleanUp() }
+        let person = try rig.connect(as: .person)
+        guard case .recordingStarted = try person.ask(.startRecording(options: RecordingOptions(appAudio: false))) else {
+            throw Failure(description: "the first recording did not start")
+        }
+        var crashed: RecordingSummary?
+        while crashed == nil {
+            if case .recordingFinished(let summary) = try person.next() { crashed = summary }
+        }
+        #expect(crashed?.error == "the capture process was ended by SIGSEGV (Segmentation fault)", "\(String(describing: crashed))")
+        #expect(rig.daemon.activeRecordings.isEmpty)
+
+        guard case .recordingStarted(let second) = try person.ask(.startRecording(options: RecordingOptions(appAudio: false))) else {
+            throw Failure(description: "no second recording after the crash")
+        }
+        #expect(rig.daemon.activeRecordings == [second.id])
+        person.connection.received([UInt8](try JSONEncoder().encode(ClientRequest.stopRecording)))
+        var finished: RecordingSummary?
+        while finished == nil {
+            if case .recordingFinished(let summary) = try person.next() { finished = summary }
+        }
+        #expect(finished?.error == nil && finished?.frames == 30, "\(String(describing: finished))")
+        #expect(launches.withLock { $0 } == 2)
     }
 }

@@ -2,6 +2,7 @@ import Foundation
 @testable import ReplayDaemon
 import ReplayIPC
 import Testing
+@testable import ReplaySession
 
 /// The daemon's side of a connection never waits for a client.
 @Suite struct ClientOutboxTests {

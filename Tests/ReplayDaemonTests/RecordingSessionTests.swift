@@ -6,6 +6,7 @@ import ReplayCodec
 import ReplayIPC
 import ReplayMedia
 import Testing
+@testable import ReplaySession
 
 /// The recording session's life, driven through fakes behind the capture seam: no display,
 /// no encoder, no threads of the test's own; each test runs in milliseconds.
@@ -25,7 +26,7 @@ import Testing
             store = try RecordingStore(directory: directory)
             session = RecordingSession(
                 id: store.newID(), options: options, store: store,
-                parts: SessionParts(capture: backend, movies: sink, extensions: FakeExtension(), clock: clock),
+                parts: RecordingParts(capture: backend, movies: sink, clock: clock),
                 protectedWindows: ProtectedWindows(), logger: Logger(label: "test"))
         }
 

@@ -38,10 +38,17 @@ import Testing
         let id = store.newID()
         #expect(store.save(RecordingInfo(id: id, created: 1, state: .recording, duration: 9.5, frames: 285, dropped: 0,
                                          width: 1920, height: 1080, bytes: 0, error: nil)))
+        // Bytes that are no fragmented movie: the figures saved last are all there is to go by.
+        try Data(repeating: 7, count: 4096).write(to: try #require(store.moviePath(id: id)))
+        let empty = store.newID()
+        #expect(store.save(RecordingInfo(id: empty, created: 1, state: .recording, duration: 1, frames: 30, dropped: 0,
+                                         width: 1920, height: 1080, bytes: 0, error: nil)))
         let reopened = try RecordingStore(directory: store.directory)
         let info = try #require(reopened.info(id: id))
         #expect(info.state == .interrupted)
         #expect(info.error != nil)
         #expect(info.duration == 9.5)
+        // One whose writer died before writing a byte is not listed: it has no movie.
+        #expect(reopened.info(id: empty) == nil)
     }
 }

@@ -9,7 +9,8 @@ import Testing
     @Test func aHelloOfThisVersionIsWelcomed() {
         var gate = ClientProtocol.Gate()
         #expect(gate.admit(.hello(protocolVersion: ClientProtocol.version, client: "replay"), daemonPID: 42)
-            == .answer(.welcome(protocolVersion: ClientProtocol.version, daemonPID: 42)))
+            == .answer(.welcome(protocolVersion: ClientProtocol.version, daemonPID: 42, minorVersion: ClientProtocol.minorVersion,
+                                capabilities: ["unsupportedRequests"])))
         #expect(gate.isOpen && gate.client == "replay")
         #expect(gate.admit(.status, daemonPID: 42) == .handle)
         #expect(gate.admit(.listRecordings, daemonPID: 42) == .handle)
@@ -51,6 +52,98 @@ import Testing
             return
         }
         #expect(code == .outOfOrder)
+    }
+
+    // Growth within protocol 2 (docs/protocol.md, "Growth").
+
+    @Test func theWelcomeSaysTheDaemonsMinorVersionAndCapabilities() {
+        var gate = ClientProtocol.Gate()
+        let verdict = gate.admit(ClientProtocol.hello(client: "replay"), daemonPID: 42)
+        #expect(verdict == .answer(.welcome(protocolVersion: 2, daemonPID: 42, minorVersion: ClientProtocol.minorVersion,
+                                            capabilities: ["unsupportedRequests"])))
+        #expect(gate.clientMinorVersion == ClientProtocol.minorVersion && gate.clientCapabilities == [.skipsUnknownEvents])
+    }
+
+    @Test func aHelloOfALaterMinorVersionIsWelcomedAndItsUnknownCapabilitiesKept() {
+        var gate = ClientProtocol.Gate()
+        let verdict = gate.admit(.hello(protocolVersion: 2, client: "future", minorVersion: 9, capabilities: ["teleport"]), daemonPID: 42)
+        guard case .answer(.welcome(2, 42, ClientProtocol.minorVersion, _)) = verdict else {
+            Issue.record("a client of 2.9 was not welcomed: \(verdict)")
+            return
+        }
+        #expect(gate.clientMinorVersion == 9 && gate.clientCapabilities == [ClientProtocol.Capability(rawValue: "teleport")])
+    }
+
+    @Test func anUnknownRequestIsUnsupportedForA21ClientAndMalformedForA20One() {
+        var modern = ClientProtocol.Gate()
+        _ = modern.admit(ClientProtocol.hello(client: "replay"), daemonPID: 42)
+        guard case .reject(let code, let message) = modern.admitUnknown(name: "teleport") else {
+            Issue.record("an unknown request of a 2.1 client was not answered with the connection kept")
+            return
+        }
+        #expect(code == .unsupported && message.contains("'teleport'"), "\(message)")
+
+        var old = ClientProtocol.Gate()
+        _ = old.admit(.hello(protocolVersion: 2, client: "old"), daemonPID: 42)
+        guard case .refuse(.malformedRequest, _) = old.admitUnknown(name: "teleport") else {
+            Issue.record("a 2.0 client's unknown request was not refused as 2.0 refused it")
+            return
+        }
+        var early = ClientProtocol.Gate()
+        guard case .refuse(.malformedRequest, let earlyMessage) = early.admitUnknown(name: "teleport\u{1b}[2J") else {
+            Issue.record("an unknown first message was not refused")
+            return
+        }
+        #expect(earlyMessage.contains("first message must be hello") && !earlyMessage.contains("\u{1b}"), "\(earlyMessage)")
+    }
+
+    @Test func decodingTellsAnUnknownMessageFromAMalformedOne() throws {
+        func decode(_ json: String) throws(ProtocolError) -> ClientProtocol.Decoded<ClientRequest> {
+            try ClientProtocol.decode(ClientRequest.self, from: Array(json.utf8))
+        }
+        guard case .unknown("teleport") = try decode(#"{"teleport":{"to":"mars"}}"#) else {
+            Issue.record("an unknown request was not recognised as one")
+            return
+        }
+        guard case .message(.status) = try decode(#"{"status":{"verbose":true}}"#) else {
+            Issue.record("an unknown field was not ignored")
+            return
+        }
+        for malformed in [#"{"teleport":5}"#, #"{"a":{},"b":{}}"#, #"[]"#, #"{"startRecording":{}}"#, #"{"status":[]}"#, "nonsense", "{}"] {
+            #expect(throws: ProtocolError.self, "\(malformed)") { try decode(malformed) }
+        }
+    }
+
+    @Test func anEventOfALaterMinorVersionIsSkippedByTheClient() throws {
+        let (raw, client) = try rawDaemon()
+        defer { close(raw) }
+        let future = Array(#"{"hologram":{"depth":3}}"#.utf8)
+        let bytes = try FrameCodec.frameHead(DaemonEvent.pickerShown)
+            + FrameCodec.encodeHeader(jsonLength: future.count, bodyLength: 3) + future + [1, 2, 3]
+            + FrameCodec.frameHead(DaemonEvent.previewShown)
+        _ = bytes.withUnsafeBytes { send(raw, $0.baseAddress, $0.count, 0) }
+        #expect(try client.receive(DaemonEvent.self)?.message == .pickerShown)
+        #expect(try client.receive(DaemonEvent.self)?.message == .previewShown)
+    }
+
+    @Test func aDaemonOfALaterMinorVersionWelcomesTheClient() throws {
+        let (raw, client) = try rawDaemon()
+        let daemon = MessageChannel(fd: raw, limits: .requests)  // reads the hello; owns `raw`
+        let welcome = Array(#"{"welcome":{"protocolVersion":2,"daemonPID":77,"minorVersion":7,"capabilities":["unsupportedRequests","holograms"],"motd":"hi"}}"#.utf8)
+        _ = (FrameCodec.encodeHeader(jsonLength: welcome.count, bodyLength: 0) + welcome).withUnsafeBytes { send(raw, $0.baseAddress, $0.count, 0) }
+        #expect(try client.handshake(client: "test") == 77)
+        #expect(client.welcome == ClientProtocol.Welcome(daemonPID: 77, minorVersion: 7,
+                                                        capabilities: [.unsupportedRequests, ClientProtocol.Capability(rawValue: "holograms")]))
+        // What the client said: 2.1 and its capabilities.
+        let hello = try #require(try daemon.receive(ClientRequest.self)?.message)
+        #expect(hello == .hello(protocolVersion: 2, client: "test", minorVersion: ClientProtocol.minorVersion, capabilities: ["skipsUnknownEvents"]))
+    }
+
+    @Test func aWelcomeOf20IsMinorVersion0WithNoCapabilities() throws {
+        let (client, daemon) = try socketPair()
+        try daemon.send(DaemonEvent.welcome(protocolVersion: 2, daemonPID: 5))
+        #expect(try client.handshake(client: "test") == 5)
+        #expect(client.welcome == ClientProtocol.Welcome(daemonPID: 5, minorVersion: 0, capabilities: []))
     }
 
     // The client's side: `handshake` against a daemon scripted on the other end of a socket pair.
@@ -112,7 +205,7 @@ import Testing
         var gate = ClientProtocol.Gate()
         switch gate.admit(request, daemonPID: 4242) {
         case .answer(let welcome): try? daemon.send(welcome)
-        case .refuse(let code, let message): try? daemon.send(DaemonEvent.error(code: code, message: message))
+        case .refuse(let code, let message), .reject(let code, let message): try? daemon.send(DaemonEvent.error(code: code, message: message))
         case .handle: break
         }
     }

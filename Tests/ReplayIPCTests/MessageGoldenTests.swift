@@ -10,7 +10,7 @@ import Testing
     /// Adding a case to ClientRequest makes this switch fail to compile until it has a golden.
     static func golden(_ request: ClientRequest) -> String {
         switch request {
-        case .hello: #"{"hello":{"client":"replay","protocolVersion":2}}"#
+        case .hello: #"{"hello":{"capabilities":["skipsUnknownEvents"],"client":"replay","minorVersion":1,"protocolVersion":2}}"#
         case .startRecording:
             #"{"startRecording":{"options":{"appAudio":true,"duration":5,"fps":30,"microphone":true,"showCursor":false,"#
                 + #""video":{"bitRate":4000000,"crf":23,"keyframeInterval":60,"preset":"veryfast"}}}}"#
@@ -52,7 +52,7 @@ import Testing
     }
 
     static let requests: [ClientRequest] = [
-        .hello(protocolVersion: 2, client: "replay"),
+        .hello(protocolVersion: 2, client: "replay", minorVersion: 1, capabilities: ["skipsUnknownEvents"]),
         .startRecording(options: RecordingOptions(
             duration: 5, fps: 30, microphone: true, appAudio: true, showCursor: false,
             video: VideoEncoding(preset: "veryfast", bitRate: 4_000_000, crf: 23, keyframeInterval: 60))),
@@ -91,7 +91,7 @@ import Testing
     /// Adding a case to DaemonEvent makes this switch fail to compile until it has a golden.
     static func golden(_ event: DaemonEvent) -> String {
         switch event {
-        case .welcome: #"{"welcome":{"daemonPID":4242,"protocolVersion":2}}"#
+        case .welcome: #"{"welcome":{"capabilities":["unsupportedRequests"],"daemonPID":4242,"minorVersion":1,"protocolVersion":2}}"#
         case .recordingStarted: #"{"recordingStarted":{"recording":{"height":1080,"id":"rec-1","warnings":["no audio server"],"width":1920}}}"#
         case .progress: #"{"progress":{"progress":{"bytes":123456,"dropped":0,"elapsed":1.5,"frames":45}}}"#
         case .recordingFinished: #"{"recordingFinished":{"summary":{"dropped":1,"duration":5,"frames":150,"id":"rec-1"}}}"#
@@ -167,7 +167,7 @@ import Testing
     }
 
     static let events: [DaemonEvent] = [
-        .welcome(protocolVersion: 2, daemonPID: 4242),
+        .welcome(protocolVersion: 2, daemonPID: 4242, minorVersion: 1, capabilities: ["unsupportedRequests"]),
         .recordingStarted(recording: RecordingStarted(id: "rec-1", width: 1920, height: 1080, warnings: ["no audio server"])),
         .progress(progress: RecordingProgress(elapsed: 1.5, frames: 45, dropped: 0, bytes: 123_456)),
         .recordingFinished(summary: RecordingSummary(id: "rec-1", duration: 5, frames: 150, dropped: 1, error: nil)),
@@ -271,11 +271,28 @@ import Testing
         for name in Self.requests.map(\.name) + Self.events.map({ Self.name($0) }) {
             #expect(text.contains("`\(name)`"), "docs/protocol.md does not mention `\(name)`")
         }
-        for code in ["malformedRequest", "busy", "notFound", "captureFailed", "internalError", "userDeclined", "notPermitted",
-                     "outOfOrder", "insufficientStorage", "failedToShowPreview", "protocolVersionMismatch"] {
-            #expect(ErrorCode(rawValue: code) != nil)
+        for code in ErrorCode.known {
             #expect(text.contains("`\(code)`"), "docs/protocol.md does not mention the error code `\(code)`")
         }
+        for capability in ClientProtocol.daemonCapabilities + ClientProtocol.clientCapabilities {
+            #expect(text.contains("`\(capability)`"), "docs/protocol.md does not mention the capability `\(capability)`")
+        }
+    }
+
+    /// What a client and a daemon of 2.0 send (no minor version, no capabilities) still reads,
+    /// and a code of a later version still decodes as an error (docs/protocol.md, "Growth").
+    @Test func the20HandshakeAndUnknownErrorCodesDecode() throws {
+        let decoder = JSONDecoder()
+        #expect(try decoder.decode(ClientRequest.self, from: Data(#"{"hello":{"protocolVersion":2,"client":"replay"}}"#.utf8))
+            == .hello(protocolVersion: 2, client: "replay", minorVersion: nil, capabilities: nil))
+        #expect(try decoder.decode(DaemonEvent.self, from: Data(#"{"welcome":{"protocolVersion":2,"daemonPID":4242}}"#.utf8))
+            == .welcome(protocolVersion: 2, daemonPID: 4242))
+        // A 2.0-style hello encodes as 2.0 did: the new fields are left out, not null.
+        #expect(try Self.encode(ClientRequest.hello(protocolVersion: 2, client: "replay")) == #"{"hello":{"client":"replay","protocolVersion":2}}"#)
+        let future = try decoder.decode(DaemonEvent.self, from: Data(#"{"error":{"code":"solarFlare","message":"later"}}"#.utf8))
+        #expect(future == .error(code: ErrorCode(rawValue: "solarFlare"), message: "later"))
+        #expect(!ErrorCode.known.contains(ErrorCode(rawValue: "solarFlare")))
+        #expect(try Self.encode(DaemonEvent.error(code: .unsupported, message: "x")) == #"{"error":{"code":"unsupported","message":"x"}}"#)
     }
 
     /// Optional fields may be left out (or be null); a request carries exactly one key.

@@ -1,4 +1,5 @@
 public import ReplayCapture
+import ReplaySession
 
 /// Which capture backend the daemon's sessions use (`replayd --capture`).
 public enum CaptureChoice: Sendable {

@@ -1,5 +1,6 @@
 import ReplayIPC
 import Synchronization
+import ReplaySession
 
 /// Knows every capture running (recordings, in-app captures, later broadcasts and
 /// mirroring) and tells watching apps when their answer to "is the screen captured?"

@@ -1,5 +1,6 @@
 import ReplayCapture
 import ReplayIPC
+import ReplaySession
 
 /// The wire's words for what the capture backend lists and takes.
 extension CaptureSources {
@@ -17,19 +18,6 @@ extension CaptureSources {
                              x: $0.frame.x, y: $0.frame.y, width: $0.frame.width, height: $0.frame.height)
             },
             audioOutputs: devices(listing.audioOutputs), audioInputs: devices(listing.audioInputs), notes: listing.notes)
-    }
-}
-
-extension ScreenArea {
-    /// nil (no area in the request) is the whole screen.
-    init(_ area: CaptureArea?) {
-        switch area {
-        case nil: self = .screen
-        case .monitor(let name): self = .monitor(name)
-        case .window(let id): self = .window(id)
-        case .pickWindow(let seconds): self = .pickWindow(timeout: Double(seconds))
-        case .region(let x, let y, let width, let height): self = .region(PixelRect(x: x, y: y, width: width, height: height))
-        }
     }
 }
 

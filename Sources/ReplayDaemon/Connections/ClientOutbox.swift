@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import ReplayIPC
 import Synchronization
+import ReplaySession
 
 /// What replayd sends one client, queued without ever blocking the sender.
 ///

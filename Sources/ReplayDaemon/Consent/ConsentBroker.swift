@@ -3,6 +3,7 @@ import ReplayIPC
 import ReplaySystem
 import Synchronization
 import ReplayLoopbackServer
+import ReplaySession
 
 /// Decides whether an app may capture, asking the person out of the app's process.
 ///

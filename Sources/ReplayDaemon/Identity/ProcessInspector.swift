@@ -4,6 +4,7 @@ import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+import ReplaySession
 #endif
 
 /// Tells what a client process is (`ProcessFacts`: its executable, namespaces, loader

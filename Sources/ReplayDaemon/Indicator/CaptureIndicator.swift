@@ -1,4 +1,5 @@
 import ReplayIPC
+import ReplaySession
 
 /// Tells the person that something captures their screen, naming who, and lets them stop it
 /// from there. replayd shows one for every recording, in-app capture and broadcast, apps'

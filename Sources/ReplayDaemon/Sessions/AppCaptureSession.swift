@@ -5,6 +5,7 @@ import ReplayIPC
 import ReplayMedia
 import ReplaySystem
 import Synchronization
+import ReplaySession
 
 /// Where an in-app capture's pictures go: the app's connection.
 protocol CaptureClient: Sendable {

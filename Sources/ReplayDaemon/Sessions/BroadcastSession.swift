@@ -6,6 +6,7 @@ import ReplayMedia
 import ReplayProcessing
 import ReplaySystem
 import Synchronization
+import ReplaySession
 
 /// One live broadcast: capture → shared surfaces → the sandboxed upload extension.
 ///

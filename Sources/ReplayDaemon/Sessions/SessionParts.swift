@@ -2,6 +2,7 @@ public import ReplayCapture
 public import ReplayCodec
 public import ReplayMedia
 import ReplaySystem
+public import ReplaySession
 
 /// What sessions are built from, chosen once when the daemon starts: sessions are handed
 /// these and never make their own capture, encoder, extension process or clock.
@@ -18,14 +19,7 @@ public struct SessionParts: Sendable {
         self.extensions = extensions
         self.clock = clock
     }
-}
 
-/// The clock samples are stamped with; sessions read "now" from it for starts, pauses and stops.
-public protocol SessionClock: Sendable {
-    func now() -> MediaTime
-}
-
-public struct MonotonicSessionClock: SessionClock {
-    public init() {}
-    public func now() -> MediaTime { MediaTime(nanoseconds: MonotonicClock.nanoseconds()) }
+    /// What a recording is built from.
+    package var recording: RecordingParts { RecordingParts(capture: capture, movies: movies, clock: clock) }
 }

@@ -1,6 +1,7 @@
 import Logging
 import ReplayIPC
 import Synchronization
+import ReplaySession
 
 /// The one way recordings are paused and resumed: the person's `replay`, apps and the
 /// notification's own Pause and Resume all come here, so the indicator follows whichever
@@ -18,7 +19,7 @@ final class SessionPausing: Sendable {
     }
 
     /// Pauses (true) or resumes (false) `session` and has the indicator say so; `who` is for the log.
-    func setPaused(_ paused: Bool, _ session: RecordingSession, by who: String) throws(DaemonError) {
+    func setPaused(_ paused: Bool, _ session: any RecordingControl, by who: String) throws(DaemonError) {
         try order.withLock { _ throws(DaemonError) in
             if paused { try session.pause() } else { try session.resume() }
             indicator.paused(session.id, paused)
@@ -27,7 +28,7 @@ final class SessionPausing: Sendable {
     }
 
     /// What the announcement of `session` may do to it: stop it, pause and resume it.
-    func controls(for session: RecordingSession) -> IndicatorControls {
+    func controls(for session: any RecordingControl) -> IndicatorControls {
         IndicatorControls(stop: { session.stop() }, setPaused: { [self] paused in
             do throws(DaemonError) {
                 try setPaused(paused, session, by: "the desktop's notification")

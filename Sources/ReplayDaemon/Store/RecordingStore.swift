@@ -1,6 +1,7 @@
 public import Foundation
 public import ReplayIPC
 import ReplayMedia
+public import ReplaySession
 import ReplaySystem
 #if canImport(Glibc)
 import Glibc
@@ -8,7 +9,7 @@ import Glibc
 
 /// The daemon's private store: a directory of mode 0700 holding `ID.mp4` and its `ID.json`.
 /// Clients only ever see ids; paths never leave the daemon.
-public final class RecordingStore: Sendable {
+public final class RecordingStore: RecordingShelf {
     public let directory: URL
 
     /// Opens (creating if needed) the store. Entries left "recording" by a daemon that died
@@ -16,23 +17,38 @@ public final class RecordingStore: Sendable {
     public init(directory: URL) throws {
         self.directory = directory
         try ReplayPaths.makePrivateDirectory(directory)
-        for var info in list() where info.state == .recording {
-            info.state = .interrupted
-            info.error = info.error ?? "replayd stopped during the recording"
-            info.bytes = fileSize(id: info.id)
-            // The figures saved a second before the stop can be ahead of the file's last whole fragment.
-            if let path = moviePath(id: info.id), let facts = FragmentedMovieFacts(contentsOf: path) {
-                info.frames = facts.videoFrames
-                info.duration = facts.videoDuration
-                info.codec = info.codec ?? facts.videoCodec.flatMap(VideoCodec.init(rawValue:))
-            }
-            // Killed before its first fragment: there is nothing to keep.
-            if info.frames == 0 {
-                delete(id: info.id)
-                continue
-            }
-            save(info)
+        for info in list() where info.state == .recording {
+            keepInterrupted(id: info.id, why: "replayd stopped during the recording")
         }
+    }
+
+    /// Marks recording `id` interrupted, with the figures of its movie's whole fragments;
+    /// one with no picture is deleted (nil). For a recording whose writer died mid-way.
+    @discardableResult
+    func keepInterrupted(id: String, why: String) -> RecordingInfo? {
+        guard var info = info(id: id) else {
+            delete(id: id)
+            return nil
+        }
+        info.state = .interrupted
+        info.error = info.error ?? why
+        info.bytes = fileSize(id: info.id)
+        // The figures saved a second before the stop can be ahead of the file's last whole fragment.
+        if let path = moviePath(id: info.id), let facts = FragmentedMovieFacts(contentsOf: path) {
+            info.frames = facts.videoFrames
+            info.duration = facts.videoDuration
+            info.codec = info.codec ?? facts.videoCodec.flatMap(VideoCodec.init(rawValue:))
+        } else if info.bytes == 0 {
+            // Not a byte was written: whatever the last saved figures said, nothing was kept.
+            info.frames = 0
+        }
+        // Killed before its first fragment: there is nothing to keep.
+        if info.frames == 0 {
+            delete(id: info.id)
+            return nil
+        }
+        save(info)
+        return info
     }
 
     /// A fresh id, such as `rec-20261121-134501-3fa2`: sortable by time, unguessable enough

@@ -6,6 +6,7 @@ import ReplayMedia
 import ReplaySystem
 import Synchronization
 import Testing
+@testable import ReplaySession
 
 /// A clock the test moves by hand.
 final class ManualClock: SessionClock {

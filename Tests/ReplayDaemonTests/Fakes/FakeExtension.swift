@@ -2,6 +2,7 @@ import Dispatch
 @testable import ReplayDaemon
 import ReplayIPC
 import Synchronization
+@testable import ReplaySession
 
 /// An upload extension without a process: it answers the daemon as a well-behaved one
 /// would (ready after hello, pong to every ping, surfaces released, exit on `finished`)

@@ -1,4 +1,4 @@
-import ReplayMedia
+public import ReplayMedia
 
 /// Maps capture times to movie times for a recording that can be paused: what was captured
 /// while paused is left out and what follows moves back by the time paused, so the movie has
@@ -6,32 +6,32 @@ import ReplayMedia
 ///
 /// Decided by the samples' own times, not by when they arrive, so a picture in flight when
 /// the person pressed pause is placed by when it was captured.
-struct MovieTimeline: Sendable {
-    let origin: MediaTime
+package struct MovieTimeline: Sendable {
+    package let origin: MediaTime
     private var pauses: [(start: MediaTime, end: MediaTime?)] = []
 
-    init(origin: MediaTime) { self.origin = origin }
+    package init(origin: MediaTime) { self.origin = origin }
 
-    var isPaused: Bool { pauses.last.map { $0.end == nil } ?? false }
+    package var isPaused: Bool { pauses.last.map { $0.end == nil } ?? false }
 
     /// The time left out so far.
-    var pausedTime: MediaTime {
+    package var pausedTime: MediaTime {
         pauses.reduce(.zero) { total, pause in pause.end.map { total + ($0 - pause.start) } ?? total }
     }
 
-    mutating func pause(at time: MediaTime) {
+    package mutating func pause(at time: MediaTime) {
         guard !isPaused else { return }
         let floor = pauses.last?.end ?? origin
         pauses.append((max(time, floor), nil))
     }
 
-    mutating func resume(at time: MediaTime) {
+    package mutating func resume(at time: MediaTime) {
         guard isPaused else { return }
         pauses[pauses.count - 1].end = max(time, pauses[pauses.count - 1].start)
     }
 
     /// Where a sample captured at `time` goes in the movie; nil before the start or while paused.
-    func movieTime(of time: MediaTime) -> MediaTime? {
+    package func movieTime(of time: MediaTime) -> MediaTime? {
         guard time >= origin else { return nil }
         var removed = MediaTime.zero
         for pause in pauses {
@@ -43,7 +43,7 @@ struct MovieTimeline: Sendable {
     }
 
     /// The movie's length when stopped at `time`: a stop while paused ends where the pause began.
-    func duration(stoppedAt time: MediaTime) -> MediaTime {
+    package func duration(stoppedAt time: MediaTime) -> MediaTime {
         var removed = MediaTime.zero
         for pause in pauses {
             guard time >= pause.start else { break }

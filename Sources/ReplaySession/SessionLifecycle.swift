@@ -1,25 +1,27 @@
-import ReplayIPC
+public import ReplayIPC
 
 /// Where a session is in its life. Every recording, broadcast and in-app capture goes
 /// starting → running ⇄ paused → finishing → finished (or failed), and never back.
-enum SessionPhase: String, Sendable {
+package enum SessionPhase: String, Sendable, Codable {
     case starting, running, paused, finishing, finished, failed
 
-    var isOver: Bool { self == .finished || self == .failed }
+    package var isOver: Bool { self == .finished || self == .failed }
 }
 
 /// The rules of a session's life, as a value: each session holds one behind its lock and
 /// asks it before acting, so which transition is allowed is decided in one place and
 /// tested without capture, encoders or processes.
-struct SessionLifecycle: Sendable, Equatable {
-    private(set) var phase: SessionPhase = .starting
+package struct SessionLifecycle: Sendable, Equatable {
+    package private(set) var phase: SessionPhase = .starting
     /// The first reason it failed; later ones are consequences.
-    private(set) var failure: String?
+    package private(set) var failure: String?
     /// A stop that arrived while starting, honoured as soon as the start is done.
-    private(set) var stopRequested = false
+    package private(set) var stopRequested = false
+
+    package init() {}
 
     /// What `stop()` asks the session to do.
-    enum StopOutcome: Equatable {
+    package enum StopOutcome: Equatable {
         /// Wind down now.
         case finish
         /// Starting: the start winds down when it is done.
@@ -29,20 +31,20 @@ struct SessionLifecycle: Sendable, Equatable {
     }
 
     /// The start is done: running, unless a stop or a failure came meanwhile (then finishing).
-    mutating func didStart() -> SessionPhase {
+    package mutating func didStart() -> SessionPhase {
         guard phase == .starting else { return phase }
         phase = stopRequested || failure != nil ? .finishing : .running
         return phase
     }
 
     /// The start failed: nothing was kept, the session is over.
-    mutating func didFailToStart(_ why: String) {
+    package mutating func didFailToStart(_ why: String) {
         guard !phase.isOver else { return }
         failure = failure ?? why
         phase = .failed
     }
 
-    mutating func pause() throws(DaemonError) {
+    package mutating func pause() throws(DaemonError) {
         switch phase {
         case .running: phase = .paused
         case .paused: return
@@ -50,7 +52,7 @@ struct SessionLifecycle: Sendable, Equatable {
         }
     }
 
-    mutating func resume() throws(DaemonError) {
+    package mutating func resume() throws(DaemonError) {
         switch phase {
         case .paused: phase = .running
         case .running: return
@@ -58,7 +60,7 @@ struct SessionLifecycle: Sendable, Equatable {
         }
     }
 
-    mutating func stop() -> StopOutcome {
+    package mutating func stop() -> StopOutcome {
         switch phase {
         case .starting:
             stopRequested = true
@@ -72,7 +74,7 @@ struct SessionLifecycle: Sendable, Equatable {
     }
 
     /// Records a failure; true when it is the first and the session must now wind down.
-    mutating func fail(_ why: String) -> Bool {
+    package mutating func fail(_ why: String) -> Bool {
         guard !phase.isOver, failure == nil else { return false }
         failure = why
         if phase == .running || phase == .paused { phase = .finishing }
@@ -80,7 +82,7 @@ struct SessionLifecycle: Sendable, Equatable {
     }
 
     /// Everything is closed: finished, or failed if anything failed on the way.
-    mutating func didFinish() {
+    package mutating func didFinish() {
         guard !phase.isOver else { return }
         phase = failure == nil ? .finished : .failed
     }

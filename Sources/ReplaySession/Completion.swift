@@ -3,13 +3,15 @@ import Synchronization
 
 /// A one-shot event carrying a value: handlers added before it happens run when it does,
 /// handlers added after run at once, and a thread may block until it happens.
-final class Completion<Value: Sendable>: Sendable {
+package final class Completion<Value: Sendable>: Sendable {
     private let state = Mutex<(value: Value?, handlers: [@Sendable (Value) -> Void])>((nil, []))
 
-    var value: Value? { state.withLock { $0.value } }
+    package init() {}
+
+    package var value: Value? { state.withLock { $0.value } }
 
     /// Happens once; later calls are ignored.
-    func complete(_ value: Value) {
+    package func complete(_ value: Value) {
         let handlers = state.withLock { state -> [@Sendable (Value) -> Void] in
             guard state.value == nil else { return [] }
             state.value = value
@@ -19,7 +21,7 @@ final class Completion<Value: Sendable>: Sendable {
         for handler in handlers { handler(value) }
     }
 
-    func onComplete(_ handler: @escaping @Sendable (Value) -> Void) {
+    package func onComplete(_ handler: @escaping @Sendable (Value) -> Void) {
         let ready = state.withLock { state -> Value? in
             if state.value == nil { state.handlers.append(handler) }
             return state.value
@@ -28,7 +30,7 @@ final class Completion<Value: Sendable>: Sendable {
     }
 
     /// Blocks the calling thread until it happens.
-    func wait() -> Value {
+    package func wait() -> Value {
         if let value { return value }
         let happened = DispatchSemaphore(value: 0)
         let result = Mutex<Value?>(nil)

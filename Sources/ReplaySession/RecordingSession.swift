@@ -1,11 +1,11 @@
-import Foundation
-import Logging
-import ReplayCapture
-import ReplayCodec
-import ReplayIPC
-import ReplayMedia
+public import Foundation
+public import Logging
+public import ReplayCapture
+public import ReplayCodec
+public import ReplayIPC
+public import ReplayMedia
 import ReplayProcessing
-import ReplaySystem
+public import ReplaySystem
 import Synchronization
 
 /// One recording: capture → queue → encode → mux → private store; or a clip buffer, whose
@@ -18,12 +18,12 @@ import Synchronization
 /// is decided by its `SessionLifecycle` behind one lock; every transition asks it first.
 /// Pauses go into the `MovieTimeline` under the same lock, where the writer places each
 /// sample by its capture time and progress reads the elapsed time.
-final class RecordingSession: Sendable {
-    let id: String
+package final class RecordingSession: Sendable {
+    package let id: String
     private let options: RecordingOptions
-    let destination: Destination
-    private let store: RecordingStore
-    private let parts: SessionParts
+    package let destination: Destination
+    private let store: any RecordingShelf
+    private let parts: RecordingParts
     private let protectedWindows: ProtectedWindows
     private let logger: Logger
     // About a quarter of a second of video: enough to ride out a slow frame, small enough to bound memory.
@@ -33,7 +33,7 @@ final class RecordingSession: Sendable {
     private let completion = Completion<RecordingSummary>()
 
     /// Where the movie goes.
-    enum Destination: Sendable, Equatable {
+    package enum Destination: Sendable, Equatable, Codable {
         /// A movie file in the store, listed as a recording from its start.
         case store
         /// A clip buffer: up to `length` and `byteBudget` bytes kept in memory; nothing is in
@@ -42,7 +42,7 @@ final class RecordingSession: Sendable {
     }
 
     /// What the writer thread receives, in order.
-    enum WriterInput: Sendable {
+    package enum WriterInput: Sendable {
         case sample(SampleBuffer)
         case formatChanged(width: Int, height: Int)
     }
@@ -67,8 +67,8 @@ final class RecordingSession: Sendable {
     private let filter: WindowFilter
 
     /// - Parameter filter: `.onlyProcess` for an app's clip buffer, which holds its own windows only.
-    init(id: String, options: RecordingOptions, destination: Destination = .store, filter: WindowFilter = .everything,
-         store: RecordingStore, parts: SessionParts, protectedWindows: ProtectedWindows, logger: Logger) {
+    package init(id: String, options: RecordingOptions, destination: Destination = .store, filter: WindowFilter = .everything,
+         store: any RecordingShelf, parts: RecordingParts, protectedWindows: ProtectedWindows, logger: Logger) {
         self.filter = filter
         self.id = id
         self.options = options
@@ -79,13 +79,13 @@ final class RecordingSession: Sendable {
         self.logger = logger
     }
 
-    var phase: SessionPhase { state.withLock { $0.lifecycle.phase } }
-    var isFinished: Bool { completion.value != nil }
+    package var phase: SessionPhase { state.withLock { $0.lifecycle.phase } }
+    package var isFinished: Bool { completion.value != nil }
 
     /// Opens the screen, the audio and the movie, then starts recording. Throws, with
     /// nothing kept, when the screen or the movie cannot be opened; a missing audio server
     /// only adds a warning.
-    func start() throws(DaemonError) -> RecordingStarted {
+    package func start() throws(DaemonError) -> RecordingStarted {
         let screen: any ScreenCapturing
         do {
             // With a camera in the picture, a still screen is repeated at the full rate: the camera moves.
@@ -222,7 +222,7 @@ final class RecordingSession: Sendable {
     }
 
     /// Leaves out what is captured from now until `resume`.
-    func pause() throws(DaemonError) {
+    package func pause() throws(DaemonError) {
         let now = parts.clock.now()
         try state.withLock { state throws(DaemonError) in
             try state.lifecycle.pause()
@@ -230,7 +230,7 @@ final class RecordingSession: Sendable {
         }
     }
 
-    func resume() throws(DaemonError) {
+    package func resume() throws(DaemonError) {
         let now = parts.clock.now()
         try state.withLock { state throws(DaemonError) in
             try state.lifecycle.resume()
@@ -239,7 +239,7 @@ final class RecordingSession: Sendable {
     }
 
     /// Ends the recording; what was captured so far is kept. Safe to call in any phase, more than once.
-    func stop() {
+    package func stop() {
         let now = parts.clock.now()
         let outcome = state.withLock { state -> SessionLifecycle.StopOutcome in
             let outcome = state.lifecycle.stop()
@@ -250,7 +250,7 @@ final class RecordingSession: Sendable {
     }
 
     /// Ends the recording for `why` (its summary says so); what was captured is kept.
-    func end(because why: String) { fail(why) }
+    package func end(because why: String) { fail(why) }
 
     /// Stops once the movie holds `duration`: time spent paused does not count, so a
     /// recording paused for a while still records as long as it was asked to.
@@ -264,14 +264,13 @@ final class RecordingSession: Sendable {
         }
     }
 
-    /// A clip buffer's last `duration` (nil: all it keeps) as a new recording in the store,
+    /// A clip buffer's last `duration` (nil: all it keeps) as a new recording `clipID` in the store,
     /// while buffering goes on. Throws for a session that is no clip buffer, or when nothing
     /// is buffered yet.
-    func saveClip(last duration: MediaTime?, trigger: ClipSaveRecord.Trigger) throws(DaemonError) -> ClipSaved {
+    package func saveClip(last duration: MediaTime?, trigger: ClipSaveRecord.Trigger, as clipID: String) throws(DaemonError) -> ClipSaved {
         guard let clips = state.withLock({ $0.clips }) else {
             throw DaemonError(code: .outOfOrder, message: "clip buffering has not started")
         }
-        let clipID = store.newID()
         let path = store.moviePath(id: clipID)!  // ids are made by the store, always valid
         let saved: SavedClip
         do {
@@ -294,10 +293,10 @@ final class RecordingSession: Sendable {
     }
 
     /// Saves a clip buffer lists in its status: a hotkey pressed all day lists its last hundred.
-    static let keptSaves = 100
+    package static let keptSaves = 100
 
     /// How much a clip buffer holds now, and what was saved from it.
-    func clipStatus() -> ClipStatus? {
+    package func clipStatus() -> ClipStatus? {
         guard case .clipBuffer(let length, let byteBudget) = destination, let clips = state.withLock({ $0.clips }) else { return nil }
         let (phase, width, height, saves) = state.withLock { ($0.lifecycle.phase, $0.width, $0.height, $0.saves) }
         return ClipStatus(id: id, buffered: clips.bufferedDuration.seconds, length: length.seconds, bytes: clips.bytesWritten,
@@ -305,12 +304,12 @@ final class RecordingSession: Sendable {
     }
 
     /// Runs `handler` with the summary once the movie is closed (at once if it is).
-    func onFinish(_ handler: @escaping @Sendable (RecordingSummary) -> Void) { completion.onComplete(handler) }
+    package func onFinish(_ handler: @escaping @Sendable (RecordingSummary) -> Void) { completion.onComplete(handler) }
 
     /// Blocks until the movie is closed.
-    func waitUntilFinished() -> RecordingSummary { completion.wait() }
+    package func waitUntilFinished() -> RecordingSummary { completion.wait() }
 
-    func progress() -> RecordingProgress {
+    package func progress() -> RecordingProgress {
         let now = parts.clock.now()
         return state.withLock { state in
             RecordingProgress(
@@ -478,7 +477,7 @@ struct WriterOutput: CaptureOutput {
 }
 
 /// Hands an object that is used by exactly one thread at a time to the thread that will own it.
-struct UncheckedBox<Value>: @unchecked Sendable {
-    let value: Value
-    init(_ value: Value) { self.value = value }
+package struct UncheckedBox<Value>: @unchecked Sendable {
+    package let value: Value
+    package init(_ value: Value) { self.value = value }
 }

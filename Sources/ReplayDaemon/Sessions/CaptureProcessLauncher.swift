@@ -1,0 +1,139 @@
+import Dispatch
+import Foundation
+import ReplayIPC
+import ReplaySession
+import ReplaySystem
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Starts the process that runs one recording: the real one starts `replay-capture`; a
+/// unit test can hand back a process of its own making.
+protocol CaptureProcessLauncher: Sendable {
+    /// A running process and replayd's end of its channel.
+    func launch(id: String) throws -> (CaptureProcessHandle, CaptureChannel)
+    /// Copies the movie at `input` into Matroska at `output` (an export), in a process of its
+    /// own; throws why it could not.
+    func remuxToMatroska(_ input: String, to output: String) throws(DaemonError)
+}
+
+/// A capture process as replayd holds it.
+struct CaptureProcessHandle: Sendable {
+    let pid: Int32
+    private let process: ChildProcess
+
+    init(_ process: ChildProcess) {
+        pid = process.pid
+        self.process = process
+    }
+
+    /// Reaps it once it exits (the one reaper: a second `waitpid` would race it for the
+    /// status), then calls `handler` with the status.
+    func onExit(_ handler: @escaping @Sendable (Int32) -> Void) {
+        let exited = self.exited
+        process.onExit { status in
+            exited.complete(status)
+            handler(status)
+        }
+    }
+
+    private let exited = Completion<Int32>()
+
+    func kill() { process.signal(SIGKILL) }
+
+    /// Waits for `onExit`'s reaping (it is ending: it said so, or closed its channel) and says
+    /// how it ended; one that has not ended within 5 s is killed.
+    func waitForExit() -> String {
+        let done = DispatchSemaphore(value: 0)
+        exited.onComplete { _ in done.signal() }
+        if done.wait(timeout: .now() + 5) == .timedOut {
+            kill()
+            done.wait()
+        }
+        return Self.describe(status: exited.value ?? 128 + SIGKILL)
+    }
+
+    /// "exited with status 1", "was ended by SIGSEGV" for `ChildProcess`'s status.
+    static func describe(status: Int32) -> String {
+        guard status > 128 else { return "exited with status \(status)" }
+        let number = status - 128
+        let name = strsignal(number).map { String(cString: $0) } ?? "signal \(number)"
+        return "was ended by \(Self.signalNames[number] ?? "signal \(number)") (\(name))"
+    }
+
+    private static let signalNames: [Int32: String] = [
+        SIGSEGV: "SIGSEGV", SIGKILL: "SIGKILL", SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGILL: "SIGILL", SIGFPE: "SIGFPE",
+        SIGTERM: "SIGTERM", SIGTRAP: "SIGTRAP",
+    ]
+}
+
+/// `replay-capture`, beside replayd's own executable, started confined: no new privileges,
+/// the seccomp filter extensions get against reading other processes, and (where Landlock
+/// can) no TCP connection at all. It is handed its channel as descriptor 3 and nothing else.
+struct ReplayCaptureLauncher: CaptureProcessLauncher {
+    let executable: String
+    /// The daemon's own log level: the process logs into the same log, at the same level.
+    var logLevel = "info"
+
+    /// `replay-capture` beside this process's executable (a build tree), or in
+    /// `../lib/openreplaykit` from it (installed: /usr/bin/replayd, /usr/lib/openreplaykit).
+    static func besideOwnExecutable() -> ReplayCaptureLauncher? {
+        guard let own = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") else { return nil }
+        let folder = URL(fileURLWithPath: own).deletingLastPathComponent()
+        let candidates = [folder.appendingPathComponent("replay-capture"),
+                          folder.deletingLastPathComponent().appendingPathComponent("lib/openreplaykit/replay-capture")]
+        return candidates.first { access($0.path, X_OK) == 0 }.map { ReplayCaptureLauncher(executable: $0.path) }
+    }
+
+    /// Swift's backtracer catches SIGSEGV to print a crash report by reading the process's
+    /// memory, which the confinement forbids: it would hang there, and its session with it.
+    /// Without it a crash ends the process at once, and replayd reports the signal.
+    static let environment = ["SWIFT_BACKTRACE": "enable=no"]
+
+    func remuxToMatroska(_ input: String, to output: String) throws(DaemonError) {
+        let source = open(input, O_RDONLY | O_CLOEXEC)
+        let target = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        defer {
+            if source >= 0 { close(source) }
+            if target >= 0 { close(target) }
+        }
+        guard source >= 0, target >= 0 else {
+            throw DaemonError(code: .internalError, message: "cannot open the export's files: \(String(cString: strerror(errno)))")
+        }
+        let why: String?
+        do {
+            let errors = try Pipe.make()
+            defer { close(errors.read) }
+            let child: ChildProcess
+            do {
+                defer { close(errors.write) }
+                child = try ChildProcess(
+                    confinedPath: executable, arguments: ["--remux-matroska"], environment: ChildProcess.environment(adding: Self.environment),
+                    landlockScopes: false, tcpConnectPorts: ChildProcess.landlockABI >= 4 ? [] : nil, stderr: .descriptor(errors.write),
+                    inheriting: [(source, 3), (target, 4)])
+            }
+            // A remux reads the file once: minutes only for hours of movie.
+            let said = Pipe.readLine(errors.read, within: 3600)
+            let status = child.wait(timeout: 10) ?? { child.terminate(); return child.wait() }()
+            why = status == 0 ? nil : said ?? "the remux process \(CaptureProcessHandle.describe(status: status))"
+        } catch {
+            why = "cannot start the remux process: \(error)"
+        }
+        if let why { throw DaemonError(code: .internalError, message: why) }
+    }
+
+    func launch(id: String) throws -> (CaptureProcessHandle, CaptureChannel) {
+        let (ours, theirs) = try CaptureChannel.pair()
+        defer { theirs.close() }
+        do {
+            let child = try ChildProcess(
+                confinedPath: executable, arguments: ["--channel-fd=3"], environment: ChildProcess.environment(adding: Self.environment.merging(["REPLAY_CAPTURE_LOG_LEVEL": logLevel]) { $1 }),
+                landlockScopes: false, tcpConnectPorts: ChildProcess.landlockABI >= 4 ? [] : nil, stderr: .descriptor(2),
+                inheriting: [(theirs.descriptor, 3)])
+            return (CaptureProcessHandle(child), ours)
+        } catch {
+            ours.close()
+            throw error
+        }
+    }
+}

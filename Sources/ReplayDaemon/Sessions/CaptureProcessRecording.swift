@@ -1,0 +1,321 @@
+import Foundation
+import Logging
+import ReplayCapture
+import ReplayIPC
+import ReplayMedia
+import ReplaySession
+import ReplaySystem
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A recording or clip buffer run by a capture process of its own (`replay-capture`): replayd
+/// keeps this end, which looks to the rest of replayd like the session itself.
+///
+/// The process gets the movie file and its end of a SOCK_SEQPACKET channel, nothing else of
+/// replayd's; it reports where it is twice a second, the store entries it would write (which
+/// are checked and written here), and its summary. When it dies before its summary (a crash,
+/// the OOM killer), this session alone ends: its movie is kept up to the last whole fragment
+/// and its summary names the signal.
+final class CaptureProcessRecording: RecordingControl {
+    let id: String
+    let destination: RecordingSession.Destination
+    private let plan: CaptureStart
+    private let launcher: any CaptureProcessLauncher
+    private let store: RecordingStore
+    private let protectedWindows: ProtectedWindows
+    private let keepToken: @Sendable (String) -> Void
+    private let logger: Logger
+    private let completion = Completion<RecordingSummary>()
+    /// Answers to `start`, `pause`, `resume` and `saveClip`, in order; closed when the process is gone.
+    private let replies = BoundedQueue<CaptureReport>(capacity: 4)
+    /// One question at a time: each waits for its own answer.
+    private let asking = Mutex(())
+    private let state = Mutex(State())
+
+    private struct State {
+        var channel: CaptureChannel?
+        var process: CaptureProcessHandle?
+        var status: CaptureProcessStatus?
+        var summary: RecordingSummary?
+        /// Clip ids handed to the process, which alone it may list.
+        var clipIDs: Set<String> = []
+        var observer: Int?
+        var stopped = false
+        var endReason: String?
+        /// True until `start` returns: a process that ends meanwhile is `start`'s to report.
+        var starting = true
+        /// Both must have happened before the end is judged: every report read, and the exit status.
+        var channelClosed = false
+        var exitStatus: Int32?
+    }
+
+    init(plan: CaptureStart, launcher: any CaptureProcessLauncher, store: RecordingStore, protectedWindows: ProtectedWindows,
+         keepToken: @escaping @Sendable (String) -> Void, logger: Logger) {
+        id = plan.id
+        destination = plan.destination
+        self.plan = plan
+        self.launcher = launcher
+        self.store = store
+        self.protectedWindows = protectedWindows
+        self.keepToken = keepToken
+        self.logger = logger
+    }
+
+    var phase: SessionPhase {
+        if let summary = completion.value { return summary.error == nil ? .finished : .failed }
+        return state.withLock { $0.status?.phase } ?? .starting
+    }
+
+    var isFinished: Bool { completion.value != nil }
+
+    /// The pid of the capture process, while it runs (for tests and the log).
+    var processID: Int32? { state.withLock { $0.process?.pid } }
+
+    func start() throws(DaemonError) -> RecordingStarted {
+        var movie: Int32?
+        if destination == .store {
+            let path = store.moviePath(id: id)!  // ids are made by the store, always valid
+            let fd = open(path.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                throw failStart(DaemonError(code: .captureFailed, message: "cannot create the movie file: \(String(cString: strerror(errno)))"))
+            }
+            movie = fd
+        }
+        defer { if let movie { close(movie) } }
+        let process: CaptureProcessHandle
+        let channel: CaptureChannel
+        do {
+            (process, channel) = try launcher.launch(id: id)
+        } catch {
+            discardMovie()
+            throw failStart(DaemonError(code: .captureFailed, message: "cannot start the capture process: \(error)"))
+        }
+        // Every change of the protected windows reaches the process at once, not at its next
+        // status: the set goes with the start, and a change made meanwhile right after it.
+        var plan = self.plan
+        let generation = protectedWindows.generation
+        plan.protectedWindows = Array(protectedWindows.windows)
+        let observer = protectedWindows.observe { [weak self] windows in
+            self?.tell(.protectedWindows(Array(windows)))
+        }
+        state.withLock {
+            $0.process = process
+            $0.observer = observer
+        }
+        // Dispatch's read source fires once for what arrived together: every waiting message is read.
+        _ = ReadableWatch(descriptor: channel.descriptor, label: "capture-\(id)", whenCancelled: {}) { [weak self] watch in
+            repeat {
+                guard let self, let (report, descriptors) = channel.receive(CaptureReport.self) else {
+                    watch.cancel()
+                    self?.replies.close()
+                    self?.ended(channelClosed: true)
+                    return
+                }
+                descriptors.forEach { close($0) }  // a capture process hands replayd no descriptor
+                heard(report)
+            } while channel.hasPending
+        }
+        process.onExit { [weak self] status in self?.ended(exitStatus: status) }
+
+        do {
+            try channel.send(CaptureCommand.start(plan), descriptors: movie.map { [$0] } ?? [])
+        } catch {
+            process.kill()
+        }
+        // Only now may other commands go: the process reads `start` first.
+        state.withLock { $0.channel = channel }
+        if protectedWindows.generation != generation { tell(.protectedWindows(Array(protectedWindows.windows))) }
+        let answer = replies.pop()
+        state.withLock { $0.starting = false }
+        switch answer {
+        case .started(let started)?:
+            logger.debug("capture process started", metadata: ["recording": "\(id)", "pid": "\(process.pid)"])
+            // A stop that came while starting is passed on now.
+            let (stopped, why) = state.withLock { ($0.stopped, $0.endReason) }
+            if let why { tell(.end(because: why)) } else if stopped { tell(.stop) }
+            // It may have ended already (a duration shorter than the start).
+            ended()
+            return started
+        case .startFailed(let code, let message)?:
+            _ = process.waitForExit()
+            discardMovie()
+            let error = failStart(DaemonError(code: code, message: message))
+            ended()  // closes the channel once the process is reaped
+            throw error
+        default:
+            let how = process.waitForExit()
+            discardMovie()
+            let error = failStart(DaemonError(code: .captureFailed, message: "the capture process \(how) while starting"))
+            ended()
+            throw error
+        }
+    }
+
+    private func failStart(_ error: DaemonError) -> DaemonError {
+        finish(RecordingSummary(id: id, duration: 0, frames: 0, dropped: 0, error: error.message))
+        return error
+    }
+
+    private func discardMovie() {
+        if destination == .store { store.delete(id: id) }
+    }
+
+    func pause() throws(DaemonError) { try ask(.pause, what: "pause") }
+
+    func resume() throws(DaemonError) { try ask(.resume, what: "resume") }
+
+    func stop() {
+        let running = state.withLock { state -> Bool in
+            state.stopped = true
+            return state.status != nil
+        }
+        if running { tell(.stop) }
+    }
+
+    func end(because why: String) {
+        let running = state.withLock { state -> Bool in
+            state.endReason = state.endReason ?? why
+            return state.status != nil
+        }
+        if running { tell(.end(because: why)) }
+    }
+
+    func saveClip(last duration: MediaTime?, trigger: ClipSaveRecord.Trigger, as clipID: String) throws(DaemonError) -> ClipSaved {
+        guard case .clipBuffer = destination else {
+            throw DaemonError(code: .outOfOrder, message: "clip buffering has not started")
+        }
+        let path = store.moviePath(id: clipID)!  // ids are made by the store, always valid
+        let file = open(path.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard file >= 0 else {
+            throw DaemonError(code: .captureFailed, message: "cannot save the clip: \(String(cString: strerror(errno)))")
+        }
+        defer { close(file) }
+        state.withLock { _ = $0.clipIDs.insert(clipID) }
+        let answer: CaptureReport
+        do {
+            answer = try exchange(.saveClip(seconds: duration?.seconds, trigger: trigger, id: clipID), descriptors: [file], what: "save a clip")
+        } catch {
+            store.delete(id: clipID)
+            throw error
+        }
+        guard case .clipSaved(let saved) = answer else {
+            store.delete(id: clipID)
+            if case .refused(let code, let message) = answer { throw DaemonError(code: code, message: message) }
+            throw DaemonError(code: .captureFailed, message: "the capture process gave no clip")
+        }
+        return saved
+    }
+
+    func clipStatus() -> ClipStatus? { state.withLock { $0.status?.clips } }
+
+    func onFinish(_ handler: @escaping @Sendable (RecordingSummary) -> Void) { completion.onComplete(handler) }
+
+    func waitUntilFinished() -> RecordingSummary { completion.wait() }
+
+    func progress() -> RecordingProgress {
+        state.withLock { $0.status?.progress } ?? RecordingProgress(elapsed: 0, frames: 0, dropped: 0, bytes: 0)
+    }
+
+    // MARK: The channel
+
+    /// Sends a command that has no answer; a gone process is noticed by its exit.
+    private func tell(_ command: CaptureCommand) {
+        guard let channel = state.withLock({ $0.channel }) else { return }
+        try? channel.send(command)
+    }
+
+    private func ask(_ command: CaptureCommand, what: String) throws(DaemonError) {
+        let answer = try exchange(command, descriptors: [], what: what)
+        if case .refused(let code, let message) = answer { throw DaemonError(code: code, message: message) }
+    }
+
+    /// Sends `command` and waits for its answer.
+    private func exchange(_ command: CaptureCommand, descriptors: [Int32], what: String) throws(DaemonError) -> CaptureReport {
+        try asking.withLock { _ throws(DaemonError) -> CaptureReport in
+            guard let channel = state.withLock({ $0.channel }), !isFinished else {
+                throw DaemonError(code: .outOfOrder, message: "cannot \(what): the recording is over")
+            }
+            do {
+                try channel.send(command, descriptors: descriptors)
+            } catch {
+                throw DaemonError(code: .captureFailed, message: "cannot \(what): the capture process is gone")
+            }
+            guard let answer = replies.pop() else {
+                throw DaemonError(code: .captureFailed, message: "cannot \(what): the capture process is gone")
+            }
+            return answer
+        }
+    }
+
+    /// One report from the process. What it may change is checked: it lists only its own
+    /// recording and the clips it was handed, and forgets only its own empty movie.
+    private func heard(_ report: CaptureReport) {
+        switch report {
+        case .started, .startFailed, .done, .clipSaved, .refused:
+            replies.append(report)
+        case .status(let status):
+            let token = state.withLock { state -> String? in
+                let previous = state.status?.restoreToken
+                state.status = status
+                return status.restoreToken != previous ? status.restoreToken : nil
+            }
+            if let token { keepToken(token) }
+        case .entry(var info):
+            let allowed = state.withLock { info.id == id && destination == .store || $0.clipIDs.contains(info.id) }
+            guard allowed else {
+                logger.warning("a capture process listed a recording it does not own: ignored", metadata: ["recording": "\(id)"])
+                return
+            }
+            // The file's size is read here: the process's own figure is not trusted with the store.
+            info.bytes = store.fileSize(id: info.id)
+            store.save(info)
+        case .discard(let discarded):
+            guard discarded == id, destination == .store else { return }
+            store.delete(id: id)
+        case .finished(let summary):
+            state.withLock { $0.summary = summary }
+        }
+    }
+
+    /// Notes the end of the channel or the process; once both (and the start) are over, the
+    /// session ends: with the process's summary as it says; without one, the process was
+    /// killed or crashed, and the movie is kept up to its last whole fragment.
+    private func ended(channelClosed: Bool = false, exitStatus: Int32? = nil) {
+        if channelClosed { logger.debug("capture channel closed", metadata: ["recording": "\(id)"]) }
+        if let exitStatus { logger.debug("capture process exited", metadata: ["recording": "\(id)", "status": "\(exitStatus)"]) }
+        let over = state.withLock { state -> (summary: RecordingSummary?, observer: Int?, channel: CaptureChannel?, status: Int32)? in
+            if channelClosed { state.channelClosed = true }
+            if let exitStatus { state.exitStatus = exitStatus }
+            guard state.channelClosed, let status = state.exitStatus, !state.starting, let channel = state.channel else { return nil }
+            defer {
+                state.channel = nil
+                state.observer = nil
+            }
+            return (state.summary, state.observer, channel, status)
+        }
+        guard let (summary, observer, channel, status) = over else { return }
+        if let observer { protectedWindows.stopObserving(observer) }
+        channel?.close()
+        guard completion.value == nil else { return }
+        if var summary {
+            summary.id = id
+            finish(summary)
+            return
+        }
+        let how = CaptureProcessHandle.describe(status: status)
+        logger.error("the capture process \(how): its recording ends, kept up to its last fragment", metadata: ["recording": "\(id)"])
+        var kept = RecordingSummary(id: id, duration: 0, frames: 0, dropped: progress().dropped, error: "the capture process \(how)")
+        if destination == .store, let info = store.keepInterrupted(id: id, why: kept.error!) {
+            kept.frames = info.frames
+            kept.duration = info.duration
+        }
+        finish(kept)
+    }
+
+    private func finish(_ summary: RecordingSummary) {
+        state.withLock { $0.summary = summary }
+        completion.complete(summary)
+    }
+}

@@ -1,0 +1,129 @@
+public import Foundation
+public import ReplayIPC
+public import ReplayMedia
+public import ReplaySystem
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What replayd tells a capture process (`replay-capture`), one JSON packet each.
+package enum CaptureCommand: Codable, Sendable, Equatable {
+    /// The first packet: what to record. The movie file (for `.store`) rides on it.
+    case start(CaptureStart)
+    case pause
+    case resume
+    case stop
+    /// Ends the recording for this reason (an app over its share of the disk); it is kept.
+    case end(because: String)
+    /// Saves a clip buffer's last `seconds` (nil: all of it) as recording `id`, into the file
+    /// that rides on the packet.
+    case saveClip(seconds: Double?, trigger: ClipSaveRecord.Trigger, id: String)
+    /// The windows apps protect now: painted black from the next picture on.
+    case protectedWindows([UInt32])
+}
+
+/// Everything a capture process needs to know to run one session.
+package struct CaptureStart: Codable, Sendable, Equatable {
+    package var id: String
+    package var options: RecordingOptions
+    package var destination: RecordingSession.Destination
+    /// An app's own pid for a capture of its own windows only; nil for the whole screen.
+    package var onlyProcess: Int32?
+    package var backend: Backend
+    package var protectedWindows: [UInt32]
+
+    package enum Backend: Codable, Sendable, Equatable {
+        /// The X display (nil: `$DISPLAY`).
+        case x11(display: String?)
+        /// The ScreenCast portal, with the person's earlier choice for this kind of source.
+        case portal(restoreToken: String?, dialogTimeout: Double)
+    }
+
+    package init(id: String, options: RecordingOptions, destination: RecordingSession.Destination, onlyProcess: Int32?,
+                 backend: Backend, protectedWindows: [UInt32]) {
+        self.id = id
+        self.options = options
+        self.destination = destination
+        self.onlyProcess = onlyProcess
+        self.backend = backend
+        self.protectedWindows = protectedWindows
+    }
+}
+
+/// What a capture process tells replayd, one JSON packet each.
+package enum CaptureReport: Codable, Sendable, Equatable {
+    /// The answer to `start`: capturing, or why not (then the process exits).
+    case started(RecordingStarted)
+    case startFailed(code: ErrorCode, message: String)
+    /// The answer to `pause`, `resume` and `saveClip`, in the order they were asked.
+    case done
+    case clipSaved(ClipSaved)
+    case refused(code: ErrorCode, message: String)
+    /// Where the session is, twice a second and at each change.
+    case status(CaptureProcessStatus)
+    /// A recording's entry to list or update in the store (the session's own, or a clip's).
+    case entry(RecordingInfo)
+    /// A recording to forget (a movie with no picture is never kept).
+    case discard(id: String)
+    /// The movie is closed; the process exits next.
+    case finished(RecordingSummary)
+}
+
+package struct CaptureProcessStatus: Codable, Sendable, Equatable {
+    package var phase: SessionPhase
+    package var progress: RecordingProgress
+    package var clips: ClipStatus?
+    /// The newest restore token the portal returned (the person's choice, kept by replayd).
+    package var restoreToken: String?
+
+    package init(phase: SessionPhase, progress: RecordingProgress, clips: ClipStatus?, restoreToken: String?) {
+        self.phase = phase
+        self.progress = progress
+        self.clips = clips
+        self.restoreToken = restoreToken
+    }
+}
+
+/// One end of the SOCK_SEQPACKET pair between replayd and a capture process: a packet is one
+/// message, so a message is never read in part; descriptors ride on the packet they belong to.
+package struct CaptureChannel: Sendable {
+    package let descriptor: Int32
+    /// Far larger than any message; a bigger packet is a broken peer.
+    static let maxPacket = 256 << 10
+
+    package init(descriptor: Int32) { self.descriptor = descriptor }
+
+    /// A connected pair, close-on-exec: (replayd's end, the capture process's end).
+    package static func pair() throws(SystemError) -> (CaptureChannel, CaptureChannel) {
+        var ends: [Int32] = [-1, -1]
+        guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
+            throw SystemError(call: "socketpair", errno: errno)
+        }
+        return (CaptureChannel(descriptor: ends[0]), CaptureChannel(descriptor: ends[1]))
+    }
+
+    package func send(_ message: some Encodable, descriptors: [Int32] = []) throws(SystemError) {
+        guard let bytes = try? JSONEncoder().encode(message) else { throw SystemError(call: "encode", errno: EINVAL) }
+        try DescriptorPassing.send(socket: descriptor, bytes: Array(bytes), descriptors: descriptors)
+    }
+
+    /// The next message and the descriptors on it; nil at the end (the peer closed, or sent
+    /// what is no message of this channel: either way the channel is done).
+    package func receive<Message: Decodable>(_ type: Message.Type) -> (Message, [Int32])? {
+        guard let (bytes, descriptors) = try? DescriptorPassing.receive(socket: descriptor, maxBytes: Self.maxPacket, maxDescriptors: 1),
+              !bytes.isEmpty else { return nil }
+        guard let message = try? JSONDecoder().decode(Message.self, from: Data(bytes)) else {
+            descriptors.forEach { Glibc.close($0) }
+            return nil
+        }
+        return (message, descriptors)
+    }
+
+    /// Whether a message (or the end) is waiting: a read now would not block.
+    package var hasPending: Bool {
+        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) > 0
+    }
+
+    package func close() { _ = Glibc.close(descriptor) }
+}

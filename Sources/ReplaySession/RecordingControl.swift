@@ -1,0 +1,29 @@
+public import ReplayIPC
+public import ReplayMedia
+
+/// A recording or clip buffer as replayd drives it: the session itself (`RecordingSession`,
+/// in replayd's own process for tests with fakes), or a capture process running one
+/// (`CaptureProcessRecording`).
+package protocol RecordingControl: AnyObject, Sendable {
+    var id: String { get }
+    var destination: RecordingSession.Destination { get }
+    var phase: SessionPhase { get }
+    var isFinished: Bool { get }
+    /// Opens the screen, the audio and the movie; throws, with nothing kept, when it cannot.
+    func start() throws(DaemonError) -> RecordingStarted
+    func pause() throws(DaemonError)
+    func resume() throws(DaemonError)
+    /// Ends it; what was captured is kept. Any phase, any number of times.
+    func stop()
+    /// Ends it for `why` (its summary says so); what was captured is kept.
+    func end(because why: String)
+    /// A clip buffer's last `duration` (nil: all of it) as recording `clipID` in the store.
+    func saveClip(last duration: MediaTime?, trigger: ClipSaveRecord.Trigger, as clipID: String) throws(DaemonError) -> ClipSaved
+    func clipStatus() -> ClipStatus?
+    /// Runs `handler` once the movie is closed (at once if it is).
+    func onFinish(_ handler: @escaping @Sendable (RecordingSummary) -> Void)
+    func waitUntilFinished() -> RecordingSummary
+    func progress() -> RecordingProgress
+}
+
+extension RecordingSession: RecordingControl {}

@@ -1,0 +1,29 @@
+public import ReplayCapture
+public import ReplayCodec
+public import ReplayMedia
+public import ReplaySystem
+
+/// What a recording is built from: its capture backend, its movie writer and its clock. In a
+/// capture process the real ones; in unit tests fakes.
+package struct RecordingParts: Sendable {
+    package var capture: any CaptureBackend
+    package var movies: any MovieSinkFactory
+    package var clock: any SessionClock
+
+    package init(capture: any CaptureBackend, movies: any MovieSinkFactory = MovieFileFactory(),
+                 clock: any SessionClock = MonotonicSessionClock()) {
+        self.capture = capture
+        self.movies = movies
+        self.clock = clock
+    }
+}
+
+/// The clock samples are stamped with; sessions read "now" from it for starts, pauses and stops.
+public protocol SessionClock: Sendable {
+    func now() -> MediaTime
+}
+
+public struct MonotonicSessionClock: SessionClock {
+    public init() {}
+    public func now() -> MediaTime { MediaTime(nanoseconds: MonotonicClock.nanoseconds()) }
+}

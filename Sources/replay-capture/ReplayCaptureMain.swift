@@ -1,0 +1,146 @@
+import Foundation
+import Logging
+import ReplayCapture
+import ReplayCodec
+import ReplayIPC
+import ReplayMedia
+import ReplaySession
+import ReplaySystem
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+// replay-capture: one recording or clip buffer, in a process of its own that replayd starts
+// and that exits when the session ends (docs/architecture.md, "Capture processes"). It is
+// handed its channel to replayd as descriptor 3 and the movie file on the first message; it
+// reaches neither the store nor replayd's clients. Not for people to run.
+// With --remux-matroska it copies the movie on descriptor 3 into Matroska on descriptor 4 (an
+// export), so a broken file that trips FFmpeg's demuxer ends this process, not replayd.
+
+@main
+enum CaptureProcessMain {
+    static func main() {
+        signal(SIGPIPE, SIG_IGN)
+        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        var logger = Logger(label: "replay-capture")
+        logger.logLevel = ProcessInfo.processInfo.environment["REPLAY_CAPTURE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+
+        if CommandLine.arguments.dropFirst().first == "--remux-matroska" { remuxToMatroska() }
+        let channel = CaptureChannel(descriptor: 3)
+        guard CommandLine.arguments.count == 1 || CommandLine.arguments.dropFirst().first == "--channel-fd=3" else {
+            FileHandle.standardError.write(Data("replay-capture runs one session for replayd, which starts it, or one export's remux (--remux-matroska)\n".utf8))
+            exit(2)
+        }
+        guard let (first, descriptors) = channel.receive(CaptureCommand.self), case .start(let plan) = first else {
+            FileHandle.standardError.write(Data("replay-capture: no start message on descriptor 3 (it is started by replayd)\n".utf8))
+            exit(2)
+        }
+        logger[metadataKey: "recording"] = "\(plan.id)"
+
+        let shelf = ChannelShelf(channel: channel)
+        if plan.destination == .store {
+            guard let movie = descriptors.first else {
+                _ = try? channel.send(CaptureReport.startFailed(code: .captureFailed, message: "replayd handed no movie file"))
+                exit(1)
+            }
+            shelf.hand(movie, for: plan.id)
+        }
+
+        let tokens = RestoreTokenKeeper()
+        let backend: any CaptureBackend
+        switch plan.backend {
+        case .x11(let display):
+            backend = X11CaptureBackend(displayName: display)
+        case .portal(let restoreToken, let dialogTimeout):
+            if let restoreToken { tokens.keep(restoreToken) }
+            backend = PortalCaptureBackend(tokens: ScreenCastTokens(monitor: tokens, window: tokens), responseTimeout: dialogTimeout)
+        }
+        let protectedWindows = ProtectedWindows()
+        protectedWindows.replace(with: plan.protectedWindows)
+        let session = RecordingSession(
+            id: plan.id, options: plan.options, destination: plan.destination,
+            filter: plan.onlyProcess.map(WindowFilter.onlyProcess) ?? .everything,
+            store: shelf, parts: RecordingParts(capture: backend), protectedWindows: protectedWindows, logger: logger)
+
+        @Sendable func status() -> CaptureProcessStatus {
+            CaptureProcessStatus(phase: session.phase, progress: session.progress(), clips: session.clipStatus(), restoreToken: tokens.token)
+        }
+
+        do throws(DaemonError) {
+            let started = try session.start()
+            // Where it is first: replayd reads the status before the answer, so it knows both at once.
+            try? channel.send(CaptureReport.status(status()))
+            try? channel.send(CaptureReport.started(started))
+        } catch {
+            try? channel.send(CaptureReport.startFailed(code: error.code, message: error.message))
+            exit(1)
+        }
+
+        // The movie is closed: replayd hears the summary, and the process ends, handing back every byte.
+        session.onFinish { summary in
+            try? channel.send(CaptureReport.status(status()))
+            try? channel.send(CaptureReport.finished(summary))
+            exit(0)
+        }
+        // Twice a second replayd hears where the session is (its progress events come from this).
+        let statusTimer = RepeatingTimer(interval: 0.5) { try? channel.send(CaptureReport.status(status())) }
+
+        while let (command, attached) = channel.receive(CaptureCommand.self) {
+            switch command {
+            case .start:
+                attached.forEach { close($0) }
+                try? channel.send(CaptureReport.refused(code: .outOfOrder, message: "the session has started already"))
+            case .pause, .resume:
+                do throws(DaemonError) {
+                    if command == .pause { try session.pause() } else { try session.resume() }
+                    try? channel.send(CaptureReport.done)
+                } catch {
+                    try? channel.send(CaptureReport.refused(code: error.code, message: error.message))
+                }
+                try? channel.send(CaptureReport.status(status()))
+            case .stop:
+                session.stop()
+            case .end(let why):
+                session.end(because: why)
+            case .saveClip(let seconds, let trigger, let id):
+                guard let file = attached.first else {
+                    try? channel.send(CaptureReport.refused(code: .captureFailed, message: "replayd handed no file for the clip"))
+                    continue
+                }
+                shelf.hand(file, for: id)
+                do throws(DaemonError) {
+                    let saved = try session.saveClip(last: seconds.map { MediaTime(seconds: $0) }, trigger: trigger, as: id)
+                    // The status that lists the save first: whoever asks next hears of it.
+                    try? channel.send(CaptureReport.status(status()))
+                    try? channel.send(CaptureReport.clipSaved(saved))
+                } catch {
+                    try? channel.send(CaptureReport.refused(code: error.code, message: error.message))
+                }
+                shelf.release(id)
+            case .protectedWindows(let windows):
+                protectedWindows.replace(with: windows)
+            }
+        }
+        // replayd closed the channel (it stopped, or died): the movie is finished and kept all the same.
+        statusTimer.cancel()
+        logger.info("replayd closed the channel: the recording ends, kept")
+        session.stop()
+        _ = session.waitUntilFinished()
+        exit(0)
+    }
+}
+
+extension CaptureProcessMain {
+    /// Remuxes descriptor 3 into descriptor 4 and exits: 0 when done, else 1 with one line
+    /// on standard error saying why.
+    static func remuxToMatroska() -> Never {
+        do throws(CodecError) {
+            try MovieRemuxer.remux("/proc/self/fd/3", to: "/proc/self/fd/4", container: .matroska)
+            exit(0)
+        } catch {
+            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            exit(1)
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import ReplayIPC
+import ReplaySystem
+import ReplayTesting
+import ReplayVirtualDesktop
+import Testing
+
+extension IntegrationTests {
+    /// Each recording runs in a capture process of its own (`replay-capture`), started by replayd.
+    @Suite struct CaptureProcesses {
+        /// The capture processes replayd runs now: pid → the movie file each writes.
+        static func captureProcesses(of daemon: Int32) -> [Int32: String] {
+            var found: [Int32: String] = [:]
+            for task in ProcFS.entries(of: "/proc/\(daemon)/task") {
+                let children = ProcFS.text("/proc/\(daemon)/task/\(task)/children") ?? ""
+                for child in children.split(separator: " ").compactMap({ Int32($0) }) {
+                    guard let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(child)/exe"),
+                          exe.hasSuffix("/replay-capture") else { continue }
+                    found[child] = openFiles(of: child).first { $0.hasSuffix(".mp4") } ?? ""
+                }
+            }
+            return found
+        }
+
+        /// Where each descriptor of `pid` points (`socket:[N]`, a path, `pipe:[N]`…).
+        static func openFiles(of pid: Int32) -> [String] {
+            ProcFS.entries(of: "/proc/\(pid)/fd").compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)") }
+        }
+
+        /// The recording id `replay record` announced on its standard error.
+        static func announcedID(_ command: RunningCommand, timeout: Double = 30) -> String? {
+            let deadline = Date().addingTimeInterval(timeout)
+            while Date() < deadline {
+                if let match = command.errorsSoFar.firstMatch(of: /Recording (rec-[0-9a-f-]+) at/) { return String(match.1) }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            return nil
+        }
+
+        @Test func aCrashedCaptureProcessEndsItsOwnRecordingAloneAndKeepsItsMovie() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon(Broadcast.installExtensions(in: fixture))
+            let daemon = try #require(fixture.daemon)
+            let victim = try fixture.startReplay(["record", "--duration", "12"])
+            let survivor = try fixture.startReplay(["record", "--duration", "12"])
+            let output = fixture.file("broadcast")
+            try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+            let broadcast = try fixture.replay(["broadcast", "start", "--extension", "file", "--setup", "dir=\(output.path)"])
+            #expect(broadcast.status == 0, "\(broadcast)")
+            let victimID = try #require(Self.announcedID(victim), "\(victim.errorsSoFar)")
+            let survivorID = try #require(Self.announcedID(survivor), "\(survivor.errorsSoFar)")
+            Thread.sleep(forTimeInterval: 4)
+
+            let processes = Self.captureProcesses(of: daemon.pid)
+            #expect(processes.count == 2, "capture processes: \(processes)")
+            let target = try #require(processes.first { $0.value.hasSuffix("/\(victimID).mp4") }?.key, "\(processes)")
+            kill(target, SIGSEGV)
+
+            let crashed = victim.finish(timeout: 30)
+            #expect(crashed.stderr.contains("the capture process was ended by SIGSEGV"), "\(crashed)")
+            // The others go on: the second recording to its end, the broadcast live.
+            let finished = survivor.finish(timeout: 30)
+            #expect(finished.status == 0, "\(finished)")
+            #expect(finished.stdout.contains("duration: 12.0"), "\(finished)")
+            let live = try fixture.replay(["broadcast", "status", "--json"])
+            #expect(live.stdout.contains("\"live\""), "\(live)")
+            let stopped = try fixture.replay(["broadcast", "stop"])
+            #expect(stopped.status == 0, "\(stopped)")
+            #expect(daemon.isRunning, "replayd's log:\n\(fixture.daemonLog)")
+
+            // Its movie plays up to the crash (its last whole fragment), and the store says what ended it.
+            let movie = fixture.store.appendingPathComponent("\(victimID).mp4")
+            let probe = try MediaProbe(movie)
+            let kept = probe.video?.duration ?? 0
+            #expect(kept >= 2 && kept <= 6, "kept \(kept) s of a recording crashed about 4 s in")
+            let listed = try fixture.replay(["recordings", "list", "--json"])
+            let entries = (try? JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]]) ?? []
+            let entry = try #require(entries.first { $0["id"] as? String == victimID }, "\(listed)")
+            #expect(entry["state"] as? String == "interrupted", "\(entry)")
+            #expect((entry["error"] as? String)?.contains("SIGSEGV") == true, "\(entry)")
+            #expect(entry["frames"] as? Int == probe.video?.packets, "\(entry) against \(probe.video?.packets ?? 0) in the file")
+            #expect(entries.first { $0["id"] as? String == survivorID }?["state"] as? String == "complete", "\(listed)")
+            // Every capture process is gone with its session.
+            #expect(Self.captureProcesses(of: daemon.pid).isEmpty)
+        }
+
+        @Test func aCaptureProcessHoldsOnlyWhatItWasHandedAndRunsConfined() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let daemon = try #require(fixture.daemon)
+            // A client's connection, which the process must not hold.
+            let bystander = try UnixSocket.connect(path: fixture.socket)
+            defer { close(bystander) }
+            let recording = try fixture.startReplay(["record", "--duration", "20"])
+            let id = try #require(Self.announcedID(recording), "\(recording.errorsSoFar)")
+            Thread.sleep(forTimeInterval: 2)
+            let pid = try #require(Self.captureProcesses(of: daemon.pid).keys.first)
+
+            let held = Self.openFiles(of: pid)
+            let daemonHolds = Set(Self.openFiles(of: daemon.pid))
+            // Of the store, its own movie only; of replayd's sockets (its listener, its clients,
+            // its end of the channel: a socketpair's two ends are two inodes), none.
+            let inStore = held.filter { $0.hasPrefix(fixture.store.path) }
+            #expect(Set(inStore) == [fixture.store.appendingPathComponent("\(id).mp4").path], "\(held)")
+            let sharedSockets = held.filter { $0.hasPrefix("socket:") && daemonHolds.contains($0) }
+            #expect(sharedSockets.isEmpty, "sockets replayd holds too: \(sharedSockets); all: \(held)")
+            #expect(!held.contains { $0.contains(fixture.socket) })
+            // No new privileges, and the seccomp filter.
+            let status = ProcFS.text("/proc/\(pid)/status") ?? ""
+            #expect(status.contains("NoNewPrivs:\t1"), "\(status)")
+            #expect(status.contains("Seccomp:\t2"), "\(status)")
+
+            recording.process.signal(SIGINT)  // Ctrl-C: the recording stops, kept
+            let result = recording.finish(timeout: 30)
+            #expect(result.status == 0, "\(result)")
+        }
+
+        @Test func aBrokenMovieIsAClearExportErrorNotACrash() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let daemon = try #require(fixture.daemon)
+            let recorded = try fixture.replay(["record", "--duration", "2", "--output", fixture.file("first.mp4").path])
+            #expect(recorded.status == 0, "\(recorded)")
+            let movie = try #require(fixture.storedMovies().first)
+            let id = movie.deletingPathExtension().lastPathComponent
+            let good = try fixture.replay(["recordings", "export", id, "--to", fixture.file("good.mkv").path])
+            #expect(good.status == 0, "\(good)")
+            #expect(try MediaProbe(fixture.file("good.mkv")).video != nil)
+
+            // Bytes no demuxer can read, where the movie was.
+            try Data((0..<65_536).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) }).write(to: movie)
+            let broken = try fixture.replay(["recordings", "export", id, "--to", fixture.file("broken.mkv").path])
+            #expect(broken.status != 0 && broken.stderr.contains("cannot export \(id) as Matroska"), "\(broken)")
+            #expect(daemon.isRunning, "replayd's log:\n\(fixture.daemonLog.suffix(2000))")
+            #expect(try fixture.replay(["status"]).status == 0)
+            // Nothing of the remux is left in the store.
+            let left = (try? FileManager.default.contentsOfDirectory(atPath: fixture.store.path)) ?? []
+            #expect(!left.contains { $0.hasPrefix(".export-") }, "\(left)")
+        }
+    }
+}
