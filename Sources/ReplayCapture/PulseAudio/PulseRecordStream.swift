@@ -3,13 +3,9 @@ import ReplaySystem
 
 /// A PulseAudio record stream through the asynchronous API on its own threaded main loop.
 ///
-/// Each read says what had arrived when it returned and the source's own latency (the
-/// server's timing information), which `SourceClock` turns into capture times; and the date
-/// the server's interpolated latency gives, which is right for a monitor of a sink that
-/// plays as it renders (its data is "from the future": heard only after the sink's latency,
-/// which the simple API reports as zero) but wrong for a source that delivers in blocks:
-/// between two timing updates the server's write index is stale, the latency runs negative,
-/// and a 2 s block was dated up to 2 s after it arrived.
+/// The simple API cannot say that a monitor source's data is "from the future" (the sink
+/// plays it only after its own latency) and reports such latency as zero; this API gives
+/// the signed, interpolated latency, which is what dates each buffer correctly.
 final class PulseRecordStream {
     let sampleRate: Int
     let channels: Int
@@ -20,8 +16,6 @@ final class PulseRecordStream {
     private var stream: OpaquePointer?
     /// Bytes of the current peeked fragment already handed out.
     private var fragmentOffset = 0
-    /// Set by the server's overflow notice: data was lost that no count shows.
-    private var overflowed = false
 
     /// `device` nil means the default source; "@DEFAULT_MONITOR@" is what the default sink plays.
     /// With `application`, only that application's playback is recorded (wherever it plays).
@@ -60,10 +54,6 @@ final class PulseRecordStream {
         if let onlyStream { pa_stream_set_monitor_stream(stream, onlyStream) }
         pa_stream_set_state_callback(stream, { _, userdata in pa_threaded_mainloop_signal(OpaquePointer(userdata), 0) }, loop)
         pa_stream_set_read_callback(stream, { _, _, userdata in pa_threaded_mainloop_signal(OpaquePointer(userdata), 0) }, loop)
-        pa_stream_set_overflow_callback(stream, { _, userdata in
-            guard let userdata else { return }
-            Unmanaged<PulseRecordStream>.fromOpaque(userdata).takeUnretainedValue().overflowed = true
-        }, Unmanaged.passUnretained(self).toOpaque())
         // Small fragments keep each buffer's date close to its capture.
         let fragment = UInt32(periodFrames * channels * MemoryLayout<Float>.size)
         var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: UInt32.max, prebuf: UInt32.max,
@@ -89,7 +79,6 @@ final class PulseRecordStream {
         pa_threaded_mainloop_lock(mainloop)
         if let stream {
             pa_stream_set_read_callback(stream, nil, nil)
-            pa_stream_set_overflow_callback(stream, nil, nil)
             pa_stream_set_state_callback(stream, nil, nil)
             pa_stream_disconnect(stream)
             pa_stream_unref(stream)
@@ -97,31 +86,15 @@ final class PulseRecordStream {
         pa_threaded_mainloop_unlock(mainloop)
     }
 
-    /// What one read saw as it returned.
-    struct Arrival {
-        /// When, on the monotonic clock.
-        var time: Int64
-        /// Frames that had arrived beyond those read: the stream's data waiting in the client.
-        var framesWaiting: Int
-        /// The source's own latency, from the server's timing information (0 until the first update).
-        var sourceLatency: Int64
-        /// The server said data was lost since the last read (the stream overflowed).
-        var overflowed: Bool
-        /// How long this read waited for data to arrive, in nanoseconds.
-        var waited: Int64
-        /// When the server's interpolated latency says the first sample was captured (for a
-        /// monitor: when the sink plays it); nil before its first timing update.
-        var serverStamp: Int64?
-    }
-
-    /// Fills `samples` (interleaved) completely, and says what had arrived by then.
-    func read(into samples: inout [Float]) throws(CaptureError) -> Arrival {
+    /// Fills `samples` (interleaved) completely; returns when the first of them was captured
+    /// on the monotonic clock (for a monitor source: when the sink plays it, which can be
+    /// a little in the future). Nil while the server has not sent timing yet.
+    func read(into samples: inout [Float]) throws(CaptureError) -> Int64? {
         pa_threaded_mainloop_lock(mainloop)
         defer { pa_threaded_mainloop_unlock(mainloop) }
         let wanted = samples.count * MemoryLayout<Float>.size
         var filled = 0
-        var waited: Int64 = 0
-        var serverStamp: Int64?
+        var captured: Int64?
         while filled < wanted {
             guard let stream, PA_STREAM_IS_GOOD(pa_stream_get_state(stream)) != 0,
                   PA_CONTEXT_IS_GOOD(pa_context_get_state(context)) != 0 else {
@@ -133,9 +106,7 @@ final class PulseRecordStream {
                 throw CaptureError(.audioFailed, "audio capture failed (\(server.errorText))")
             }
             if length == 0 {
-                let before = MonotonicClock.nanoseconds()
                 pa_threaded_mainloop_wait(mainloop)
-                waited += MonotonicClock.nanoseconds() - before
                 continue
             }
             if filled == 0 {
@@ -145,7 +116,7 @@ final class PulseRecordStream {
                 if pa_stream_get_latency(stream, &microseconds, &negative) >= 0 {
                     let offset = Int64(fragmentOffset / (channels * MemoryLayout<Float>.size)) * 1_000_000_000 / Int64(sampleRate)
                     let latency = Int64(microseconds) * 1000
-                    serverStamp = MonotonicClock.nanoseconds() - (negative != 0 ? -latency : latency) + offset
+                    captured = MonotonicClock.nanoseconds() - (negative != 0 ? -latency : latency) + offset
                 }
             }
             let count = min(length - fragmentOffset, wanted - filled)
@@ -166,12 +137,6 @@ final class PulseRecordStream {
                 fragmentOffset = 0
             }
         }
-        let frameBytes = channels * MemoryLayout<Float>.size
-        // What the client holds counts the fragment being read whole (it is dropped only when done).
-        let waiting = max(0, pa_stream_readable_size(stream) - fragmentOffset)
-        let sourceLatency = pa_stream_get_timing_info(stream).map { Int64(clamping: $0.pointee.source_usec) * 1000 } ?? 0
-        defer { overflowed = false }
-        return Arrival(time: MonotonicClock.nanoseconds(), framesWaiting: waiting / frameBytes, sourceLatency: sourceLatency,
-                       overflowed: overflowed, waited: waited, serverStamp: serverStamp)
+        return captured
     }
 }

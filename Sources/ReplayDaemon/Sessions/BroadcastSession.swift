@@ -588,7 +588,7 @@ final class BroadcastSession: Sendable {
         observers.withLock { $0 = [] }
         logger.info("broadcast ended", metadata: [
             "broadcast": "\(id)", "framesSent": "\(final.framesSent)", "dropped": "\(final.framesDropped)",
-            "error": "\(final.lastError ?? "none")", "peakExtensionMemory": "\(BroadcastLimits.mebibytes(final.extensionPeakMemory))",
+            "error": "\(final.lastError ?? "none")", "peakExtensionMiB": "\(BroadcastLimits.mebibytes(final.extensionPeakMemory))",
         ])
         completion.complete(final)
     }
