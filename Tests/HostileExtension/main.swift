@@ -402,6 +402,9 @@ final class HostileHandler: BroadcastSampleHandler {
 
     /// What replayd told it was dropped, for the slow extension's test to hold against the status.
     override func broadcastDroppedFrames(_ count: Int, total: Int) {
+        // Only the slow one says: service info is replaced whole, and an attack's findings
+        // must stay in it when a loaded machine drops a picture meanwhile.
+        guard behaviour == "slow" else { return }
         updateServiceInfo(["droppedTold": String(total)])
     }
 

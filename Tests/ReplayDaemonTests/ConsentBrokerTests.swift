@@ -49,8 +49,10 @@ final class ScriptedAgent: Sendable {
         me = try b.peer()
     }
 
-    func broker(_ policy: ConsentPolicy = .askEveryone, idle: Duration = .seconds(480)) -> ConsentBroker {
-        ConsentBroker(settings: .init(policy: policy, timeout: .seconds(10), idleLimit: idle)) { id, token in
+    func broker(_ policy: ConsentPolicy = .askEveryone, idle: Duration = .seconds(480), clock: ManualClock? = nil) -> ConsentBroker {
+        var settings = ConsentBroker.Settings(policy: policy, timeout: .seconds(10), idleLimit: idle)
+        if let clock { settings.clock = clock }
+        return ConsentBroker(settings: settings) { id, token in
             "http://127.0.0.1:1/consent/\(id)?token=\(token)"
         }
     }
@@ -88,15 +90,18 @@ final class ScriptedAgent: Sendable {
     }
 
     @Test func consentLapsesAfterTheIdleLimitWithoutCaptureOrFocus() throws {
-        let broker = broker(idle: .seconds(1))
+        // Idleness on a manual clock: how busy the machine is cannot move it.
+        let clock = ManualClock()
+        clock.set(100)
+        let broker = broker(idle: .seconds(1), clock: clock)
         let agent = try ScriptedAgent(broker: broker, allow: true)
         #expect(broker.authorize(me, capabilities: .screen) {} == .allowed)
-        Thread.sleep(forTimeInterval: 0.6)
+        clock.set(100.6)
         broker.markActive(pid: me.pid)
-        Thread.sleep(forTimeInterval: 0.6)
+        clock.set(101.2)
         #expect(broker.authorize(me, capabilities: .screen) {} == .allowed)
         #expect(agent.asked == 1, "activity keeps consent alive")
-        Thread.sleep(forTimeInterval: 1.5)
+        clock.set(102.7)
         #expect(broker.authorize(me, capabilities: .screen) {} == .allowed)
         #expect(agent.asked == 2, "idle past the limit: asked again")
     }

@@ -3,7 +3,8 @@ import ReplayIPC
 import ReplaySystem
 import Synchronization
 import ReplayLoopbackServer
-import ReplaySession
+import ReplayMedia
+public import ReplaySession
 
 /// Decides whether an app may capture, asking the person out of the app's process.
 ///
@@ -19,6 +20,8 @@ public final class ConsentBroker: Sendable {
         public var timeout: Duration
         /// Consent lapses after this long without focus or capture.
         public var idleLimit: Duration
+        /// What idleness is measured on (a test's manual clock).
+        public var clock: any SessionClock = MonotonicSessionClock()
 
         public init(policy: ConsentPolicy = .askEveryone, timeout: Duration = .seconds(120), idleLimit: Duration = .seconds(480)) {
             self.policy = policy
@@ -93,7 +96,7 @@ public final class ConsentBroker: Sendable {
     func authorize(_ peer: PeerIdentity, capabilities: Capabilities, waiting: () -> Void) -> Decision {
         guard let startTime = peer.startTime else { return .declined("the app's process could not be identified") }
         let key = ProcessKey(pid: peer.pid, startTime: startTime)
-        let now = MonotonicClock.nanoseconds()
+        let now = settings.clock.now().nanoseconds
         let granted = state.withLock { state -> Bool in
             state.grants = state.grants.filter { PeerIdentity.startTime(of: $0.key.pid) == $0.key.startTime }
             guard var grant = state.grants[key], grant.capabilities.isSuperset(of: capabilities),
@@ -192,7 +195,7 @@ public final class ConsentBroker: Sendable {
 
     /// The app is in use (capturing or focused): its consent does not lapse.
     func markActive(pid: Int32) {
-        let now = MonotonicClock.nanoseconds()
+        let now = settings.clock.now().nanoseconds
         state.withLock { state in
             for key in state.grants.keys where key.pid == pid { state.grants[key]?.lastActive = now }
         }
@@ -222,7 +225,7 @@ public final class ConsentBroker: Sendable {
     }
 
     private func grant(_ key: ProcessKey, _ capabilities: Capabilities) {
-        let now = MonotonicClock.nanoseconds()
+        let now = settings.clock.now().nanoseconds
         state.withLock { state in
             var grant = state.grants[key] ?? Grant(capabilities: [], lastActive: now)
             grant.capabilities.formUnion(capabilities)
