@@ -133,6 +133,19 @@ public final class ChildProcess: Sendable {
     /// The exit status once the child has exited: its code, or 128 + the signal that ended it.
     public var terminationStatus: Int32? { poll() }
 
+    /// The signal a `terminationStatus` says ended the child ("SIGSEGV", or "signal 42" for
+    /// one without a name here); nil for a child that exited by itself.
+    public static func signalName(ofStatus status: Int32) -> String? {
+        guard status > 128 else { return nil }
+        let number = status - 128
+        return signalNames[number] ?? "signal \(number)"
+    }
+
+    private static let signalNames: [Int32: String] = [
+        SIGSEGV: "SIGSEGV", SIGBUS: "SIGBUS", SIGABRT: "SIGABRT", SIGKILL: "SIGKILL", SIGILL: "SIGILL", SIGTRAP: "SIGTRAP",
+        SIGFPE: "SIGFPE", SIGTERM: "SIGTERM",
+    ]
+
     /// Blocks until the child exits; returns its status as `terminationStatus` does.
     @discardableResult
     public func wait() -> Int32 {

@@ -341,12 +341,7 @@ final class ExtensionProcess: ExtensionLink {
         if let cgroup, cgroup.killedAtMemoryLimit {
             return "used more than \(BroadcastLimits.mebibytes(Self.memoryLimit)) of memory and was killed by the kernel (its cgroup's memory.max)"
         }
-        if status > 128 {
-            let signal = status - 128
-            let name = [Int32(SIGSEGV): "SIGSEGV", SIGBUS: "SIGBUS", SIGABRT: "SIGABRT", SIGKILL: "SIGKILL", SIGILL: "SIGILL",
-                        SIGTRAP: "SIGTRAP"][signal] ?? "signal \(signal)"
-            return "crashed (\(name))"
-        }
+        if let signal = ChildProcess.signalName(ofStatus: status) { return "crashed (\(signal))" }
         return status == 0 ? "exited" : "exited with status \(status)"
     }
 }

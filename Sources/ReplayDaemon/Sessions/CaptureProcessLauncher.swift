@@ -53,18 +53,12 @@ struct CaptureProcessHandle: Sendable {
         return Self.describe(status: exited.value ?? 128 + SIGKILL)
     }
 
-    /// "exited with status 1", "was ended by SIGSEGV" for `ChildProcess`'s status.
+    /// "exited with status 1", "was ended by SIGSEGV (Segmentation fault)" for `ChildProcess`'s status.
     static func describe(status: Int32) -> String {
-        guard status > 128 else { return "exited with status \(status)" }
-        let number = status - 128
-        let name = strsignal(number).map { String(cString: $0) } ?? "signal \(number)"
-        return "was ended by \(Self.signalNames[number] ?? "signal \(number)") (\(name))"
+        guard let signal = ChildProcess.signalName(ofStatus: status) else { return "exited with status \(status)" }
+        let said = strsignal(status - 128).map { String(cString: $0) } ?? signal
+        return "was ended by \(signal) (\(said))"
     }
-
-    private static let signalNames: [Int32: String] = [
-        SIGSEGV: "SIGSEGV", SIGKILL: "SIGKILL", SIGABRT: "SIGABRT", SIGBUS: "SIGBUS", SIGILL: "SIGILL", SIGFPE: "SIGFPE",
-        SIGTERM: "SIGTERM", SIGTRAP: "SIGTRAP",
-    ]
 }
 
 /// `replay-capture`, beside replayd's own executable, started confined: no new privileges,
@@ -85,10 +79,16 @@ struct ReplayCaptureLauncher: CaptureProcessLauncher {
         return candidates.first { access($0.path, X_OK) == 0 }.map { ReplayCaptureLauncher(executable: $0.path) }
     }
 
-    /// Swift's backtracer catches SIGSEGV to print a crash report by reading the process's
-    /// memory, which the confinement forbids: it would hang there, and its session with it.
-    /// Without it a crash ends the process at once, and replayd reports the signal.
-    static let environment = ["SWIFT_BACKTRACE": "enable=no"]
+    /// `replay-capture ARGUMENTS`, confined, with `inheriting` as its only descriptors past
+    /// standard error. Swift's backtracer is off in it: it catches SIGSEGV to print a crash
+    /// report by reading the process's memory, which the confinement forbids, so it would hang
+    /// there, and its session with it; without it a crash ends the process at once.
+    private func spawn(_ arguments: [String], stderr: Int32, inheriting: [(Int32, Int32)]) throws(SystemError) -> ChildProcess {
+        let environment = ChildProcess.environment(adding: ["SWIFT_BACKTRACE": "enable=no", "REPLAY_CAPTURE_LOG_LEVEL": logLevel])
+        return try ChildProcess(confinedPath: executable, arguments: arguments, environment: environment, landlockScopes: false,
+                                tcpConnectPorts: ChildProcess.landlockABI >= 4 ? [] : nil, stderr: .descriptor(stderr),
+                                inheriting: inheriting)
+    }
 
     func remuxToMatroska(_ input: String, to output: String) throws(DaemonError) {
         let source = open(input, O_RDONLY | O_CLOEXEC)
@@ -107,10 +107,7 @@ struct ReplayCaptureLauncher: CaptureProcessLauncher {
             let child: ChildProcess
             do {
                 defer { close(errors.write) }
-                child = try ChildProcess(
-                    confinedPath: executable, arguments: ["--remux-matroska"], environment: ChildProcess.environment(adding: Self.environment),
-                    landlockScopes: false, tcpConnectPorts: ChildProcess.landlockABI >= 4 ? [] : nil, stderr: .descriptor(errors.write),
-                    inheriting: [(source, 3), (target, 4)])
+                child = try spawn(["--remux-matroska"], stderr: errors.write, inheriting: [(source, 3), (target, 4)])
             }
             // A remux reads the file once: minutes only for hours of movie.
             let said = Pipe.readLine(errors.read, within: 3600)
@@ -126,10 +123,7 @@ struct ReplayCaptureLauncher: CaptureProcessLauncher {
         let (ours, theirs) = try CaptureChannel.pair()
         defer { theirs.close() }
         do {
-            let child = try ChildProcess(
-                confinedPath: executable, arguments: ["--channel-fd=3"], environment: ChildProcess.environment(adding: Self.environment.merging(["REPLAY_CAPTURE_LOG_LEVEL": logLevel]) { $1 }),
-                landlockScopes: false, tcpConnectPorts: ChildProcess.landlockABI >= 4 ? [] : nil, stderr: .descriptor(2),
-                inheriting: [(theirs.descriptor, 3)])
+            let child = try spawn(["--channel-fd=3"], stderr: 2, inheriting: [(theirs.descriptor, 3)])
             return (CaptureProcessHandle(child), ours)
         } catch {
             ours.close()
