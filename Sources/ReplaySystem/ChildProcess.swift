@@ -177,7 +177,7 @@ public final class ChildProcess: Sendable {
     }
 
     /// Calls `handler` with the status once the child has exited and been reaped. Waits on a
-    /// pidfd from a dispatch source: no thread is held while the child runs.
+    /// pidfd (`ReadableWatch`): no thread is held while the child runs.
     public func onExit(_ handler: @escaping @Sendable (Int32) -> Void) {
         let pidfd = CShims_pidfd_open(pid)
         guard pidfd >= 0 else {

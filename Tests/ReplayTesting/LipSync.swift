@@ -18,19 +18,34 @@ public struct LipSync: Sendable {
     /// The largest offset, in milliseconds, that is within `frames` frames at `fps`, as this
     /// measurement can see it.
     public static func limit(frames: Double, fps: Double = 30) -> Double { frames * 1000 / fps + beepResolution }
-    /// How far the offset moved from the first pair to the last.
-    public var drift: Double { (offsets.last ?? 0) - (offsets.first ?? 0) }
+    /// The flash time of each offset, in seconds.
+    public let offsetTimes: [Double]
+
+    /// How far the offset moved over the recording, in milliseconds: the least-squares trend
+    /// of every pair across the span from the first to the last. Not the last offset less the
+    /// first, which a single picture caught a frame late at either end moves by up to 33 ms
+    /// when the sound has not moved at all.
+    public var drift: Double {
+        guard offsets.count >= 2, let first = offsetTimes.first, let last = offsetTimes.last, last > first else { return 0 }
+        let count = Double(offsets.count)
+        let meanTime = offsetTimes.reduce(0, +) / count, meanOffset = offsets.reduce(0, +) / count
+        let covariance = zip(offsetTimes, offsets).reduce(0) { $0 + ($1.0 - meanTime) * ($1.1 - meanOffset) }
+        let variance = offsetTimes.reduce(0) { $0 + ($1 - meanTime) * ($1 - meanTime) }
+        return covariance / variance * (last - first)
+    }
 
     public init(_ file: URL) throws {
         flashes = try Self.flashTimes(file)
         beeps = try Self.beepTimes(file)
-        var offsets: [Double] = []
+        var offsets: [Double] = [], offsetTimes: [Double] = []
         for flash in flashes {
             if let beep = beeps.min(by: { abs($0 - flash) < abs($1 - flash) }), abs(beep - flash) < 0.4 {
                 offsets.append((beep - flash) * 1000)
+                offsetTimes.append(flash)
             }
         }
         self.offsets = offsets
+        self.offsetTimes = offsetTimes
     }
 
     private static func flashTimes(_ file: URL) throws -> [Double] {

@@ -4,6 +4,7 @@
 #include <stddef.h>
 #include <spawn.h>
 #include <sys/socket.h>
+#include <sys/epoll.h>
 
 /* The CMSG_* macros as functions, for SCM_RIGHTS descriptor passing. */
 struct cmsghdr *CShims_CMSG_FIRSTHDR(const struct msghdr *message);

@@ -17,7 +17,7 @@ import ReplaySession
 /// to the heartbeat), memory over 50 MB or a malformed message ends this broadcast with a
 /// clear error, and nothing else.
 ///
-/// Every wait is on an event: the extension's socket and its pidfd (dispatch sources), a
+/// Every wait is on an event: the extension's socket and its pidfd (`ReadableWatch`), a
 /// timer for the heartbeat and memory, a semaphore for "ready". When it is over, the
 /// extension is reaped, its connection closed and the surfaces unmapped before `onFinish`.
 final class BroadcastSession: Sendable {

@@ -104,13 +104,16 @@ final class CaptureProcessRecording: RecordingControl {
             $0.process = process
             $0.observer = observer
         }
-        // Dispatch's read source fires once for what arrived together: every waiting message is read.
-        _ = ReadableWatch(descriptor: channel.descriptor, label: "capture-\(id)", whenCancelled: {}) { [weak self] watch in
+        // Every waiting message is read at each wake-up. At the end the channel is closed only
+        // once the watch has let go of it (`ended` closes it), never under the watch.
+        _ = ReadableWatch(descriptor: channel.descriptor, label: "capture-\(id)", whenCancelled: { [weak self] in
+            guard let self else { return channel.close() }
+            replies.close()
+            ended(channelClosed: true)
+        }) { [weak self] watch in
             repeat {
                 guard let self, let (report, descriptors) = channel.receive(CaptureReport.self) else {
                     watch.cancel()
-                    self?.replies.close()
-                    self?.ended(channelClosed: true)
                     return
                 }
                 descriptors.forEach { close($0) }  // a capture process hands replayd no descriptor
