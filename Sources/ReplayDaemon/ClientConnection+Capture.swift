@@ -16,9 +16,7 @@ extension ClientConnection {
         try requireConsent(.screen)
         let indicated = "capture-\(peer.pid)-\(number)"
         try daemon.admitCapture(indicated, by: quotaOwner)
-        let session = AppCaptureSession(
-            pid: peer.pid, options: options, parts: daemon.parts,
-            protectedWindows: daemon.protectedWindows, client: ChannelCaptureClient(channel: channel), logger: daemon.logger)
+        let session = daemon.makeAppCapture(id: indicated, pid: peer.pid, options: options, client: ChannelCaptureClient(channel: channel))
         let size: (width: Int, height: Int)
         do {
             size = try session.start()

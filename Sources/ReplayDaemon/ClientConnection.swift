@@ -39,7 +39,7 @@ final class ClientConnection: @unchecked Sendable {
     var recording: (any RecordingControl)?
     /// An app's clip buffer, which ends with its connection (the person's lives in the daemon).
     var clipBuffer: (any RecordingControl)?
-    var capture: AppCaptureSession?
+    var capture: (any AppCaptureControl)?
     var agentID: Int?
     var watcherID: Int?
     private var isOver = false

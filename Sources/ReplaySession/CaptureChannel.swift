@@ -20,6 +20,31 @@ package enum CaptureCommand: Codable, Sendable, Equatable {
     case saveClip(seconds: Double?, trigger: ClipSaveRecord.Trigger, id: String)
     /// The windows apps protect now: painted black from the next picture on.
     case protectedWindows([UInt32])
+    /// The first packet of an in-app capture (instead of `start`): an app's own windows,
+    /// streamed back to replayd through shared memory.
+    case startAppCapture(AppCaptureStart)
+    /// replayd has sent the picture in `slot` on to the app: the slot may be written again.
+    case releaseFrame(slot: Int)
+}
+
+/// What a capture process needs to know to stream an app's own windows (everything else
+/// black), as `replay-capture` does for in-app capture.
+package struct AppCaptureStart: Codable, Sendable, Equatable {
+    package var id: String
+    package var pid: Int32
+    package var fps: Int
+    package var showCursor: Bool
+    package var backend: CaptureStart.Backend
+    package var protectedWindows: [UInt32]
+
+    package init(id: String, pid: Int32, fps: Int, showCursor: Bool, backend: CaptureStart.Backend, protectedWindows: [UInt32]) {
+        self.id = id
+        self.pid = pid
+        self.fps = fps
+        self.showCursor = showCursor
+        self.backend = backend
+        self.protectedWindows = protectedWindows
+    }
 }
 
 /// Everything a capture process needs to know to run one session.
@@ -67,6 +92,13 @@ package enum CaptureReport: Codable, Sendable, Equatable {
     case discard(id: String)
     /// The movie is closed; the process exits next.
     case finished(RecordingSummary)
+    /// The answer to `startAppCapture`: the pictures' size, and the shared memory they come
+    /// in (its descriptor rides on the packet): `slots` slots of `slotSize` bytes each.
+    case appCaptureStarted(width: Int, height: Int, slots: Int, slotSize: Int)
+    /// A picture, `bytes` long at the start of `slot`, until replayd says `releaseFrame`.
+    case frame(slot: Int, bytes: Int, time: Double, width: Int, height: Int)
+    /// The in-app capture is over (why, when it failed), with its counts; the process exits next.
+    case appCaptureEnded(error: String?, captured: Int, dropped: Int)
 }
 
 package struct CaptureProcessStatus: Codable, Sendable, Equatable {

@@ -151,10 +151,10 @@ public final class ChildProcess: Sendable {
     public func wait() -> Int32 {
         while true {
             if let status = poll() { return status }
-            var raw: Int32 = 0
-            let result = waitpid(pid, &raw, 0)
-            if result == pid { return record(raw) }
-            if result == -1 && errno != EINTR { return exitStatus.withLock { $0 } ?? -1 }
+            // Waits for the exit without reaping it (WNOWAIT): `poll` reaps, under its lock.
+            var info = siginfo_t()
+            let result = waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT)
+            if result == -1 && errno != EINTR { return poll() ?? -1 }  // reaped by another (its status is kept), or not ours
         }
     }
 
@@ -207,18 +207,18 @@ public final class ChildProcess: Sendable {
         }
     }
 
+    /// Reaps the child if it has exited. The reaping and the recording of its status happen
+    /// under one lock: a second reaper (a `signal` while `onExit`'s waits) finds the status
+    /// recorded, never a child already gone and no status (it reported -1 so under load).
     private func poll() -> Int32? {
-        if let status = exitStatus.withLock({ $0 }) { return status }
-        var raw: Int32 = 0
-        let result = waitpid(pid, &raw, WNOHANG)
-        return result == pid ? record(raw) : nil
-    }
-
-    private func record(_ raw: Int32) -> Int32 {
-        // WIFEXITED / WEXITSTATUS / WTERMSIG are macros; decode the status word by hand.
-        let signalled = raw & 0x7f
-        let status = signalled == 0 ? (raw >> 8) & 0xff : 128 + signalled
-        exitStatus.withLock { $0 = status }
-        return status
+        exitStatus.withLock { status in
+            if let status { return status }
+            var raw: Int32 = 0
+            guard waitpid(pid, &raw, WNOHANG) == pid else { return nil }
+            // WIFEXITED / WEXITSTATUS / WTERMSIG are macros; decode the status word by hand.
+            let signalled = raw & 0x7f
+            status = signalled == 0 ? (raw >> 8) & 0xff : 128 + signalled
+            return status
+        }
     }
 }

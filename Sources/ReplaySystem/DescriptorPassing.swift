@@ -53,14 +53,25 @@ public enum DescriptorPassing {
         defer { control.deallocate() }
         var descriptors: [Int32] = []
         var flags: Int32 = 0
-        let received = try syscall("recvmsg") {
-            bytes.withUnsafeMutableBytes { data in
-                withMessage(data: data, control: control) { message in
-                    let result = recvmsg(socket, message, Int32(MSG_CMSG_CLOEXEC))
-                    if result >= 0 { (descriptors, flags) = (attached(to: message), message.pointee.msg_flags) }
-                    return result
+        func receiveOnce() throws(SystemError) -> Int {
+            try syscall("recvmsg") {
+                bytes.withUnsafeMutableBytes { data in
+                    withMessage(data: data, control: control) { message in
+                        let result = recvmsg(socket, message, Int32(MSG_CMSG_CLOEXEC))
+                        if result >= 0 { (descriptors, flags) = (attached(to: message), message.pointee.msg_flags) }
+                        return result
+                    }
                 }
             }
+        }
+        let received: Int
+        do {
+            received = try receiveOnce()
+        } catch where error.errno == ECONNRESET {
+            // A peer that closed with messages of ours unread resets the connection, and Linux
+            // says so once, before the messages it sent us first: they are still queued (then
+            // the end). Read on, or its last words (a summary, why it ended) would be lost.
+            received = try receiveOnce()
         }
         let cutShort = flags & Int32(MSG_CTRUNC | MSG_TRUNC) != 0
         guard !cutShort, descriptors.count <= maxDescriptors else {

@@ -22,18 +22,21 @@ public final class ReadableWatch: Sendable {
     private let descriptor: Int32
     private let number: UInt64
     private let queue: DispatchQueue
-    private let whenReadable: @Sendable (ReadableWatch) -> Void
-    private let whenCancelled: @Sendable () -> Void
+    /// Let go of once cancelled, as a dispatch source lets go of its handlers: whoever holds
+    /// the watch is often what its handlers hold, and that cycle must end with the watch.
+    private let handlers: Mutex<Handlers?>
     /// Set by `cancel()`: no more calls of `whenReadable`, and no re-arming.
     private let cancelling = Atomic(false)
-    /// Only read and written on `queue`: the descriptor has left the watcher.
-    private let done = Mutex(false)
+
+    private struct Handlers {
+        let readable: @Sendable (ReadableWatch) -> Void
+        let cancelled: @Sendable () -> Void
+    }
 
     public init(descriptor: Int32, label: String, whenCancelled: @escaping @Sendable () -> Void,
                 whenReadable: @escaping @Sendable (ReadableWatch) -> Void) {
         self.descriptor = descriptor
-        self.whenCancelled = whenCancelled
-        self.whenReadable = whenReadable
+        handlers = Mutex(Handlers(readable: whenReadable, cancelled: whenCancelled))
         queue = DispatchQueue(label: label)
         number = DescriptorWatcher.shared.nextNumber()
         if !DescriptorWatcher.shared.add(self, descriptor: descriptor, number: number) {
@@ -47,10 +50,9 @@ public final class ReadableWatch: Sendable {
     public func cancel() {
         guard !cancelling.exchange(true, ordering: .acquiringAndReleasing) else { return }
         queue.async { [self] in
-            let first = done.withLock { done in defer { done = true }; return !done }
-            guard first else { return }
+            guard let handlers = handlers.withLock({ handlers in defer { handlers = nil }; return handlers }) else { return }
             DescriptorWatcher.shared.remove(descriptor: descriptor, number: number)
-            whenCancelled()
+            handlers.cancelled()
         }
     }
 
@@ -58,8 +60,8 @@ public final class ReadableWatch: Sendable {
     /// is armed again for the next event, unless it was cancelled meanwhile.
     fileprivate func fired() {
         queue.async { [self] in
-            guard !cancelling.load(ordering: .acquiring) else { return }
-            whenReadable(self)
+            guard !cancelling.load(ordering: .acquiring), let readable = handlers.withLock({ $0?.readable }) else { return }
+            readable(self)
             guard !cancelling.load(ordering: .acquiring) else { return }
             DescriptorWatcher.shared.rearm(descriptor: descriptor, number: number)
         }

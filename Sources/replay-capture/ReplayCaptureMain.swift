@@ -32,7 +32,12 @@ enum CaptureProcessMain {
             FileHandle.standardError.write(Data("replay-capture runs one session for replayd, which starts it, or one export's remux (--remux-matroska)\n".utf8))
             exit(2)
         }
-        guard let (first, descriptors) = channel.receive(CaptureCommand.self), case .start(let plan) = first else {
+        let first = channel.receive(CaptureCommand.self)
+        if case (.startAppCapture(let plan), let descriptors)? = first {
+            descriptors.forEach { close($0) }
+            AppCaptureRun.run(plan, channel: channel, logger: logger)
+        }
+        guard let (command, descriptors) = first, case .start(let plan) = command else {
             FileHandle.standardError.write(Data("replay-capture: no start message on descriptor 3 (it is started by replayd)\n".utf8))
             exit(2)
         }
@@ -48,14 +53,7 @@ enum CaptureProcessMain {
         }
 
         let tokens = RestoreTokenKeeper()
-        let backend: any CaptureBackend
-        switch plan.backend {
-        case .x11(let display):
-            backend = X11CaptureBackend(displayName: display)
-        case .portal(let restoreToken, let dialogTimeout):
-            if let restoreToken { tokens.keep(restoreToken) }
-            backend = PortalCaptureBackend(tokens: ScreenCastTokens(monitor: tokens, window: tokens), responseTimeout: dialogTimeout)
-        }
+        let backend = makeBackend(plan.backend, tokens: tokens)
         let protectedWindows = ProtectedWindows()
         protectedWindows.replace(with: plan.protectedWindows)
         let session = RecordingSession(
@@ -88,9 +86,11 @@ enum CaptureProcessMain {
 
         while let (command, attached) = channel.receive(CaptureCommand.self) {
             switch command {
-            case .start:
+            case .start, .startAppCapture:
                 attached.forEach { close($0) }
                 try? channel.send(CaptureReport.refused(code: .outOfOrder, message: "the session has started already"))
+            case .releaseFrame:
+                break  // a recording lends replayd no picture
             case .pause, .resume:
                 do throws(DaemonError) {
                     if command == .pause { try session.pause() } else { try session.resume() }
@@ -132,6 +132,18 @@ enum CaptureProcessMain {
 }
 
 extension CaptureProcessMain {
+    /// The display replayd named, or the portal with the person's earlier choice (a new
+    /// choice's token lands in `tokens`, for the status to carry back).
+    static func makeBackend(_ backend: CaptureStart.Backend, tokens: RestoreTokenKeeper) -> any CaptureBackend {
+        switch backend {
+        case .x11(let display):
+            return X11CaptureBackend(displayName: display)
+        case .portal(let restoreToken, let dialogTimeout):
+            if let restoreToken { tokens.keep(restoreToken) }
+            return PortalCaptureBackend(tokens: ScreenCastTokens(monitor: tokens, window: tokens), responseTimeout: dialogTimeout)
+        }
+    }
+
     /// Remuxes descriptor 3 into descriptor 4 and exits: 0 when done, else 1 with one line
     /// on standard error saying why.
     static func remuxToMatroska() -> Never {

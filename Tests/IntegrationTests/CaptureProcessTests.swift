@@ -6,7 +6,8 @@ import ReplayVirtualDesktop
 import Testing
 
 extension IntegrationTests {
-    /// Each recording runs in a capture process of its own (`replay-capture`), started by replayd.
+    /// Each recording, clip buffer and in-app capture runs in a capture process of its own
+    /// (`replay-capture`), started by replayd.
     @Suite struct CaptureProcesses {
         /// The capture processes replayd runs now: pid → the movie file each writes.
         static func captureProcesses(of daemon: Int32) -> [Int32: String] {
@@ -82,6 +83,35 @@ extension IntegrationTests {
             #expect(entry["frames"] as? Int == probe.video?.packets, "\(entry) against \(probe.video?.packets ?? 0) in the file")
             #expect(entries.first { $0["id"] as? String == survivorID }?["state"] as? String == "complete", "\(listed)")
             // Every capture process is gone with its session.
+            #expect(Self.captureProcesses(of: daemon.pid).isEmpty)
+        }
+
+        /// An app's capture of its own windows runs in a capture process too: killed, it ends
+        /// that capture alone, the app hears which signal ended it, and a recording goes on.
+        @Test func aKilledInAppCaptureProcessEndsThatCaptureAloneAndTheAppHearsWhy() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon(Privacy.allowExampleApp(in: fixture))
+            let daemon = try #require(fixture.daemon)
+            let recording = try fixture.startReplay(["record", "--duration", "10", "--json"])
+            let app = try fixture.startApp(["--colour", "blue", "--geometry", "100,100,300,200", "--no-protect",
+                                            "--share-frames", "1000000", "--share-fps", "10"])
+            // The in-app capture's process is the one with no movie open; it holds the pictures' memfd.
+            let target = try #require(poll(timeout: 30, every: 0.2) {
+                Self.captureProcesses(of: daemon.pid).first { $0.value.isEmpty }?.key
+            }, "no in-app capture process: \(app.outputSoFar)\n\(fixture.daemonLog.suffix(3000))")
+            Thread.sleep(forTimeInterval: 1)
+            #expect(Self.openFiles(of: target).contains { $0.contains("openreplaykit-app-capture") }, "\(Self.openFiles(of: target))")
+            kill(target, SIGKILL)
+
+            let ended = app.finish(timeout: 30)
+            let error = ended.jsonLines.first { $0["event"] as? String == "error" }
+            #expect((error?["message"] as? String)?.contains("the capture process was ended by SIGKILL") == true, "\(ended)")
+            let recorded = recording.finish(timeout: 30)
+            #expect(recorded.status == 0, "\(recorded)")
+            let summary = try JSONSerialization.jsonObject(with: Data(recorded.stdout.utf8)) as? [String: Any]
+            #expect(abs((summary?["duration"] as? Double ?? 0) - 10) < 0.5, "\(recorded)")
+            #expect(daemon.isRunning, "replayd's log:\n\(fixture.daemonLog)")
             #expect(Self.captureProcesses(of: daemon.pid).isEmpty)
         }
 

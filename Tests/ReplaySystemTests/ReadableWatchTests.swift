@@ -88,6 +88,33 @@ import Testing
         #expect(delivered.load(ordering: .relaxed) == rounds * threads)
     }
 
+    /// Whoever holds a watch is often what its handlers hold (an extension's connection and its
+    /// listener): once cancelled, the watch lets go of its handlers, so both are freed.
+    @Test func aCancelledWatchLetsGoOfItsHandlersAndSoOfWhoeverHoldsIt() throws {
+        final class Owner: Sendable {
+            let watch = Mutex<ReadableWatch?>(nil)
+        }
+        let (watched, writer) = try Self.pair()
+        defer { close(writer) }
+        weak var freed: Owner?
+        let cancelled = DispatchSemaphore(value: 0)
+        do {
+            let owner = Owner()
+            let watch = ReadableWatch(descriptor: watched, label: "cycle", whenCancelled: {
+                _ = owner
+                close(watched)
+                cancelled.signal()
+            }) { _ in _ = owner }
+            owner.watch.withLock { $0 = watch }
+            freed = owner
+            watch.cancel()
+        }
+        #expect(cancelled.wait(timeout: .now() + 10) == .success)
+        // The cancel handler returns a moment after it signals.
+        for _ in 0..<500 where freed != nil { usleep(10_000) }
+        #expect(freed == nil)
+    }
+
     @Test func aDescriptorEpollCannotWatchStillGetsOneCallToFindOut() {
         let file = open("/proc/self/status", O_RDONLY | O_CLOEXEC)  // a regular file: epoll says EPERM
         let ended = DispatchSemaphore(value: 0)

@@ -279,6 +279,8 @@ final class CaptureProcessRecording: RecordingControl {
             store.delete(id: id)
         case .finished(let summary):
             state.withLock { $0.summary = summary }
+        case .appCaptureStarted, .frame, .appCaptureEnded:
+            logger.warning("a recording's capture process spoke of an in-app capture: ignored", metadata: ["recording": "\(id)"])
         }
     }
 

@@ -1,0 +1,238 @@
+import Foundation
+import Logging
+import ReplayCapture
+import ReplayIPC
+import ReplaySession
+import ReplaySystem
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An in-app capture, as replayd drives it: run in process or in a capture process.
+protocol AppCaptureControl: AnyObject, Sendable {
+    var phase: SessionPhase { get }
+    /// Opens the app's windows and starts streaming; returns the picture size.
+    func start() throws(DaemonError) -> (width: Int, height: Int)
+    func stop()
+    func waitUntilFinished()
+    /// Runs `handler` once the capture has ended (at once if it already has).
+    func onFinish(_ handler: @escaping @Sendable () -> Void)
+}
+
+extension AppCaptureSession: AppCaptureControl {}
+
+/// In-app capture run by a capture process of its own (`replay-capture`): the process
+/// captures the app's windows and lends replayd each picture in a slot of a memfd that
+/// replayd maps read-only; replayd sends it to the app (or drops it while the app is behind)
+/// and hands the slot back. A process that dies ends this capture alone, and the app hears
+/// which signal ended it.
+final class CaptureProcessAppCapture: AppCaptureControl {
+    private let plan: AppCaptureStart
+    private let launcher: any CaptureProcessLauncher
+    private let protectedWindows: ProtectedWindows
+    private let client: any CaptureClient
+    private let logger: Logger
+    private let completion = Completion<String?>()
+    /// The answer to the start: the pictures' size, or why not.
+    private let answer = BoundedQueue<Result<(width: Int, height: Int), DaemonError>>(capacity: 1)
+    private let state = Mutex(State())
+
+    private struct State {
+        var channel: CaptureChannel?
+        var process: CaptureProcessHandle?
+        var observer: Int?
+        var pictures: SharedSurface?
+        var slots = 0
+        var slotSize = 0
+        var stopped = false
+        var started = false
+        /// What the process said at its end; nil if it never said (it crashed).
+        var ending: (error: String?, captured: Int, dropped: Int)?
+        var unsent = 0
+        var channelClosed = false
+        var exitStatus: Int32?
+    }
+
+    init(plan: AppCaptureStart, launcher: any CaptureProcessLauncher, protectedWindows: ProtectedWindows,
+         client: any CaptureClient, logger: Logger) {
+        self.plan = plan
+        self.launcher = launcher
+        self.protectedWindows = protectedWindows
+        self.client = client
+        self.logger = logger
+    }
+
+    var phase: SessionPhase {
+        if let failure = completion.value { return failure == nil ? .finished : .failed }
+        return state.withLock { $0.started ? ($0.stopped ? .finishing : .running) : .starting }
+    }
+
+    /// The pid of the capture process, while it runs (for tests and the log).
+    var processID: Int32? { state.withLock { $0.process?.pid } }
+
+    func start() throws(DaemonError) -> (width: Int, height: Int) {
+        let process: CaptureProcessHandle, channel: CaptureChannel
+        do {
+            (process, channel) = try launcher.launch(id: plan.id)
+        } catch {
+            let failure = DaemonError(code: .captureFailed, message: "cannot start the capture process: \(error)")
+            completion.complete(failure.message)
+            throw failure
+        }
+        var plan = self.plan
+        plan.protectedWindows = Array(protectedWindows.windows)
+        let observer = protectedWindows.observe { [weak self] windows in self?.tell(.protectedWindows(Array(windows))) }
+        state.withLock {
+            $0.process = process
+            $0.observer = observer
+            $0.channel = channel
+        }
+        // The channel is closed only once the watch has let go of it (in `ended`).
+        _ = ReadableWatch(descriptor: channel.descriptor, label: "app-capture-\(plan.id)", whenCancelled: { [weak self] in
+            guard let self else { return channel.close() }
+            ended(channelClosed: true)
+        }) { [weak self] watch in
+            repeat {
+                guard let self, let (report, descriptors) = channel.receive(CaptureReport.self) else { return watch.cancel() }
+                heard(report, descriptors: descriptors)
+            } while channel.hasPending
+        }
+        process.onExit { [weak self] status in self?.ended(exitStatus: status) }
+        do {
+            try channel.send(CaptureCommand.startAppCapture(plan))
+        } catch {
+            process.kill()
+        }
+        switch answer.pop() {
+        case .success(let size)?:
+            let stopped = state.withLock { state in
+                state.started = true
+                return state.stopped
+            }
+            if stopped { tell(.stop) }
+            logger.debug("in-app capture process started", metadata: ["pid": "\(process.pid)", "app": "\(plan.pid)"])
+            return size
+        case .failure(let error)?:
+            throw error
+        case nil:
+            let how = process.waitForExit()
+            throw DaemonError(code: .captureFailed, message: "the capture process \(how) while starting")
+        }
+    }
+
+    func stop() {
+        let started = state.withLock { state in
+            state.stopped = true
+            return state.started
+        }
+        if started { tell(.stop) }
+    }
+
+    func waitUntilFinished() { _ = completion.wait() }
+
+    func onFinish(_ handler: @escaping @Sendable () -> Void) { completion.onComplete { _ in handler() } }
+
+    private func tell(_ command: CaptureCommand) {
+        guard let channel = state.withLock({ $0.channel }) else { return }
+        try? channel.send(command)
+    }
+
+    /// One report. What the process says is checked: a slot or length outside the shared
+    /// memory it handed over is a broken process, and ends it.
+    private func heard(_ report: CaptureReport, descriptors: [Int32]) {
+        var descriptors = descriptors
+        defer { descriptors.forEach { close($0) } }
+        switch report {
+        case .appCaptureStarted(let width, let height, let slots, let slotSize):
+            let shared = descriptors.isEmpty ? nil : descriptors.removeFirst()
+            guard let pictures = Self.mapPictures(shared, slots: slots, slotSize: slotSize) else {
+                answer.append(.failure(DaemonError(code: .captureFailed, message: "the capture process shared no usable memory for the pictures")))
+                state.withLock { $0.process }?.kill()
+                return
+            }
+            state.withLock { state in
+                state.pictures = pictures
+                state.slots = slots
+                state.slotSize = slotSize
+            }
+            answer.append(.success((width, height)))
+        case .startFailed(let code, let message):
+            answer.append(.failure(DaemonError(code: code, message: message)))
+        case .frame(let slot, let bytes, let time, let width, let height):
+            deliver(slot: slot, bytes: bytes, info: CapturedFrameInfo(time: time, width: width, height: height))
+        case .appCaptureEnded(let error, let captured, let dropped):
+            state.withLock { $0.ending = (error, captured, dropped) }
+        default:
+            logger.warning("an in-app capture's process sent \(report), which is not an in-app capture's: ignored", metadata: ["app": "\(plan.pid)"])
+        }
+    }
+
+    /// The process's memfd mapped read-only, if it holds `slots` slots of `slotSize` bytes.
+    /// The descriptor is used up either way (the mapping owns it, also when mapping fails), so
+    /// it is never closed twice: a second close would close whatever took its number meanwhile.
+    private static func mapPictures(_ descriptor: Int32?, slots: Int, slotSize: Int) -> SharedSurface? {
+        guard let descriptor else { return nil }
+        guard (1...64).contains(slots), (1...(1 << 30)).contains(slotSize) else {
+            close(descriptor)
+            return nil
+        }
+        guard let pictures = try? SharedSurface.mapReadOnly(descriptor: descriptor) else { return nil }
+        return pictures.size >= slots * slotSize ? pictures : nil
+    }
+
+    private func deliver(slot: Int, bytes: Int, info: CapturedFrameInfo) {
+        let pictures = state.withLock { state -> UnsafeRawBufferPointer? in
+            guard let pictures = state.pictures, (0..<state.slots).contains(slot), (1...state.slotSize).contains(bytes) else { return nil }
+            return UnsafeRawBufferPointer(rebasing: pictures.bytes[slot * state.slotSize..<slot * state.slotSize + bytes])
+        }
+        guard let pictures else {
+            logger.error("an in-app capture's process named a picture outside its shared memory: it is ended", metadata: ["app": "\(plan.pid)"])
+            state.withLock { $0.process }?.kill()
+            return
+        }
+        // The outbox copies the picture, so the slot goes back at once.
+        switch client.deliver(info, pixels: pictures) {
+        case .sent: break
+        case .busy: state.withLock { $0.unsent += 1 }
+        case .gone: stop()
+        }
+        tell(.releaseFrame(slot: slot))
+    }
+
+    /// Notes the end of the channel or the process; once both are over the capture ends, and
+    /// the app hears why: what the process said, or the signal that ended it.
+    private func ended(channelClosed: Bool = false, exitStatus: Int32? = nil) {
+        let over = state.withLock { state -> (ending: (error: String?, captured: Int, dropped: Int)?, unsent: Int, status: Int32,
+                                              channel: CaptureChannel?, observer: Int?)? in
+            if channelClosed { state.channelClosed = true }
+            if let exitStatus { state.exitStatus = exitStatus }
+            guard state.channelClosed, let status = state.exitStatus else { return nil }
+            defer {
+                state.channel = nil
+                state.observer = nil
+                state.pictures = nil
+            }
+            return (state.ending, state.unsent, status, state.channel, state.observer)
+        }
+        guard let over else { return }
+        if let observer = over.observer { protectedWindows.stopObserving(observer) }
+        over.channel?.close()
+        answer.close()
+        guard completion.value == nil else { return }
+        let failure: String?
+        if let ending = over.ending {
+            failure = ending.error
+        } else {
+            failure = "the capture process \(CaptureProcessHandle.describe(status: over.status))"
+            logger.error("in-app capture: \(failure!)", metadata: ["app": "\(plan.pid)"])
+        }
+        // Only a capture that started is the app's to hear the end of: a failed start is the start's answer.
+        if state.withLock({ $0.started }) { client.captureStopped(error: failure) }
+        logger.info("in-app capture ended", metadata: [
+            "pid": "\(plan.pid)", "captured": "\(over.ending?.captured ?? 0)",
+            "dropped": "\((over.ending?.dropped ?? 0) + over.unsent)", "error": "\(failure ?? "none")",
+        ])
+        completion.complete(failure)
+    }
+}
