@@ -68,9 +68,6 @@ final class CaptureProcessAppCapture: AppCaptureControl {
         return state.withLock { $0.started ? ($0.stopped ? .finishing : .running) : .starting }
     }
 
-    /// The pid of the capture process, while it runs (for tests and the log).
-    var processID: Int32? { state.withLock { $0.process?.pid } }
-
     func start() throws(DaemonError) -> (width: Int, height: Int) {
         let process: CaptureProcessHandle, channel: CaptureChannel
         do {
@@ -114,6 +111,7 @@ final class CaptureProcessAppCapture: AppCaptureControl {
             logger.debug("in-app capture process started", metadata: ["pid": "\(process.pid)", "app": "\(plan.pid)"])
             return size
         case .failure(let error)?:
+            process.kill()  // it says it is ending; it is not waited for to do so
             throw error
         case nil:
             let how = process.waitForExit()
