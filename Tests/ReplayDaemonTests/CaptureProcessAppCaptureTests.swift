@@ -52,12 +52,17 @@ import Glibc
         return surface
     }
 
+    /// Answers the start (`answerStart`), then runs `body` while that shared memory stays mapped.
+    static func serving(_ channel: CaptureChannel, _ body: () -> Void) {
+        guard let surface = answerStart(channel) else { return }
+        withExtendedLifetime(surface, body)
+    }
+
     @Test func picturesReachTheAppFromSharedMemoryAndEachSlotGoesBack() throws {
         let client = RecordingClient()
         let released = Mutex<[Int]>([])
         let session = capture(client: client) { channel, process in
-            guard let surface = Self.answerStart(channel) else { return }
-            withExtendedLifetime(surface) {
+            Self.serving(channel) {
                 try? channel.send(CaptureReport.frame(slot: 1, bytes: 6, time: 1.5, width: 2, height: 2))
                 try? channel.send(CaptureReport.frame(slot: 0, bytes: 6, time: 1.6, width: 2, height: 2))
                 while let (command, _) = channel.receive(CaptureCommand.self) {
@@ -96,8 +101,7 @@ import Glibc
         for round in 0..<150 {
             let client = RecordingClient()
             let session = capture(client: client, id: "L\(lane)R\(round)") { channel, process in
-                guard let surface = Self.answerStart(channel) else { return }
-                withExtendedLifetime(surface) {
+                Self.serving(channel) {
                     try? channel.send(CaptureReport.frame(slot: 1, bytes: 6, time: Double(round), width: 2, height: 2))
                     while let (command, _) = channel.receive(CaptureCommand.self) {
                         guard case .stop = command else { continue }
@@ -123,8 +127,7 @@ import Glibc
     @Test func aProcessThatDiesMidWayEndsTheCaptureWithTheSignalTheAppHears() throws {
         let client = RecordingClient()
         let session = capture(client: client) { channel, process in
-            guard let surface = Self.answerStart(channel) else { return }
-            withExtendedLifetime(surface) {
+            Self.serving(channel) {
                 try? channel.send(CaptureReport.frame(slot: 0, bytes: 6, time: 1, width: 2, height: 2))
                 Thread.sleep(forTimeInterval: 0.2)
                 process.signal(SIGSEGV)
@@ -140,8 +143,7 @@ import Glibc
     @Test func aPictureOutsideTheSharedMemoryEndsTheProcessAndReachesNoApp() throws {
         let client = RecordingClient()
         let session = capture(client: client) { channel, process in
-            guard let surface = Self.answerStart(channel) else { return }
-            withExtendedLifetime(surface) {
+            Self.serving(channel) {
                 // Past the second slot, then longer than a slot: replayd must read neither.
                 try? channel.send(CaptureReport.frame(slot: 2, bytes: 6, time: 1, width: 2, height: 2))
                 try? channel.send(CaptureReport.frame(slot: 1, bytes: 4096, time: 1, width: 2, height: 2))
@@ -176,8 +178,7 @@ import Glibc
         let client = RecordingClient(busy: true)
         let released = Mutex(0)
         let session = capture(client: client) { channel, process in
-            guard let surface = Self.answerStart(channel) else { return }
-            withExtendedLifetime(surface) {
+            Self.serving(channel) {
                 for _ in 0..<5 { try? channel.send(CaptureReport.frame(slot: 0, bytes: 6, time: 1, width: 2, height: 2)) }
                 while let (command, _) = channel.receive(CaptureCommand.self) {
                     if case .releaseFrame = command, released.withLock({ $0 += 1; return $0 }) == 5 {
