@@ -131,7 +131,8 @@ private enum BeepPlayer {
     static func run(epoch: Int64, stop: StopFlag) {
         var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: UInt32(sampleRate), channels: 1)
         let bytes = UInt32(chunkFrames * 4)
-        // A short buffer keeps the stream's latency small and its estimate tight.
+        // A quarter second of buffer: a stall of the scene or of the server shorter than that
+        // never starves the stream, so its samples stay where the anchor says they are heard.
         var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: bytes * 8, prebuf: bytes, minreq: bytes, fragsize: UInt32.max)
         var error: Int32 = 0
         guard let stream = pa_simple_new(nil, "OpenReplayKit demo scene", PA_STREAM_PLAYBACK, nil, "beep",
@@ -141,26 +142,11 @@ private enum BeepPlayer {
         }
         defer { pa_simple_free(stream) }
         var chunk = [Float](repeating: 0, count: chunkFrames)
-        // Sample n is heard at anchor + n / rate. Each latency reading gives the anchor with a
-        // few milliseconds of jitter, and the server's estimate settles over seconds, so the
-        // anchor follows a slow moving average of the readings; a sustained disagreement (an
-        // underrun, a new sink latency) restarts it.
+        var anchor = PlaybackAnchor(sampleRate: sampleRate)
         var written: Int64 = 0
-        var anchor: Int64?
-        var disagreements = 0
         while !stop.isRaised {
             let latency = Int64(pa_simple_get_latency(stream, &error)) * 1000
-            let measured = MonotonicClock.nanoseconds() + latency - written * 1_000_000_000 / Int64(sampleRate)
-            disagreements = anchor.map { abs(measured - $0) > 40_000_000 } == true ? disagreements + 1 : 0
-            let settled: Int64
-            if let current = anchor, written >= Int64(sampleRate / 5), disagreements <= 10 {
-                settled = current + (measured - current) / 50
-            } else {
-                settled = measured
-                disagreements = 0
-            }
-            anchor = settled
-            let start = settled + written * 1_000_000_000 / Int64(sampleRate)
+            let start = anchor.timeOfSample(written, latency: latency, now: MonotonicClock.nanoseconds())
             for index in 0..<chunkFrames {
                 let t = start + Int64(index) * 1_000_000_000 / Int64(sampleRate) - epoch
                 let intoSecond = t >= 0 ? t % 1_000_000_000 : -1
@@ -175,4 +161,61 @@ private enum BeepPlayer {
             if status < 0 { return }
         }
     }
+}
+
+/// When each sample of a continuous playback stream is heard: sample n at anchor + n / rate.
+///
+/// The server's latency readings give the anchor only roughly: each has a few milliseconds of
+/// jitter, and after a stall the server's estimate wanders by tens of milliseconds for
+/// seconds while the sink itself keeps exact time. So the anchor is averaged from the readings
+/// for two seconds and then held; only a starved stream (a sample written after its time)
+/// or a sustained large disagreement (a new sink latency) starts the averaging over.
+public struct PlaybackAnchor: Sendable {
+    public let sampleRate: Int
+    /// Audio written while the anchor is averaged, after the start or a restart.
+    public static let settling: Int64 = 2_000_000_000
+    /// A held anchor that readings disagree with by more than this, many times in a row, is
+    /// restarted.
+    public static let disagreement: Int64 = 40_000_000
+    public static let disagreementsToRestart = 20
+
+    /// When sample 0 is heard, on the monotonic clock; nil until the first reading.
+    public private(set) var anchor: Int64?
+    /// How many times the averaging started over, for tests.
+    public private(set) var restarts = 0
+    private var settlingFrom: Int64 = 0
+    private var disagreements = 0
+
+    public init(sampleRate: Int) { self.sampleRate = sampleRate }
+
+    /// When sample `index` (the next one to be written) will be heard, given the stream's
+    /// latency read at `now`.
+    public mutating func timeOfSample(_ index: Int64, latency: Int64, now: Int64) -> Int64 {
+        let measured = now + latency - duration(of: index)
+        if let current = anchor, now >= current + duration(of: index) {
+            restart(at: index)  // the sink has played past what was written: the stream starved
+        }
+        let averagedFor = duration(of: index - settlingFrom)
+        switch anchor {
+        case let current? where averagedFor >= Self.settling:
+            disagreements = abs(measured - current) > Self.disagreement ? disagreements + 1 : 0
+            if disagreements >= Self.disagreementsToRestart {
+                restart(at: index)
+                anchor = measured
+            }
+        case let current? where averagedFor >= Self.settling / 10:
+            anchor = current + (measured - current) / 50
+        default:
+            anchor = measured  // the first readings jump while the server starts the sink
+        }
+        return (anchor ?? measured) + duration(of: index)
+    }
+
+    private mutating func restart(at index: Int64) {
+        settlingFrom = index
+        disagreements = 0
+        restarts += 1
+    }
+
+    private func duration(of frames: Int64) -> Int64 { frames * 1_000_000_000 / Int64(sampleRate) }
 }

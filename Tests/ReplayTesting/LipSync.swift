@@ -21,17 +21,23 @@ public struct LipSync: Sendable {
     /// The flash time of each offset, in seconds.
     public let offsetTimes: [Double]
 
-    /// How far the offset moved over the recording, in milliseconds: the least-squares trend
-    /// of every pair across the span from the first to the last. Not the last offset less the
-    /// first, which a single picture caught a frame late at either end moves by up to 33 ms
-    /// when the sound has not moved at all.
+    /// How far the offset moved over the recording, in milliseconds: the median of the slopes
+    /// between every two offsets (the Theil-Sen trend), across the span from the first to the
+    /// last. A steady drift moves every slope; a picture caught a frame late, which a loaded
+    /// machine does now and then, moves only the few slopes it is part of. (The last offset less
+    /// the first, or a least-squares line, moved by up to 33 ms for one such picture.)
     public var drift: Double {
-        guard offsets.count >= 2, let first = offsetTimes.first, let last = offsetTimes.last, last > first else { return 0 }
-        let count = Double(offsets.count)
-        let meanTime = offsetTimes.reduce(0, +) / count, meanOffset = offsets.reduce(0, +) / count
-        let covariance = zip(offsetTimes, offsets).reduce(0) { $0 + ($1.0 - meanTime) * ($1.1 - meanOffset) }
-        let variance = offsetTimes.reduce(0) { $0 + ($1 - meanTime) * ($1 - meanTime) }
-        return covariance / variance * (last - first)
+        guard let first = offsetTimes.first, let last = offsetTimes.last, last > first else { return 0 }
+        var slopes: [Double] = []
+        for i in offsets.indices {
+            for j in offsets.indices where j > i && offsetTimes[j] > offsetTimes[i] {
+                slopes.append((offsets[j] - offsets[i]) / (offsetTimes[j] - offsetTimes[i]))
+            }
+        }
+        slopes.sort()
+        let middle = slopes.count / 2
+        let median = slopes.count % 2 == 1 ? slopes[middle] : (slopes[middle - 1] + slopes[middle]) / 2
+        return median * (last - first)
     }
 
     public init(_ file: URL) throws {
