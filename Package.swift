@@ -18,12 +18,8 @@ let package = Package(
         .executable(name: "replay", targets: ["replay"]),
         .executable(name: "replay-demo-scene", targets: ["replay-demo-scene"]),
         .library(name: "OpenReplayKit", targets: ["OpenReplayKit"]),
-        // What an upload extension's author imports: the kit, its test harness, the sample
-        // types (ReplayMedia) and the live video source and audio mixer (ReplayProcessing).
-        .library(name: "ReplayExtensionKit", targets: ["ReplayExtensionKit"]),
-        .library(name: "ReplayExtensionTesting", targets: ["ReplayExtensionTesting"]),
-        .library(name: "ReplayMedia", targets: ["ReplayMedia"]),
-        .library(name: "ReplayProcessing", targets: ["ReplayProcessing"]),
+        // An upload extension's author depends on the package in sdk/ instead: it holds the
+        // extension kit, its test harness and what they use, and depends on nothing else.
         .executable(name: "replay-file-extension", targets: ["replay-file-extension"]),
         .executable(name: "replay-rtmp-extension", targets: ["replay-rtmp-extension"]),
         .executable(name: "replay-srt-extension", targets: ["replay-srt-extension"]),
@@ -42,7 +38,7 @@ let package = Package(
         .systemLibrary(
             name: "CFFmpeg", pkgConfig: "libavformat",
             providers: [.apt(["libavcodec-dev", "libavformat-dev", "libavutil-dev", "libx264-dev"])]),
-        .systemLibrary(name: "CYUV", providers: [.apt(["libyuv-dev"])]),
+        .systemLibrary(name: "CYUV", path: "sdk/Sources/CYUV", providers: [.apt(["libyuv-dev"])]),
         .systemLibrary(
             name: "CXCB", pkgConfig: "xcb",
             providers: [.apt(["libxcb1-dev", "libxcb-shm0-dev", "libxcb-damage0-dev",
@@ -61,12 +57,12 @@ let package = Package(
         .target(name: "CPipeWireShim", dependencies: ["CPipeWire"]),
 
         // Small C helpers for macros and GNU-only calls (CMSG_*, memfd seals), prefixed CShims_.
-        .target(name: "CShims"),
+        .target(name: "CShims", path: "sdk/Sources/CShims"),
 
         // Core value types: no C, no Glibc.
-        .target(name: "ReplayMedia", swiftSettings: strictSettings),
+        .target(name: "ReplayMedia", path: "sdk/Sources/ReplayMedia", swiftSettings: strictSettings),
         // Pixel conversion and audio timing.
-        .target(name: "ReplayProcessing", dependencies: ["ReplayMedia", "CYUV"], swiftSettings: strictSettings),
+        .target(name: "ReplayProcessing", dependencies: ["ReplayMedia", "CYUV"], path: "sdk/Sources/ReplayProcessing", swiftSettings: strictSettings),
         // X11 screen capture, Wayland capture through the ScreenCast portal and PipeWire, PulseAudio capture.
         .target(
             name: "ReplayCapture",
@@ -77,9 +73,9 @@ let package = Package(
         // A D-Bus client over sd-bus: calls and signals with typed values (the ScreenCast portal, the test desktop).
         .target(name: "ReplayDBus", dependencies: ["ReplaySystem", "CSDBus"], swiftSettings: strictSettings),
         // Syscall funnel, descriptors, processes, clocks.
-        .target(name: "ReplaySystem", dependencies: ["CShims"], swiftSettings: strictSettings),
+        .target(name: "ReplaySystem", dependencies: ["CShims"], path: "sdk/Sources/ReplaySystem", swiftSettings: strictSettings),
         // Wire protocol between replayd and its clients.
-        .target(name: "ReplayIPC", dependencies: ["ReplaySystem", "ReplayMedia", "CShims"], swiftSettings: strictSettings),
+        .target(name: "ReplayIPC", dependencies: ["ReplaySystem", "ReplayMedia", "CShims"], path: "sdk/Sources/ReplayIPC", swiftSettings: strictSettings),
         // A Hummingbird server on loopback, started from synchronous code, and URL tokens:
         // replayd's pages and the WebRTC extension's viewer page.
         .target(
@@ -140,10 +136,10 @@ let package = Package(
         // The SDK for upload extensions, and its offline test harness.
         .target(
             name: "ReplayExtensionKit", dependencies: ["ReplayIPC", "ReplaySystem", "ReplayMedia"],
-            swiftSettings: strictSettings),
+            path: "sdk/Sources/ReplayExtensionKit", swiftSettings: strictSettings),
         .target(
             name: "ReplayExtensionTesting", dependencies: ["ReplayExtensionKit", "ReplayIPC", "ReplayMedia", "ReplaySystem"],
-            swiftSettings: strictSettings),
+            path: "sdk/Sources/ReplayExtensionTesting", swiftSettings: strictSettings),
         // Reference upload extension: writes what it receives to a file (tests use it).
         .executableTarget(
             name: "replay-file-extension", dependencies: ["ReplayExtensionKit", "ReplayMedia"],

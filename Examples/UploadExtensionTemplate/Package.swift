@@ -11,10 +11,11 @@ let package = Package(
         .executable(name: "template-hls-extension", targets: ["TemplateHLSExtension"]),
     ],
     dependencies: [
-        // OpenReplayKit itself, two folders up in its repository. The explicit `name:` is what
-        // `package:` below refers to, whatever the folder is called (a clone of OpenReplayKit may
-        // be in any folder). Outside the repository, point `path:` at your copy of it.
-        .package(name: "OpenReplayKit", path: "../.."),
+        // OpenReplayKit's extension SDK, in the repository's sdk/ folder: it depends on no other
+        // package, so this builds offline. The explicit `name:` is what `package:` below refers
+        // to, whatever the folder is called. Outside the repository, point `path:` at your copy
+        // of sdk/.
+        .package(name: "OpenReplayKitSDK", path: "../../sdk"),
     ],
     targets: [
         // FFmpeg's C libraries from Debian's packages, found with pkg-config.
@@ -25,16 +26,16 @@ let package = Package(
             name: "TemplateHLSExtension",
             dependencies: [
                 "CLibAV",
-                .product(name: "ReplayExtensionKit", package: "OpenReplayKit"),
-                .product(name: "ReplayMedia", package: "OpenReplayKit"),
-                .product(name: "ReplayProcessing", package: "OpenReplayKit"),
+                .product(name: "ReplayExtensionKit", package: "OpenReplayKitSDK"),
+                .product(name: "ReplayMedia", package: "OpenReplayKitSDK"),
+                .product(name: "ReplayProcessing", package: "OpenReplayKitSDK"),
             ]),
         .testTarget(
             name: "TemplateHLSExtensionTests",
             dependencies: [
                 "TemplateHLSExtension",
-                .product(name: "ReplayExtensionTesting", package: "OpenReplayKit"),
-                .product(name: "ReplayMedia", package: "OpenReplayKit"),
+                .product(name: "ReplayExtensionTesting", package: "OpenReplayKitSDK"),
+                .product(name: "ReplayMedia", package: "OpenReplayKitSDK"),
             ]),
     ]
 )
