@@ -27,9 +27,10 @@ extension Daemon {
             throw ClientConnection.Refusal(code: .notPermitted,
                                            message: "only an app can broadcast its own windows, through the broadcast picker; the person broadcasts the screen")
         }
+        let id = "bc-" + LoopbackServer.randomToken(bytes: 6)
         let session = BroadcastSession(
-            id: "bc-" + LoopbackServer.randomToken(bytes: 6), request: request, host: host, hostChannel: hostChannel, manifest: info.manifest,
-            parts: parts, protectedWindows: protectedWindows, logger: logger)
+            id: id, request: request, host: host, hostChannel: hostChannel, manifest: info.manifest,
+            parts: parts, protectedWindows: protectedWindows, logger: logger, makeFeed: makeBroadcastCapture(id: id))
         guard state.withLock({ state -> Bool in
             guard !state.stopping else { return false }
             state.broadcasts[session.id] = session

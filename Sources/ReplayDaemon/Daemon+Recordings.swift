@@ -34,6 +34,19 @@ extension Daemon {
                                         logger: logger)
     }
 
+    /// A broadcast's capture in a capture process of its own; nil (capture inside replayd)
+    /// where `makeRecording` would record inside it too.
+    func makeBroadcastCapture(id: String) -> (@Sendable (BroadcastCapture.Options) -> any BroadcastFeed)? {
+        guard let launcher = captureLauncher else { return nil }
+        let (backend, keeper) = captureProcessBackend(for: .screen)
+        let protectedWindows = self.protectedWindows, logger = self.logger
+        return { options in
+            CaptureProcessBroadcastCapture(plan: BroadcastCaptureStart(id: id, options: options, backend: backend, protectedWindows: []),
+                                           launcher: launcher, protectedWindows: protectedWindows,
+                                           keepToken: { keeper?.keep($0) }, logger: logger)
+        }
+    }
+
     /// What a capture process captures from: the display, or the portal with the person's
     /// earlier choice for this kind of source (and where a new choice is kept).
     private func captureProcessBackend(for area: ScreenArea) -> (backend: CaptureStart.Backend, keeper: RestoreTokenKeeper?) {

@@ -24,7 +24,30 @@ package enum CaptureCommand: Codable, Sendable, Equatable {
     /// streamed back to replayd through shared memory.
     case startAppCapture(AppCaptureStart)
     /// replayd has sent the picture in `slot` on to the app: the slot may be written again.
+    /// For a broadcast: the extension is done with surface `slot` (for the audio ring, with
+    /// its oldest period), or the picture in it was not sent.
     case releaseFrame(slot: Int)
+    /// The first packet of a broadcast's capture: open the display and make the shared surfaces.
+    case startBroadcastCapture(BroadcastCaptureStart)
+    /// The extension is ready: capture starts, and samples come as `broadcastSample`.
+    case broadcastLive
+    /// The sound period at `offset` in the audio ring was not sent: its place is free again.
+    case releaseAudio(offset: Int)
+}
+
+/// What a capture process needs to know to capture one broadcast (`BroadcastCapture`).
+package struct BroadcastCaptureStart: Codable, Sendable, Equatable {
+    package var id: String
+    package var options: BroadcastCapture.Options
+    package var backend: CaptureStart.Backend
+    package var protectedWindows: [UInt32]
+
+    package init(id: String, options: BroadcastCapture.Options, backend: CaptureStart.Backend, protectedWindows: [UInt32]) {
+        self.id = id
+        self.options = options
+        self.backend = backend
+        self.protectedWindows = protectedWindows
+    }
 }
 
 /// What a capture process needs to know to stream an app's own windows (everything else
@@ -99,6 +122,15 @@ package enum CaptureReport: Codable, Sendable, Equatable {
     case frame(slot: Int, bytes: Int, time: Double, width: Int, height: Int)
     /// The in-app capture is over (why, when it failed), with its counts; the process exits next.
     case appCaptureEnded(error: String?, captured: Int, dropped: Int)
+    /// The answer to `startBroadcastCapture`: the pictures' size and the shared surfaces, whose
+    /// read-only descriptors ride on the packet (video surfaces first, the audio ring last),
+    /// each `surfaceSize` bytes; and the portal's token for the person's choice, when it asked.
+    case broadcastCaptureOpened(width: Int, height: Int, surfaceSize: Int, restoreToken: String?)
+    /// One sample: the extension message (`BroadcastCodec`, framed) that names its place in
+    /// the surfaces, which replayd checks and sends on.
+    case broadcastSample(Data)
+    /// The broadcast's capture is over (why, when it failed); the process exits next.
+    case broadcastCaptureEnded(error: String?)
 }
 
 package struct CaptureProcessStatus: Codable, Sendable, Equatable {
@@ -122,6 +154,8 @@ package struct CaptureChannel: Sendable {
     package let descriptor: Int32
     /// Far larger than any message; a bigger packet is a broken peer.
     static let maxPacket = 256 << 10
+    /// A packet carries at most a broadcast's surfaces (its video surfaces and the audio ring).
+    static let maxDescriptors = 8
 
     package init(descriptor: Int32) { self.descriptor = descriptor }
 
@@ -142,7 +176,8 @@ package struct CaptureChannel: Sendable {
     /// The next message and the descriptors on it; nil at the end (the peer closed, or sent
     /// what is no message of this channel: either way the channel is done).
     package func receive<Message: Decodable>(_ type: Message.Type) -> (Message, [Int32])? {
-        guard let (bytes, descriptors) = try? DescriptorPassing.receive(socket: descriptor, maxBytes: Self.maxPacket, maxDescriptors: 1),
+        guard let (bytes, descriptors) = try? DescriptorPassing.receive(socket: descriptor, maxBytes: Self.maxPacket,
+                                                                        maxDescriptors: Self.maxDescriptors),
               !bytes.isEmpty else { return nil }
         guard let message = try? JSONDecoder().decode(Message.self, from: Data(bytes)) else {
             descriptors.forEach { Glibc.close($0) }

@@ -11,7 +11,7 @@ import Synchronization
 import Glibc
 #endif
 
-// replay-capture: one recording or clip buffer, in a process of its own that replayd starts
+// replay-capture: one recording, clip buffer, in-app capture or broadcast's capture, in a process of its own that replayd starts
 // and that exits when the session ends (docs/architecture.md, "Capture processes"). It is
 // handed its channel to replayd as descriptor 3 and the movie file on the first message; it
 // reaches neither the store nor replayd's clients. Not for people to run.
@@ -36,6 +36,11 @@ enum CaptureProcessMain {
         if case (.startAppCapture(let plan), let descriptors)? = first {
             descriptors.forEach { close($0) }
             AppCaptureRun.run(plan, channel: channel, logger: logger)
+        }
+        if case (.startBroadcastCapture(let plan), let descriptors)? = first {
+            descriptors.forEach { close($0) }
+            logger[metadataKey: "broadcast"] = "\(plan.id)"
+            BroadcastCaptureRun.run(plan, channel: channel, logger: logger)
         }
         guard let (command, descriptors) = first, case .start(let plan) = command else {
             FileHandle.standardError.write(Data("replay-capture: no start message on descriptor 3 (it is started by replayd)\n".utf8))
@@ -86,10 +91,10 @@ enum CaptureProcessMain {
 
         while let (command, attached) = channel.receive(CaptureCommand.self) {
             switch command {
-            case .start, .startAppCapture:
+            case .start, .startAppCapture, .startBroadcastCapture:
                 attached.forEach { close($0) }
                 try? channel.send(CaptureReport.refused(code: .outOfOrder, message: "the session has started already"))
-            case .releaseFrame:
+            case .releaseFrame, .releaseAudio, .broadcastLive:
                 break  // a recording lends replayd no picture
             case .pause, .resume:
                 do throws(DaemonError) {

@@ -6,21 +6,30 @@ import ReplayVirtualDesktop
 import Testing
 
 extension IntegrationTests {
-    /// Each recording, clip buffer and in-app capture runs in a capture process of its own
-    /// (`replay-capture`), started by replayd.
+    /// Each recording, clip buffer, in-app capture and broadcast's capture runs in a capture
+    /// process of its own (`replay-capture`), started by replayd.
     @Suite struct CaptureProcesses {
         /// The capture processes replayd runs now: pid → the movie file each writes.
         static func captureProcesses(of daemon: Int32) -> [Int32: String] {
             var found: [Int32: String] = [:]
-            for task in ProcFS.entries(of: "/proc/\(daemon)/task") {
-                let children = ProcFS.text("/proc/\(daemon)/task/\(task)/children") ?? ""
-                for child in children.split(separator: " ").compactMap({ Int32($0) }) {
-                    guard let exe = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(child)/exe"),
-                          exe.hasSuffix("/replay-capture") else { continue }
-                    found[child] = openFiles(of: child).first { $0.hasSuffix(".mp4") } ?? ""
-                }
+            for (child, exe) in children(of: daemon) where exe.hasSuffix("/replay-capture") {
+                found[child] = openFiles(of: child).first { $0.hasSuffix(".mp4") } ?? ""
             }
             return found
+        }
+
+        /// replayd's children that are not capture processes: the extensions' sandboxes.
+        static func extensionProcesses(of daemon: Int32) -> [Int32] {
+            children(of: daemon).filter { !$0.exe.hasSuffix("/replay-capture") }.map(\.pid)
+        }
+
+        /// The processes replayd started (children of any of its threads), with their executables.
+        static func children(of daemon: Int32) -> [(pid: Int32, exe: String)] {
+            ProcFS.entries(of: "/proc/\(daemon)/task").flatMap { task in
+                (ProcFS.text("/proc/\(daemon)/task/\(task)/children") ?? "").split(separator: " ").compactMap { Int32($0) }.map { child in
+                    (child, (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(child)/exe")) ?? "")
+                }
+            }
         }
 
         /// Where each descriptor of `pid` points (`socket:[N]`, a path, `pipe:[N]`…).
@@ -53,8 +62,9 @@ extension IntegrationTests {
             let survivorID = try #require(Self.announcedID(survivor), "\(survivor.errorsSoFar)")
             Thread.sleep(forTimeInterval: 4)
 
+            // Two recordings' and the broadcast's.
             let processes = Self.captureProcesses(of: daemon.pid)
-            #expect(processes.count == 2, "capture processes: \(processes)")
+            #expect(processes.count == 3, "capture processes: \(processes)")
             let target = try #require(processes.first { $0.value.hasSuffix("/\(victimID).mp4") }?.key, "\(processes)")
             kill(target, SIGSEGV)
 
@@ -111,6 +121,40 @@ extension IntegrationTests {
             #expect(recorded.status == 0, "\(recorded)")
             let summary = try JSONSerialization.jsonObject(with: Data(recorded.stdout.utf8)) as? [String: Any]
             #expect(abs((summary?["duration"] as? Double ?? 0) - 10) < 0.5, "\(recorded)")
+            #expect(daemon.isRunning, "replayd's log:\n\(fixture.daemonLog)")
+            #expect(Self.captureProcesses(of: daemon.pid).isEmpty)
+        }
+
+        /// A broadcast's capture runs in a capture process too: crashed, it ends that broadcast
+        /// alone with the signal as its error, the extension is stopped, and a recording goes on.
+        @Test func aCrashedBroadcastCaptureProcessEndsThatBroadcastAloneWithTheSignal() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon(Broadcast.installExtensions(in: fixture))
+            let daemon = try #require(fixture.daemon)
+            let recording = try fixture.startReplay(["record", "--duration", "8", "--json"])
+            let output = fixture.file("broadcast")
+            try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+            let started = try fixture.replay(["broadcast", "start", "--extension", "file", "--setup", "dir=\(output.path)"])
+            #expect(started.status == 0, "\(started)")
+            // The broadcast's process is the one that holds the shared surfaces (and no movie).
+            let target = try #require(poll(timeout: 30, every: 0.2) {
+                Self.captureProcesses(of: daemon.pid).keys.first { pid in
+                    Self.openFiles(of: pid).contains { $0.contains("openreplaykit-broadcast") }
+                }
+            }, "no broadcast capture process: \(fixture.daemonLog.suffix(3000))")
+            Thread.sleep(forTimeInterval: 2)
+            kill(target, SIGSEGV)
+
+            let failed = try #require(try Broadcast.waitUntilOver(fixture), "\(fixture.daemonLog.suffix(3000))")
+            #expect(failed["state"] as? String == "failed", "\(failed)")
+            #expect((failed["lastError"] as? String)?.contains("the capture process was ended by SIGSEGV") == true, "\(failed)")
+            // The extension was told, and is gone with the broadcast; the recording goes on to its end.
+            #expect(poll(timeout: 10, every: 0.2) { Self.extensionProcesses(of: daemon.pid).isEmpty ? true : nil } == true)
+            let recorded = recording.finish(timeout: 30)
+            #expect(recorded.status == 0, "\(recorded)")
+            let summary = try JSONSerialization.jsonObject(with: Data(recorded.stdout.utf8)) as? [String: Any]
+            #expect(abs((summary?["duration"] as? Double ?? 0) - 8) < 0.5, "\(recorded)")
             #expect(daemon.isRunning, "replayd's log:\n\(fixture.daemonLog)")
             #expect(Self.captureProcesses(of: daemon.pid).isEmpty)
         }

@@ -360,7 +360,7 @@ extension IntegrationTests {
             Thread.sleep(forTimeInterval: 1.5)
             #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
             let final = try #require(try Broadcast.waitUntilOver(fixture))
-            #expect(final["state"] as? String == "finished", "\(final)")
+            #expect(final["state"] as? String == "finished", "\(final)\n\(fixture.daemonLog.suffix(3000))")
             let lines = try String(contentsOf: output.appendingPathComponent("broadcast.jsonl"), encoding: .utf8)
                 .split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
             let video = lines.filter { $0["event"] as? String == "video" }

@@ -8,14 +8,34 @@ import ReplaySystem
 import Synchronization
 import ReplaySession
 
+/// Where a broadcast's samples come from: `BroadcastCapture` in a capture process of its own
+/// (`CaptureProcessBroadcastCapture`), or in replayd. Each sample is the extension message
+/// that names its place in the shared surfaces.
+protocol BroadcastFeed: AnyObject, Sendable {
+    /// Opens the display and makes the surfaces the extension maps.
+    func open() throws(DaemonError) -> BroadcastCapture.Opened
+    /// Starts capturing: `deliver` says whether it sent each sample; `ended` hears why capture ended.
+    func run(audioOrigin: MediaTime, deliver: @escaping @Sendable (BroadcastMessage) -> Bool,
+             ended: @escaping @Sendable (String?) -> Void)
+    /// The extension is done with a surface.
+    func release(surface: Int)
+    func stop()
+    /// Runs `handler` once nothing writes into the surfaces any more.
+    func whenDone(_ handler: @escaping @Sendable () -> Void)
+    /// Frames capture dropped so far.
+    var dropped: Int { get }
+    var surfacesHeld: Int { get }
+}
+
+extension BroadcastCapture: BroadcastFeed {}
+
 /// One live broadcast: capture → shared surfaces → the sandboxed upload extension.
 ///
 /// Pictures are converted straight into memfd surfaces the extension mapped read-only at
-/// the start, so no byte is copied after capture; a message names the surface. While the
-/// extension holds every surface, new frames are dropped and counted: capture never waits
-/// and memory never grows. The extension is watched all along: a crash, a hang (no answer
-/// to the heartbeat), memory over 50 MB or a malformed message ends this broadcast with a
-/// clear error, and nothing else.
+/// the start, so no byte is copied after capture; a message names the surface
+/// (`BroadcastFeed`). The extension is watched all along: a crash, a hang (no answer to the
+/// heartbeat), memory over 50 MB or a malformed message ends this broadcast with a clear
+/// error, and nothing else.
 ///
 /// Every wait is on an event: the extension's socket and its pidfd (`ReadableWatch`), a
 /// timer for the heartbeat and memory, a semaphore for "ready". When it is over, the
@@ -50,30 +70,20 @@ final class BroadcastSession: Sendable {
     private let protectedWindows: ProtectedWindows
     private let logger: Logger
     private let state: Mutex<State>
-    private let queue = BoundedQueue<SampleBuffer>(capacity: 2)
-    private let stopFlag = StopFlag()
+    /// Makes the feed, for the capture options this broadcast asks for.
+    private let makeFeed: @Sendable (BroadcastCapture.Options) -> any BroadcastFeed
     private let readiness = DispatchSemaphore(value: 0)
     /// Signalled when the extension has handled `started` (or the broadcast ended first).
     private let acceptance = DispatchSemaphore(value: 0)
-    /// The capture and sending threads; surfaces are unmapped only once both are done.
-    private let pipeline = DispatchGroup()
     private let completion = Completion<BroadcastStatus>()
     /// Told of every change of state, service info, URL or error (the host app's connection).
     private let observers = Mutex<[@Sendable (BroadcastStatus) -> Void]>([])
-
-    static let videoSurfaces = 4
 
     private struct State {
         var lifecycle = SessionLifecycle()
         var status: BroadcastStatus
         var link: (any ExtensionLink)?
-        var surfaces: [SharedSurface] = []
-        /// Surfaces the extension holds, with how many of its messages name each.
-        var lent: [Int: (storage: PixelStorage, count: Int)] = [:]
-        var surfaceOfStorage: [ObjectIdentifier: Int] = [:]
-        /// Audio waiting in the ring for the extension to copy it, oldest first.
-        var audioInFlight: [(offset: Int, bytes: Int)] = []
-        var audioWrite = 0
+        var feed: (any BroadcastFeed)?
         var isReady = false
         /// The extension protocol's minor version the extension announced in `ready` (0: 1.0):
         /// what its messages may carry.
@@ -88,7 +98,6 @@ final class BroadcastSession: Sendable {
         var peakMemory = 0
         /// Frames the extension's socket would not take in time.
         var unsentFrames = 0
-        var counters: CaptureCounters?
         /// The status once the broadcast is over: what was logged and reported stays what
         /// `status` says, even if capture counts a late drop while it winds down.
         var final: BroadcastStatus?
@@ -101,7 +110,8 @@ final class BroadcastSession: Sendable {
 
     init(id: String, request: BroadcastRequest, host: PeerIdentity?, hostChannel: ClientOutbox? = nil, manifest: ExtensionManifest,
          parts: SessionParts, timing: Timing = .standard,
-         protectedWindows: ProtectedWindows, logger: Logger) {
+         protectedWindows: ProtectedWindows, logger: Logger,
+         makeFeed: (@Sendable (BroadcastCapture.Options) -> any BroadcastFeed)? = nil) {
         self.id = id
         self.request = request
         self.host = host
@@ -112,6 +122,12 @@ final class BroadcastSession: Sendable {
         self.timing = timing
         self.protectedWindows = protectedWindows
         self.logger = logger
+        let capture = parts.capture
+        var captureLogger = logger
+        captureLogger[metadataKey: "broadcast"] = "\(id)"
+        self.makeFeed = makeFeed ?? { [captureLogger] options in
+            BroadcastCapture(options: options, backend: capture, protectedWindows: protectedWindows, logger: captureLogger)
+        }
         var status = BroadcastStatus(id: id, extensionID: request.extensionID, scope: request.scope, state: .starting)
         status.memoryCounting = parts.extensions.memoryCounting
         state = Mutex(State(status: status))
@@ -121,66 +137,55 @@ final class BroadcastSession: Sendable {
 
     private static func liveStatus(_ state: State) -> BroadcastStatus {
         var status = state.status
-        status.framesDropped = (state.counters?.dropped ?? 0) + state.unsentFrames
+        status.framesDropped = (state.feed?.dropped ?? 0) + state.unsentFrames
         status.extensionPeakMemory = state.peakMemory
         return status
     }
     var phase: SessionPhase { state.withLock { $0.lifecycle.phase } }
     /// Shared surfaces still mapped for this broadcast (none once it is over).
-    var heldSurfaces: Int { state.withLock { $0.surfaces.count } }
+    var heldSurfaces: Int { state.withLock { $0.feed?.surfacesHeld ?? 0 } }
 
     /// Opens the display, starts the extension and waits for it to be ready; throws with
     /// nothing left running when any of that fails.
     func start(hidden: [String], applicationInfo: [String: String]) throws(DaemonError) {
-        let filter: WindowFilter
-        switch request.scope {
-        case .screen: filter = .everything
-        case .app:
+        var onlyProcess: Int32?
+        if request.scope == .app {
             // Only the host app's own windows, as in-app capture: never the screen by default.
             guard let host else { throw failStart("only an app can broadcast its own windows") }
-            filter = .onlyProcess(host.pid)
+            onlyProcess = host.pid
         }
-        let capture: any ScreenCapturing
-        var surfaces: [SharedSurface] = []
+        let feed = makeFeed(BroadcastCapture.Options(
+            fps: min(request.fps, 30), showCursor: request.scope == .screen, onlyProcess: onlyProcess,
+            audio: request.microphone ? [.app, .microphone] : [.app]))
+        let opened: BroadcastCapture.Opened
         do {
-            capture = try parts.capture.makeScreenCapture(ScreenCaptureOptions(
-                fps: min(request.fps, 30), showCursor: request.scope == .screen, filter: filter, protectedWindows: protectedWindows))
-            let size = capture.frameSize
-            let surfaceSize = max(PixelBuffer.byteCount(width: size.width, height: size.height), 1 << 20)
-            for index in 0...Self.videoSurfaces {
-                surfaces.append(try SharedSurface.create(name: "openreplaykit-broadcast-\(index)", size: surfaceSize))
-            }
+            opened = try feed.open()
         } catch {
-            throw failStart("\(error)")
+            feed.stop()
+            throw failStart(error.message)
         }
+        defer { opened.descriptors.forEach { close($0) } }
         let writable = manifest.setupFields.filter { $0.kind == .directory }.compactMap { request.setup[$0.key] }
         let link: any ExtensionLink
         do {
             link = try extensions.launch(manifest, hidden: hidden, writable: writable,
                                          network: ExtensionNetworkPolicy(setup: request.setup))
         } catch {
+            feed.stop()
             throw failStart(error.message)
         }
-        let hello = BroadcastCodec.encode(.hello(.init(surfaceCount: UInt16(surfaces.count), surfaceSize: UInt64(surfaces[0].size))))
-        let sent: Bool
-        do {
-            let descriptors = try surfaces.map { try $0.readOnlyDescriptor() }
-            defer { descriptors.forEach { close($0) } }
-            sent = link.send(hello, descriptors: descriptors)
-        } catch {
-            sent = false
-        }
-        guard sent else {
+        let hello = BroadcastCodec.encode(.hello(.init(surfaceCount: UInt16(opened.descriptors.count), surfaceSize: UInt64(opened.surfaceSize))))
+        guard link.send(hello, descriptors: opened.descriptors) else {
+            feed.stop()
             link.kill()
             link.close()
             throw failStart("cannot hand the shared surfaces to extension '\(manifest.id)'")
         }
-        state.withLock { $0.counters = capture.counters }
-        // The pool must hold the only references to the storages: it lends one only while
-        // nobody else refers to it. A local array kept alive until start() returns made every
-        // frame captured meanwhile "in use" and dropped, so this is a function of its own.
-        let videoSurfaces = lendVideoSurfaces(surfaces, link: link, to: capture)
-        let limits = BroadcastCodec.Surfaces(count: UInt16(surfaces.count), size: UInt64(surfaces[0].size))
+        state.withLock {
+            $0.link = link
+            $0.feed = feed
+        }
+        let limits = BroadcastCodec.Surfaces(count: UInt16(opened.descriptors.count), size: UInt64(opened.surfaceSize))
         link.listen { [self] utterance in heard(utterance, limits: limits, from: link) }
         link.onExit { [self] how in extensionExited(how) }
         let watchdog = RepeatingTimer(interval: timing.watchInterval) { [self] in watch(link) }
@@ -219,28 +224,12 @@ final class BroadcastSession: Sendable {
         }
         notifyObservers()
 
-        let captureBox = UncheckedBox(capture)
-        let queue = self.queue, stopFlag = self.stopFlag
-        pipeline.enter()
-        Thread.detachNewThread { [self] in
-            defer { pipeline.leave() }
-            do throws(CaptureError) {
-                try captureBox.value.run(output: BroadcastOutput(queue: queue, session: self, video: videoSurfaces), stop: stopFlag)
-            } catch {
-                end(failure: error.description)
-            }
-            queue.close()
-        }
         // Every audio source's periods lie on one grid from here (SteadyAudioTrack).
-        let audioOrigin = parts.clock.now()
-        startAudio()
-        pipeline.enter()
-        Thread.detachNewThread { [self] in
-            defer { pipeline.leave() }
-            sendSamples(audioOrigin: audioOrigin)
+        feed.run(audioOrigin: parts.clock.now(), deliver: { [self] message in forward(message) }) { [self] failure in
+            if let failure { end(failure: failure) }
         }
         logger.info("broadcast started", metadata: ["broadcast": "\(id)", "extension": "\(manifest.id)",
-                                                    "size": "\(capture.frameSize.width)x\(capture.frameSize.height)",
+                                                    "size": "\(opened.width)x\(opened.height)",
                                                     "scope": "\(request.scope.rawValue)"])
     }
 
@@ -253,24 +242,6 @@ final class BroadcastSession: Sendable {
         }
         completion.complete(status)
         return DaemonError(code: .captureFailed, message: "cannot start the broadcast: \(why)")
-    }
-
-    /// Video surfaces as the capture's fixed pool, each known by its index; returned with the
-    /// broadcast's picture size, for pictures of another size to be fitted into.
-    private func lendVideoSurfaces(_ surfaces: [SharedSurface], link: any ExtensionLink, to capture: any ScreenCapturing)
-        -> BroadcastOutput.VideoSurfaces {
-        let videoStorages = surfaces.prefix(Self.videoSurfaces).map { surface in
-            PixelStorage(borrowing: surface.mutableBytes!) {}  // created writable above
-        }
-        state.withLock { state in
-            state.link = link
-            state.surfaces = surfaces
-            for (index, storage) in videoStorages.enumerated() { state.surfaceOfStorage[ObjectIdentifier(storage)] = index }
-        }
-        let size = capture.frameSize
-        let pool = PixelBufferPool(fixed: videoStorages, size: size)
-        capture.pool = pool
-        return BroadcastOutput.VideoSurfaces(pool: pool, width: size.width, height: size.height)
     }
 
     /// Calls `observer` with the status now and after every change, until the broadcast ends.
@@ -316,109 +287,36 @@ final class BroadcastSession: Sendable {
         }
     }
 
-    private func startAudio() {
-        var sources: [AudioSource] = [.app]
-        if request.microphone { sources.append(.microphone) }
-        let output = BroadcastOutput(queue: queue, session: self)
-        for source in sources {
-            do {
-                let capture = try parts.capture.makeAudioCapture(source)
-                let box = UncheckedBox(capture)
-                Thread.detachNewThread { [self] in
-                    do throws(CaptureError) { try box.value.run(output: output, stop: stopFlag) } catch {
-                        logger.warning("broadcast audio ended: \(error.description)", metadata: ["broadcast": "\(id)"])
-                    }
-                }
-            } catch {
-                logger.warning("broadcast without \(source == .app ? "app audio" : "microphone"): \(error.description)",
-                               metadata: ["broadcast": "\(id)"])
+    /// Sends one sample the feed took, unless the broadcast is paused at its capture time or
+    /// not live; says whether it went (one that did not goes back to the feed). A 1.1
+    /// extension's pictures carry the drops so far, capture's and the socket's.
+    private func forward(_ message: BroadcastMessage) -> Bool {
+        switch message {
+        case .video(var picture):
+            guard isSending(at: MediaTime(nanoseconds: picture.time)) else { return false }
+            picture.additions = state.withLock { state -> BroadcastMessage.VideoFrame.Additions? in
+                guard state.minorVersion >= 1 else { return nil }
+                return .init(isRepeat: picture.additions?.isRepeat ?? false,
+                             framesDropped: UInt32(clamping: (state.feed?.dropped ?? 0) + state.unsentFrames))
             }
-        }
-    }
-
-    /// Hands samples to the extension as messages naming surfaces; audio as ReplayKit's
-    /// steady 1024-frame periods, whatever rhythm and clock each source keeps.
-    private func sendSamples(audioOrigin: MediaTime) {
-        var audioTracks: [AudioSource: SteadyAudioTrack] = [:]
-        while let sample = queue.pop() {
-            switch sample {
-            case .video(let frame):
-                if isSending(at: frame.time) { sendVideo(frame) }
-            case .audio(let buffer):
-                // Appended in place: a copy taken out of the table would copy its pending samples.
-                let periods = audioTracks[buffer.source, default: SteadyAudioTrack(origin: audioOrigin)].append(buffer)
-                for period in periods where isSending(at: period.time) { sendAudio(period) }
+            guard send(.video(picture)) else {
+                state.withLock { $0.unsentFrames += 1 }
+                return false
             }
-        }
-        for (source, track) in audioTracks {
-            let (inserted, dropped) = track.corrections
-            logger.debug("broadcast audio kept on the clock", metadata: [
-                "broadcast": "\(id)", "source": "\(source)", "silence inserted": "\(inserted) frames", "samples dropped": "\(dropped) frames",
-            ])
+            state.withLock { $0.status.framesSent += 1 }
+            return true
+        case .audio(let period):
+            guard isSending(at: MediaTime(nanoseconds: period.time)), send(.audio(period)) else { return false }
+            state.withLock { $0.status.audioPeriodsSent += 1 }
+            return true
+        default:
+            return false
         }
     }
 
     /// Live and not paused at `time` (capture time): a sample captured while paused is never sent.
     private func isSending(at time: MediaTime) -> Bool {
         state.withLock { $0.lifecycle.phase == .running && $0.pauses.movieTime(of: time) != nil }
-    }
-
-    private func sendVideo(_ frame: VideoSample) {
-        let pixels = frame.pixels
-        guard let index = state.withLock({ $0.surfaceOfStorage[ObjectIdentifier(pixels.storage)] }) else { return }
-        state.withLock { state in
-            let count = (state.lent[index]?.count ?? 0) + 1
-            state.lent[index] = (pixels.storage, count)
-        }
-        let planes = (0..<3).map { plane in
-            BroadcastMessage.VideoFrame.Plane(offset: UInt64(pixels.offset(ofPlane: plane)), stride: UInt32(pixels.stride(ofPlane: plane)),
-                                              rows: UInt32(pixels.height(ofPlane: plane)))
-        }
-        // 1.1: the repeat flag and the drops so far, for an extension that speaks it.
-        let additions = state.withLock { state -> BroadcastMessage.VideoFrame.Additions? in
-            guard state.minorVersion >= 1 else { return nil }
-            let dropped = (state.counters?.dropped ?? 0) + state.unsentFrames
-            return .init(isRepeat: frame.isRepeat, framesDropped: UInt32(clamping: dropped))
-        }
-        let message = BroadcastMessage.video(.init(surface: UInt16(index), picture: pixels.format,
-                                                   width: UInt32(pixels.width), height: UInt32(pixels.height),
-                                                   planes: planes, time: frame.time.nanoseconds,
-                                                   orientation: .init(frame.orientation), additions: additions))
-        if send(message) {
-            state.withLock { $0.status.framesSent += 1 }
-        } else {
-            release(surface: index)
-            state.withLock { $0.unsentFrames += 1 }
-        }
-    }
-
-    /// Audio goes through a ring in the last surface; the extension copies each period out
-    /// and releases it. When the ring is full the period is dropped.
-    private func sendAudio(_ buffer: AudioBuffer) {
-        let bytes = buffer.samples.count * 4
-        let message: BroadcastMessage? = state.withLock { state in
-            guard let ring = state.surfaces.last?.mutableBytes, bytes <= ring.count else { return nil }
-            let used = state.audioInFlight.reduce(0) { $0 + $1.bytes }
-            guard used + bytes <= ring.count else { return nil }
-            if state.audioWrite + bytes > ring.count { state.audioWrite = 0 }
-            // Never overwrite a period the extension has not copied yet.
-            if let oldest = state.audioInFlight.first, state.audioWrite <= oldest.offset, state.audioWrite + bytes > oldest.offset {
-                return nil
-            }
-            let offset = state.audioWrite
-            buffer.samples.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: ring[offset..<offset + bytes]).copyMemory(from: $0) }
-            state.audioWrite += bytes
-            state.audioInFlight.append((offset, bytes))
-            return .audio(.init(surface: UInt16(state.surfaces.count - 1), source: buffer.source == .app ? .app : .microphone,
-                                offset: UInt64(offset), frames: UInt32(buffer.frameCount), channels: UInt8(buffer.channels),
-                                sampleRate: UInt32(buffer.sampleRate), time: buffer.time.nanoseconds))
-        }
-        guard let message else { return }
-        if send(message) {
-            state.withLock { $0.status.audioPeriodsSent += 1 }
-        } else {
-            state.withLock { _ = $0.audioInFlight.popLast() }
-        }
     }
 
     @discardableResult
@@ -428,17 +326,6 @@ final class BroadcastSession: Sendable {
         guard link.send(bytes, descriptors: []) else { return false }
         state.withLock { $0.status.messageBytesSent += bytes.count }
         return true
-    }
-
-    private func release(surface index: Int) {
-        state.withLock { state in
-            if index == state.surfaces.count - 1 {
-                if !state.audioInFlight.isEmpty { state.audioInFlight.removeFirst() }
-                return
-            }
-            guard let entry = state.lent[index] else { return }
-            state.lent[index] = entry.count > 1 ? (entry.storage, entry.count - 1) : nil
-        }
     }
 
     /// Everything the extension says; anything malformed ends the broadcast.
@@ -480,7 +367,7 @@ final class BroadcastSession: Sendable {
                 return state.acceptancePing == sequence
             }
             if accepted { acceptance.signal() }
-        case .release(let surface): release(surface: Int(surface))
+        case .release(let surface): state.withLock { $0.feed }?.release(surface: Int(surface))
         // The extension chose to end: it is told `finished` and given the time to close its
         // stream, as at a stop.
         case .finish(let error): end(failure: "the extension ended the broadcast: \(error)", extensionAsked: true)
@@ -540,7 +427,7 @@ final class BroadcastSession: Sendable {
             return (true, state.link, state.exited)
         }
         guard first else { return }
-        stopFlag.raise()
+        state.withLock { $0.feed }?.stop()
         readiness.signal()
         acceptance.signal()
         if let failure { logger.error("broadcast failed: \(failure)", metadata: ["broadcast": "\(id)"]) }
@@ -561,10 +448,11 @@ final class BroadcastSession: Sendable {
         }
         // Gone without being asked to (a crash, most often): that is this broadcast's failure.
         if !ending { end(failure: "the extension \(how) before the broadcast ended") }
-        stopFlag.raise()
+        let feed = state.withLock { $0.feed }
+        feed?.stop()
         readiness.signal()
         // Surfaces are unmapped once nothing can write into them any more.
-        pipeline.notify(queue: .global()) { [self] in release() }
+        if let feed { feed.whenDone { [self] in release() } } else { release() }
     }
 
     /// Closes the connection, unmaps the surfaces, stops the watchdog: nothing of it is left.
@@ -575,10 +463,6 @@ final class BroadcastSession: Sendable {
             defer {
                 state.link = nil
                 state.watchdog = nil
-                state.surfaces = []
-                state.lent = [:]
-                state.surfaceOfStorage = [:]
-                state.audioInFlight = []
             }
             return (state.link, state.watchdog, state.final ?? state.status)
         }
@@ -591,44 +475,5 @@ final class BroadcastSession: Sendable {
             "error": "\(final.lastError ?? "none")", "peakExtensionMiB": "\(BroadcastLimits.mebibytes(final.extensionPeakMemory))",
         ])
         completion.complete(final)
-    }
-
-    fileprivate func contentResized(to content: (width: Int, height: Int), fittedInto size: (width: Int, height: Int)) {
-        logger.info("content resized: fitted into the broadcast's size", metadata: [
-            "broadcast": "\(id)", "content": "\(content.width)x\(content.height)", "broadcastSize": "\(size.width)x\(size.height)"])
-    }
-}
-
-/// The sending queue as capture's output. A broadcast keeps the size it started with (an
-/// extension's encoder is set up for it): a picture of another size, from a screen or window
-/// that changed, is letter-boxed into a shared surface, one copy that only such frames pay.
-private struct BroadcastOutput: CaptureOutput {
-    /// The capture's fixed pool of shared surfaces, and the size its pictures have.
-    struct VideoSurfaces {
-        let pool: PixelBufferPool
-        let width: Int
-        let height: Int
-    }
-
-    let queue: BoundedQueue<SampleBuffer>
-    let session: BroadcastSession
-    /// Nil for the audio sources' output.
-    var video: VideoSurfaces?
-
-    func offer(_ frame: VideoSample) -> Bool {
-        guard let video, frame.pixels.width != video.width || frame.pixels.height != video.height else {
-            return queue.offer(.video(frame))
-        }
-        // All surfaces with the extension: the frame is dropped, and counted, as any other.
-        guard let surface = video.pool.take(width: video.width, height: video.height, format: frame.pixels.format) else { return false }
-        PictureTransform.fit(frame.pixels, into: surface)
-        var fitted = frame
-        fitted.pixels = surface
-        return queue.offer(.video(fitted))
-    }
-
-    func append(_ audio: AudioBuffer) { queue.append(.audio(audio)) }
-    func formatChanged(width: Int, height: Int) {
-        if let video { session.contentResized(to: (width, height), fittedInto: (video.width, video.height)) }
     }
 }

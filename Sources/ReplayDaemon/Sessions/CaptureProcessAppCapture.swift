@@ -39,19 +39,17 @@ final class CaptureProcessAppCapture: AppCaptureControl {
     private let state = Mutex(State())
 
     private struct State {
-        var channel: CaptureChannel?
-        var process: CaptureProcessHandle?
-        var observer: Int?
+        var link: CaptureProcessLink?
         var pictures: SharedSurface?
         var slots = 0
         var slotSize = 0
         var stopped = false
         var started = false
+        /// The process is gone: a start that has not returned yet fails.
+        var finished = false
         /// What the process said at its end; nil if it never said (it crashed).
         var ending: (error: String?, captured: Int, dropped: Int)?
         var unsent = 0
-        var channelClosed = false
-        var exitStatus: Int32?
     }
 
     init(plan: AppCaptureStart, launcher: any CaptureProcessLauncher, protectedWindows: ProtectedWindows,
@@ -69,43 +67,37 @@ final class CaptureProcessAppCapture: AppCaptureControl {
     }
 
     func start() throws(DaemonError) -> (width: Int, height: Int) {
-        let process: CaptureProcessHandle, channel: CaptureChannel
+        let link: CaptureProcessLink
         do {
-            (process, channel) = try launcher.launch(id: plan.id)
+            link = try CaptureProcessLink(
+                launcher: launcher, id: plan.id, label: "app-capture-\(plan.id)", protectedWindows: protectedWindows,
+                start: { [plan] windows in
+                    var plan = plan
+                    plan.protectedWindows = windows
+                    return .startAppCapture(plan)
+                },
+                heard: { [weak self] report, descriptors in
+                    guard let self else { return descriptors.forEach { close($0) } }
+                    heard(report, descriptors: descriptors)
+                },
+                ended: { [weak self] status in self?.ended(exitStatus: status) })
         } catch {
             let failure = DaemonError(code: .captureFailed, message: "cannot start the capture process: \(error)")
             completion.complete(failure.message)
             throw failure
         }
-        var plan = self.plan
-        plan.protectedWindows = Array(protectedWindows.windows)
-        let observer = protectedWindows.observe { [weak self] windows in self?.tell(.protectedWindows(Array(windows))) }
-        state.withLock {
-            $0.process = process
-            $0.observer = observer
-            $0.channel = channel
-        }
-        // The channel is closed only once the watch has let go of it (in `ended`).
-        _ = ReadableWatch(descriptor: channel.descriptor, label: "app-capture-\(plan.id)", whenCancelled: { [weak self] in
-            guard let self else { return channel.close() }
-            ended(channelClosed: true)
-        }) { [weak self] watch in
-            repeat {
-                guard let self, let (report, descriptors) = channel.receive(CaptureReport.self) else { return watch.cancel() }
-                heard(report, descriptors: descriptors)
-            } while channel.hasPending
-        }
-        process.onExit { [weak self] status in self?.ended(exitStatus: status) }
-        do {
-            try channel.send(CaptureCommand.startAppCapture(plan))
-        } catch {
-            process.kill()
-        }
+        state.withLock { $0.link = link }
+        let process = link.process
         switch answer.pop() {
         case .success(let size)?:
-            let stopped = state.withLock { state in
-                state.started = true
-                return state.stopped
+            // Whichever comes first, this or the end, decides: a process gone before the start
+            // returns fails the start (the app would wait for pictures and an end it never hears).
+            let (stopped, finished) = state.withLock { state in
+                if !state.finished { state.started = true }
+                return (state.stopped, state.finished)
+            }
+            if finished {
+                throw DaemonError(code: .captureFailed, message: "the in-app capture ended as it started: \(completion.wait() ?? "no reason")")
             }
             if stopped { tell(.stop) }
             logger.debug("in-app capture process started", metadata: ["pid": "\(process.pid)", "app": "\(plan.pid)"])
@@ -131,10 +123,7 @@ final class CaptureProcessAppCapture: AppCaptureControl {
 
     func onFinish(_ handler: @escaping @Sendable () -> Void) { completion.onComplete { _ in handler() } }
 
-    private func tell(_ command: CaptureCommand) {
-        guard let channel = state.withLock({ $0.channel }) else { return }
-        try? channel.send(command)
-    }
+    private func tell(_ command: CaptureCommand) { state.withLock { $0.link }?.tell(command) }
 
     /// One report. What the process says is checked: a slot or length outside the shared
     /// memory it handed over is a broken process, and ends it.
@@ -146,7 +135,7 @@ final class CaptureProcessAppCapture: AppCaptureControl {
             let shared = descriptors.isEmpty ? nil : descriptors.removeFirst()
             guard let pictures = Self.mapPictures(shared, slots: slots, slotSize: slotSize) else {
                 answer.append(.failure(DaemonError(code: .captureFailed, message: "the capture process shared no usable memory for the pictures")))
-                state.withLock { $0.process }?.kill()
+                state.withLock { $0.link }?.breakOff()
                 return
             }
             state.withLock { state in
@@ -186,7 +175,7 @@ final class CaptureProcessAppCapture: AppCaptureControl {
         }
         guard let pictures else {
             logger.error("an in-app capture's process named a picture outside its shared memory: it is ended", metadata: ["app": "\(plan.pid)"])
-            state.withLock { $0.process }?.kill()
+            state.withLock { $0.link }?.breakOff()
             return
         }
         // The outbox copies the picture, so the slot goes back at once.
@@ -198,24 +187,14 @@ final class CaptureProcessAppCapture: AppCaptureControl {
         tell(.releaseFrame(slot: slot))
     }
 
-    /// Notes the end of the channel or the process; once both are over the capture ends, and
-    /// the app hears why: what the process said, or the signal that ended it.
-    private func ended(channelClosed: Bool = false, exitStatus: Int32? = nil) {
-        let over = state.withLock { state -> (ending: (error: String?, captured: Int, dropped: Int)?, unsent: Int, status: Int32,
-                                              channel: CaptureChannel?, observer: Int?)? in
-            if channelClosed { state.channelClosed = true }
-            if let exitStatus { state.exitStatus = exitStatus }
-            guard state.channelClosed, let status = state.exitStatus else { return nil }
-            defer {
-                state.channel = nil
-                state.observer = nil
-                state.pictures = nil
-            }
-            return (state.ending, state.unsent, status, state.channel, state.observer)
+    /// The process is gone and every report read: the capture ends, and the app hears why:
+    /// what the process said, or the signal that ended it.
+    private func ended(exitStatus status: Int32) {
+        let (over, started) = state.withLock { state in
+            state.finished = true
+            defer { state.pictures = nil }
+            return ((ending: state.ending, unsent: state.unsent, status: status), state.started)
         }
-        guard let over else { return }
-        if let observer = over.observer { protectedWindows.stopObserving(observer) }
-        over.channel?.close()
         answer.close()
         guard completion.value == nil else { return }
         let failure: String?
@@ -226,7 +205,7 @@ final class CaptureProcessAppCapture: AppCaptureControl {
             logger.error("in-app capture: \(failure!)", metadata: ["app": "\(plan.pid)"])
         }
         // Only a capture that started is the app's to hear the end of: a failed start is the start's answer.
-        if state.withLock({ $0.started }) { client.captureStopped(error: failure) }
+        if started { client.captureStopped(error: failure) }
         logger.info("in-app capture ended", metadata: [
             "pid": "\(plan.pid)", "captured": "\(over.ending?.captured ?? 0)",
             "dropped": "\((over.ending?.dropped ?? 0) + over.unsent)", "error": "\(failure ?? "none")",

@@ -1,8 +1,10 @@
 import Dispatch
 import Foundation
+import ReplayCapture
 import ReplayIPC
 import ReplaySession
 import ReplaySystem
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -129,5 +131,103 @@ struct ReplayCaptureLauncher: CaptureProcessLauncher {
             ours.close()
             throw error
         }
+    }
+}
+
+extension CaptureChannel {
+    /// Reads a capture process's reports as they come, every waiting one at each wake-up,
+    /// until the channel ends or `heard` returns false (its session is gone). `heard` owns the
+    /// descriptors that came with a report, also when it returns false. `ended` runs once
+    /// the watch has let go of the channel: only then may the channel be closed, never under
+    /// the watch.
+    func watchReports(label: String, heard: @escaping @Sendable (CaptureReport, [Int32]) -> Bool,
+                      ended: @escaping @Sendable () -> Void) {
+        _ = ReadableWatch(descriptor: descriptor, label: label, whenCancelled: ended) { watch in
+            repeat {
+                guard let (report, descriptors) = receive(CaptureReport.self) else { return watch.cancel() }
+                guard heard(report, descriptors) else { return watch.cancel() }
+            } while hasPending
+        }
+    }
+}
+
+/// One running capture process as its session holds it: the process, replayd's end of its
+/// channel, and the protected windows it is kept told of. Its end is reported once, after both
+/// every report has been read (the channel closed) and the process has been reaped: the session
+/// then knows everything the process said and how it ended.
+final class CaptureProcessLink: Sendable {
+    let process: CaptureProcessHandle
+    private let channel: CaptureChannel
+    private let protectedWindows: ProtectedWindows
+    private let state = Mutex<(channelOpen: Bool, exitStatus: Int32?, observer: Int?, ended: Bool)>((true, nil, nil, false))
+
+    /// Starts a process for `id` and sends it `start`, made with the protected windows of now
+    /// (each later change follows at once). `heard` gets every report (and owns its
+    /// descriptors); `ended` the exit status, once, at the end.
+    init(launcher: any CaptureProcessLauncher, id: String, label: String, protectedWindows: ProtectedWindows,
+         start: ([UInt32]) -> CaptureCommand, heard: @escaping @Sendable (CaptureReport, [Int32]) -> Void,
+         ended: @escaping @Sendable (Int32) -> Void) throws {
+        (process, channel) = try launcher.launch(id: id)
+        self.protectedWindows = protectedWindows
+        // The channel is closed only once the watch has let go of it, never under the watch.
+        channel.watchReports(label: label, heard: { report, descriptors in
+            heard(report, descriptors)
+            return true
+        }, ended: { [self] in over(channelClosed: true, ended: ended) })
+        process.onExit { [self] status in over(exitStatus: status, ended: ended) }
+        // `start` goes first (the process reads nothing else first); a change of the protected
+        // windows made meanwhile follows it at once, as every later one does.
+        let generation = protectedWindows.generation
+        do {
+            try channel.send(start(Array(protectedWindows.windows)))
+        } catch {
+            process.kill()
+        }
+        let observer = protectedWindows.observe { [weak self] windows in self?.tell(.protectedWindows(Array(windows))) }
+        let alreadyOver = state.withLock { state in
+            if !state.ended { state.observer = observer }
+            return state.ended
+        }
+        if alreadyOver { protectedWindows.stopObserving(observer) }
+        if protectedWindows.generation != generation { tell(.protectedWindows(Array(protectedWindows.windows))) }
+    }
+
+    /// Sends a command; a process that is gone is noticed by its exit, not here. Sent under
+    /// the lock that closes the channel, so never to a descriptor closed meanwhile.
+    func tell(_ command: CaptureCommand) {
+        state.withLock { state in
+            if !state.ended { try? channel.send(command) }
+        }
+    }
+
+    /// Ends a process that broke the channel's rules, and reads nothing more it sent.
+    func breakOff() {
+        process.kill()
+        state.withLock { state in
+            if !state.ended { shutdown(channel.descriptor, Int32(SHUT_RDWR)) }
+        }
+    }
+
+    private func over(channelClosed: Bool = false, exitStatus: Int32? = nil, ended: @Sendable (Int32) -> Void) {
+        let end = state.withLock { state -> (status: Int32, observer: Int?)? in
+            if channelClosed { state.channelOpen = false }
+            if let exitStatus { state.exitStatus = exitStatus }
+            guard !state.channelOpen, let status = state.exitStatus, !state.ended else { return nil }
+            state.ended = true
+            channel.close()
+            defer { state.observer = nil }
+            return (status, state.observer)
+        }
+        // A process whose channel broke (a packet replayd could not read) can be told nothing
+        // more, not even to stop: it is ended if it has not exited a moment later. (One that
+        // closed it by exiting, the usual case, is reaped meanwhile and keeps its own status.)
+        if channelClosed && end == nil {
+            DispatchQueue.global().asyncAfter(deadline: .now() + 2) { [self] in
+                if state.withLock({ $0.exitStatus == nil }) { process.kill() }
+            }
+        }
+        guard let end else { return }
+        if let observer = end.observer { protectedWindows.stopObserving(observer) }
+        ended(end.status)
     }
 }

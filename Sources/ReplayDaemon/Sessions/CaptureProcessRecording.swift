@@ -106,20 +106,14 @@ final class CaptureProcessRecording: RecordingControl {
         }
         // Every waiting message is read at each wake-up. At the end the channel is closed only
         // once the watch has let go of it (`ended` closes it), never under the watch.
-        _ = ReadableWatch(descriptor: channel.descriptor, label: "capture-\(id)", whenCancelled: { [weak self] in
+        channel.watchReports(label: "capture-\(id)", heard: { [weak self] report, descriptors in
+            descriptors.forEach { close($0) }  // a recording's process hands replayd no descriptor
+            return self?.heard(report) != nil
+        }, ended: { [weak self] in
             guard let self else { return channel.close() }
             replies.close()
             ended(channelClosed: true)
-        }) { [weak self] watch in
-            repeat {
-                guard let self, let (report, descriptors) = channel.receive(CaptureReport.self) else {
-                    watch.cancel()
-                    return
-                }
-                descriptors.forEach { close($0) }  // a capture process hands replayd no descriptor
-                heard(report)
-            } while channel.hasPending
-        }
+        })
         process.onExit { [weak self] status in self?.ended(exitStatus: status) }
 
         do {
@@ -279,8 +273,8 @@ final class CaptureProcessRecording: RecordingControl {
             store.delete(id: id)
         case .finished(let summary):
             state.withLock { $0.summary = summary }
-        case .appCaptureStarted, .frame, .appCaptureEnded:
-            logger.warning("a recording's capture process spoke of an in-app capture: ignored", metadata: ["recording": "\(id)"])
+        case .appCaptureStarted, .frame, .appCaptureEnded, .broadcastCaptureOpened, .broadcastSample, .broadcastCaptureEnded:
+            logger.warning("a recording's capture process spoke of another kind of session: ignored", metadata: ["recording": "\(id)"])
         }
     }
 

@@ -1,0 +1,163 @@
+import Foundation
+import Logging
+@testable import ReplayDaemon
+import ReplayCapture
+import ReplayIPC
+import ReplayMedia
+@testable import ReplaySession
+import ReplaySystem
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A broadcast's capture run by a scripted capture process (`ScriptedCaptureLauncher`): the
+/// surfaces it makes go to the extension untouched, each sample it names is checked against
+/// them before it is sent on, a sample not sent goes straight back, and a process that dies or
+/// names a sample out of place ends the broadcast's capture with a clear reason.
+@Suite struct CaptureProcessBroadcastCaptureTests {
+    static let surfaceSize = 4096
+
+    func feed(script: @escaping @Sendable (CaptureChannel, ChildProcess) -> Void) -> CaptureProcessBroadcastCapture {
+        let plan = BroadcastCaptureStart(id: "bc-test", options: .init(fps: 30, showCursor: true, onlyProcess: nil, audio: [.app]),
+                                         backend: .x11(display: nil), protectedWindows: [])
+        return CaptureProcessBroadcastCapture(plan: plan, launcher: ScriptedCaptureLauncher(script: script), protectedWindows: ProtectedWindows(),
+                                              keepToken: { _ in }, logger: Logger(label: "test"))
+    }
+
+    /// Waits for the start and answers it with `count` surfaces; runs `body` once the broadcast
+    /// is live, with the surfaces still mapped.
+    static func serving(_ channel: CaptureChannel, surfaces count: Int = BroadcastCapture.videoSurfaces + 1, _ body: () -> Void) {
+        guard let (command, _) = channel.receive(CaptureCommand.self), case .startBroadcastCapture = command else { return }
+        let surfaces = (0..<count).compactMap { try? SharedSurface.create(name: "test-broadcast-\($0)", size: surfaceSize) }
+        let descriptors = surfaces.compactMap { try? $0.readOnlyDescriptor() }
+        try? channel.send(CaptureReport.broadcastCaptureOpened(width: 2, height: 2, surfaceSize: surfaceSize, restoreToken: nil),
+                          descriptors: descriptors)
+        descriptors.forEach { close($0) }
+        guard let (live, _) = channel.receive(CaptureCommand.self), live == .broadcastLive else { return }
+        withExtendedLifetime(surfaces, body)
+    }
+
+    static func picture(in surface: UInt16) -> BroadcastMessage {
+        .video(.init(surface: surface, matrix: .bt709, range: .video, width: 2, height: 2,
+                     planes: [.init(offset: 0, stride: 2, rows: 2), .init(offset: 4, stride: 1, rows: 1), .init(offset: 5, stride: 1, rows: 1)],
+                     time: 1_000_000, additions: .init(isRepeat: true, framesDropped: 3)))
+    }
+
+    static let sound = BroadcastMessage.audio(.init(surface: UInt16(BroadcastCapture.videoSurfaces), source: .app, offset: 64, frames: 4,
+                                                    channels: 2, sampleRate: 48_000, time: 2_000_000))
+
+    static func send(_ message: BroadcastMessage, on channel: CaptureChannel) {
+        try? channel.send(CaptureReport.broadcastSample(Data(BroadcastCodec.encode(message))))
+    }
+
+    /// `probe`'s first answer within 10 s.
+    static func eventually<T>(_ probe: () -> T?) -> T? {
+        let deadline = Date().addingTimeInterval(10)
+        while Date() < deadline {
+            if let answer = probe() { return answer }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return nil
+    }
+
+    /// What a test's broadcast heard: the samples delivered, and how capture ended.
+    final class Heard: Sendable {
+        let samples = Mutex<[BroadcastMessage]>([])
+        let endings = Mutex<[String?]>([])
+        let done = DispatchSemaphore(value: 0)
+    }
+
+    func run(_ feed: CaptureProcessBroadcastCapture, heard: Heard, accept: @escaping @Sendable (BroadcastMessage) -> Bool = { _ in true }) {
+        feed.run(audioOrigin: .zero, deliver: { message in
+            heard.samples.withLock { $0.append(message) }
+            return accept(message)
+        }, ended: { failure in
+            heard.endings.withLock { $0.append(failure) }
+        })
+        feed.whenDone { heard.done.signal() }
+    }
+
+    @Test func samplesAreSentOnAndOnesNotSentOrReleasedGoBack() throws {
+        let commands = Mutex<[CaptureCommand]>([])
+        let feed = feed { channel, process in
+            Self.serving(channel) {
+                Self.send(Self.picture(in: 1), on: channel)
+                Self.send(Self.sound, on: channel)
+                while let (command, _) = channel.receive(CaptureCommand.self) {
+                    commands.withLock { $0.append(command) }
+                    if command == .stop {
+                        try? channel.send(CaptureReport.broadcastCaptureEnded(error: nil))
+                        process.signal(SIGTERM)
+                        return
+                    }
+                }
+            }
+        }
+        let opened = try feed.open()
+        defer { opened.descriptors.forEach { close($0) } }
+        #expect(opened.descriptors.count == BroadcastCapture.videoSurfaces + 1 && opened.surfaceSize == Self.surfaceSize)
+        let heard = Heard()
+        // The picture is sent; the sound is not (as while paused), so its place comes back at once.
+        run(feed, heard: heard) { message in if case .video = message { true } else { false } }
+        let delivered = Self.eventually { heard.samples.withLock { $0.count == 2 ? $0 : nil } }
+        #expect(delivered == [Self.picture(in: 1), Self.sound])
+        #expect(feed.dropped == 3, "the process's count of dropped frames rides on its pictures")
+        feed.release(surface: 1)  // the extension is done with it
+        feed.stop()
+        #expect(heard.done.wait(timeout: .now() + 10) == .success)
+        #expect(commands.withLock { $0 } == [.releaseAudio(offset: 64), .releaseFrame(slot: 1), .stop])
+        #expect(heard.endings.withLock { $0 } == [nil])
+    }
+
+    @Test(arguments: [
+        ("a picture in the audio ring", picture(in: UInt16(BroadcastCapture.videoSurfaces))),
+        ("a picture past the surfaces", picture(in: 9)),
+        ("a message that is not a sample", BroadcastMessage.ping(7)),
+    ])
+    func aSampleOutOfPlaceEndsTheProcessAndIsNotSent(_ what: String, message: BroadcastMessage) throws {
+        let feed = feed { channel, _ in
+            Self.serving(channel) {
+                Self.send(message, on: channel)
+                while channel.receive(CaptureCommand.self) != nil {}
+            }
+        }
+        let opened = try feed.open()
+        defer { opened.descriptors.forEach { close($0) } }
+        let heard = Heard()
+        run(feed, heard: heard)
+        #expect(heard.done.wait(timeout: .now() + 10) == .success, "\(what)")
+        #expect(heard.samples.withLock { $0 }.isEmpty, "\(what)")
+        let endings = heard.endings.withLock { $0 }
+        #expect(endings.count == 1 && endings[0]?.contains("the capture process was ended by SIGKILL") == true, "\(what): \(endings)")
+    }
+
+    @Test func aProcessThatCrashesEndsTheCaptureWithItsSignal() throws {
+        let feed = feed { channel, process in
+            Self.serving(channel) {
+                Self.send(Self.picture(in: 0), on: channel)
+                process.signal(SIGSEGV)
+            }
+        }
+        let opened = try feed.open()
+        defer { opened.descriptors.forEach { close($0) } }
+        let heard = Heard()
+        run(feed, heard: heard)
+        #expect(heard.done.wait(timeout: .now() + 10) == .success)
+        let endings = heard.endings.withLock { $0 }
+        #expect(endings.count == 1 && endings[0]?.contains("the capture process was ended by SIGSEGV") == true, "\(endings)")
+    }
+
+    @Test(arguments: [BroadcastCapture.videoSurfaces, BroadcastCapture.videoSurfaces + 2])
+    func surfacesOfTheWrongNumberAreRefusedAndTheProcessEnded(count: Int) throws {
+        let feed = feed { channel, _ in
+            Self.serving(channel, surfaces: count) {}
+            while channel.receive(CaptureCommand.self) != nil {}
+        }
+        #expect(throws: DaemonError.self) { _ = try feed.open() }
+        let done = DispatchSemaphore(value: 0)
+        feed.whenDone { done.signal() }
+        #expect(done.wait(timeout: .now() + 10) == .success, "the process was not ended")
+    }
+}
