@@ -28,10 +28,11 @@ extension Daemon {
             return AppCaptureSession(pid: pid, options: options, parts: parts, protectedWindows: protectedWindows, client: client,
                                      logger: logger)
         }
+        let (backend, keeper) = captureProcessBackend(for: .screen)
         let plan = AppCaptureStart(id: id, pid: pid, fps: options.fps, showCursor: options.showCursor,
-                                   backend: captureProcessBackend(for: .screen).backend, protectedWindows: [])
+                                   backend: backend, protectedWindows: [])
         return CaptureProcessAppCapture(plan: plan, launcher: launcher, protectedWindows: protectedWindows, client: client,
-                                        logger: logger)
+                                        keepToken: { keeper?.keep($0) }, logger: logger)
     }
 
     /// A broadcast's capture in a capture process of its own; nil (capture inside replayd)

@@ -117,7 +117,7 @@ package enum CaptureReport: Codable, Sendable, Equatable {
     case finished(RecordingSummary)
     /// The answer to `startAppCapture`: the pictures' size, and the shared memory they come
     /// in (its descriptor rides on the packet): `slots` slots of `slotSize` bytes each.
-    case appCaptureStarted(width: Int, height: Int, slots: Int, slotSize: Int)
+    case appCaptureStarted(width: Int, height: Int, slots: Int, slotSize: Int, restoreToken: String? = nil)
     /// A picture, `bytes` long at the start of `slot`, until replayd says `releaseFrame`.
     case frame(slot: Int, bytes: Int, time: Double, width: Int, height: Int)
     /// The in-app capture is over (why, when it failed), with its counts; the process exits next.

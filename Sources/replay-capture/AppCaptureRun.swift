@@ -20,7 +20,8 @@ enum AppCaptureRun {
     static func run(_ plan: AppCaptureStart, channel: CaptureChannel, logger: Logger) -> Never {
         let protectedWindows = ProtectedWindows()
         protectedWindows.replace(with: plan.protectedWindows)
-        let backend = CaptureProcessMain.makeBackend(plan.backend, tokens: RestoreTokenKeeper())
+        let tokens = RestoreTokenKeeper()
+        let backend = CaptureProcessMain.makeBackend(plan.backend, tokens: tokens)
         let capture: any ScreenCapturing
         let surface: SharedSurface
         let slotSize: Int
@@ -37,7 +38,8 @@ enum AppCaptureRun {
             let descriptor = try surface.readOnlyDescriptor()
             defer { close(descriptor) }
             try channel.send(CaptureReport.appCaptureStarted(width: capture.frameSize.width, height: capture.frameSize.height,
-                                                             slots: slots, slotSize: slotSize), descriptors: [descriptor])
+                                                             slots: slots, slotSize: slotSize, restoreToken: CaptureProcessMain.newToken(tokens, startedWith: plan.backend)),
+                             descriptors: [descriptor])
         } catch {
             try? channel.send(CaptureReport.startFailed(code: .captureFailed, message: "cannot share the pictures with replayd: \(error)"))
             exit(1)

@@ -30,7 +30,8 @@ enum BroadcastCaptureRun {
         do {
             defer { opened.descriptors.forEach { close($0) } }
             try channel.send(CaptureReport.broadcastCaptureOpened(width: opened.width, height: opened.height,
-                                                                  surfaceSize: opened.surfaceSize, restoreToken: tokens.token),
+                                                                  surfaceSize: opened.surfaceSize,
+                                                                  restoreToken: CaptureProcessMain.newToken(tokens, startedWith: plan.backend)),
                              descriptors: opened.descriptors)
         } catch {
             try? channel.send(CaptureReport.startFailed(code: .captureFailed, message: "cannot share the surfaces with replayd: \(error)"))

@@ -149,6 +149,13 @@ extension CaptureProcessMain {
         }
     }
 
+    /// The portal's token for a choice the person made in this process's dialog: nil when
+    /// the token it was started with served (or there is no portal).
+    static func newToken(_ tokens: RestoreTokenKeeper, startedWith backend: CaptureStart.Backend) -> String? {
+        guard case .portal(let restoreToken, _) = backend, let token = tokens.token, token != restoreToken else { return nil }
+        return token
+    }
+
     /// Remuxes descriptor 3 into descriptor 4 and exits: 0 when done, else 1 with one line
     /// on standard error saying why.
     static func remuxToMatroska() -> Never {

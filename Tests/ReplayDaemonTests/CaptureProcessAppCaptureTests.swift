@@ -34,10 +34,34 @@ import Glibc
 
     static let slots = 2, slotSize = 6
 
-    func capture(client: RecordingClient, id: String = "capture-1", script: @escaping @Sendable (CaptureChannel, ChildProcess) -> Void) -> CaptureProcessAppCapture {
+    func capture(client: RecordingClient, id: String = "capture-1", keepToken: @escaping @Sendable (String) -> Void = { _ in },
+                 script: @escaping @Sendable (CaptureChannel, ChildProcess) -> Void) -> CaptureProcessAppCapture {
         let plan = AppCaptureStart(id: id, pid: 4242, fps: 30, showCursor: false, backend: .x11(display: nil), protectedWindows: [])
         return CaptureProcessAppCapture(plan: plan, launcher: ScriptedCaptureLauncher(script: script), protectedWindows: ProtectedWindows(),
-                                        client: client, logger: Logger(label: "test"))
+                                        client: client, keepToken: keepToken, logger: Logger(label: "test"))
+    }
+
+    /// The person chose in the portal's dialog that this capture opened: the next capture must
+    /// not ask again, so replayd keeps the token the process reports with its start.
+    @Test func aNewPortalChoiceMadeInTheCapturesDialogIsKept() throws {
+        let kept = Mutex<[String]>([])
+        let session = capture(client: RecordingClient(), keepToken: { token in kept.withLock { $0.append(token) } }) { channel, process in
+            guard case (.startAppCapture, _)? = channel.receive(CaptureCommand.self),
+                  let surface = try? SharedSurface.create(name: "test-app-capture", size: Self.slots * Self.slotSize),
+                  let descriptor = try? surface.readOnlyDescriptor() else { return }
+            try? channel.send(CaptureReport.appCaptureStarted(width: 2, height: 2, slots: Self.slots, slotSize: Self.slotSize,
+                                                              restoreToken: "token-from-the-dialog"), descriptors: [descriptor])
+            close(descriptor)
+            withExtendedLifetime(surface) {
+                while let (command, _) = channel.receive(CaptureCommand.self), command != .stop {}
+                try? channel.send(CaptureReport.appCaptureEnded(error: nil, captured: 0, dropped: 0))
+                process.signal(SIGTERM)
+            }
+        }
+        _ = try session.start()
+        session.stop()
+        session.waitUntilFinished()
+        #expect(kept.withLock { $0 } == ["token-from-the-dialog"])
     }
 
     /// Waits for the start and answers it with two slots of shared memory, the first holding

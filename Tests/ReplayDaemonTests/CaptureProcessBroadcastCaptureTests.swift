@@ -19,20 +19,22 @@ import Glibc
 @Suite struct CaptureProcessBroadcastCaptureTests {
     static let surfaceSize = 4096
 
-    func feed(script: @escaping @Sendable (CaptureChannel, ChildProcess) -> Void) -> CaptureProcessBroadcastCapture {
+    func feed(keepToken: @escaping @Sendable (String) -> Void = { _ in },
+              script: @escaping @Sendable (CaptureChannel, ChildProcess) -> Void) -> CaptureProcessBroadcastCapture {
         let plan = BroadcastCaptureStart(id: "bc-test", options: .init(fps: 30, showCursor: true, onlyProcess: nil, audio: [.app]),
                                          backend: .x11(display: nil), protectedWindows: [])
         return CaptureProcessBroadcastCapture(plan: plan, launcher: ScriptedCaptureLauncher(script: script), protectedWindows: ProtectedWindows(),
-                                              keepToken: { _ in }, logger: Logger(label: "test"))
+                                              keepToken: keepToken, logger: Logger(label: "test"))
     }
 
     /// Waits for the start and answers it with `count` surfaces; runs `body` once the broadcast
     /// is live, with the surfaces still mapped.
-    static func serving(_ channel: CaptureChannel, surfaces count: Int = BroadcastCapture.videoSurfaces + 1, _ body: () -> Void) {
+    static func serving(_ channel: CaptureChannel, surfaces count: Int = BroadcastCapture.videoSurfaces + 1, restoreToken: String? = nil,
+                        _ body: () -> Void) {
         guard let (command, _) = channel.receive(CaptureCommand.self), case .startBroadcastCapture = command else { return }
         let surfaces = (0..<count).compactMap { try? SharedSurface.create(name: "test-broadcast-\($0)", size: surfaceSize) }
         let descriptors = surfaces.compactMap { try? $0.readOnlyDescriptor() }
-        try? channel.send(CaptureReport.broadcastCaptureOpened(width: 2, height: 2, surfaceSize: surfaceSize, restoreToken: nil),
+        try? channel.send(CaptureReport.broadcastCaptureOpened(width: 2, height: 2, surfaceSize: surfaceSize, restoreToken: restoreToken),
                           descriptors: descriptors)
         descriptors.forEach { close($0) }
         guard let (live, _) = channel.receive(CaptureCommand.self), live == .broadcastLive else { return }
@@ -147,6 +149,25 @@ import Glibc
         #expect(heard.done.wait(timeout: .now() + 10) == .success)
         let endings = heard.endings.withLock { $0 }
         #expect(endings.count == 1 && endings[0]?.contains("the capture process was ended by SIGSEGV") == true, "\(endings)")
+    }
+
+    /// A choice the person made in the portal's dialog this broadcast opened is kept for the next.
+    @Test func aNewPortalChoiceIsKept() throws {
+        let kept = Mutex<[String]>([])
+        let feed = feed(keepToken: { token in kept.withLock { $0.append(token) } }) { channel, process in
+            Self.serving(channel, restoreToken: "token-from-the-dialog") {
+                while let (command, _) = channel.receive(CaptureCommand.self), command != .stop {}
+                try? channel.send(CaptureReport.broadcastCaptureEnded(error: nil))
+                process.signal(SIGTERM)
+            }
+        }
+        let opened = try feed.open()
+        opened.descriptors.forEach { close($0) }
+        let heard = Heard()
+        run(feed, heard: heard)
+        feed.stop()
+        #expect(heard.done.wait(timeout: .now() + 10) == .success)
+        #expect(kept.withLock { $0 } == ["token-from-the-dialog"])
     }
 
     @Test(arguments: [BroadcastCapture.videoSurfaces, BroadcastCapture.videoSurfaces + 2])

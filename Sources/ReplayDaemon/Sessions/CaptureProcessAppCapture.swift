@@ -32,6 +32,8 @@ final class CaptureProcessAppCapture: AppCaptureControl {
     private let launcher: any CaptureProcessLauncher
     private let protectedWindows: ProtectedWindows
     private let client: any CaptureClient
+    /// Keeps the portal's token for a choice the person made in this capture's dialog.
+    private let keepToken: @Sendable (String) -> Void
     private let logger: Logger
     private let completion = Completion<String?>()
     /// The answer to the start: the pictures' size, or why not.
@@ -53,11 +55,12 @@ final class CaptureProcessAppCapture: AppCaptureControl {
     }
 
     init(plan: AppCaptureStart, launcher: any CaptureProcessLauncher, protectedWindows: ProtectedWindows,
-         client: any CaptureClient, logger: Logger) {
+         client: any CaptureClient, keepToken: @escaping @Sendable (String) -> Void = { _ in }, logger: Logger) {
         self.plan = plan
         self.launcher = launcher
         self.protectedWindows = protectedWindows
         self.client = client
+        self.keepToken = keepToken
         self.logger = logger
     }
 
@@ -131,13 +134,14 @@ final class CaptureProcessAppCapture: AppCaptureControl {
         var descriptors = descriptors
         defer { descriptors.forEach { close($0) } }
         switch report {
-        case .appCaptureStarted(let width, let height, let slots, let slotSize):
+        case .appCaptureStarted(let width, let height, let slots, let slotSize, let restoreToken):
             let shared = descriptors.isEmpty ? nil : descriptors.removeFirst()
             guard let pictures = Self.mapPictures(shared, slots: slots, slotSize: slotSize) else {
                 answer.append(.failure(DaemonError(code: .captureFailed, message: "the capture process shared no usable memory for the pictures")))
                 state.withLock { $0.link }?.breakOff()
                 return
             }
+            if let restoreToken { keepToken(restoreToken) }
             state.withLock { state in
                 state.pictures = pictures
                 state.slots = slots
