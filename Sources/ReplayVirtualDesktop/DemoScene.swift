@@ -131,8 +131,9 @@ private enum BeepPlayer {
     static func run(epoch: Int64, stop: StopFlag) {
         var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: UInt32(sampleRate), channels: 1)
         let bytes = UInt32(chunkFrames * 4)
-        // A quarter second of buffer: a stall of the scene or of the server shorter than that
-        // never starves the stream, so its samples stay where the anchor says they are heard.
+        // A short buffer (40 ms) keeps the stream's latency small. A longer one rode out longer
+        // stalls under PulseAudio but made pipewire-pulse's beeps swing by ±65 ms; a stream that
+        // does starve is noticed by the anchor and placed anew.
         var attributes = pa_buffer_attr(maxlength: UInt32.max, tlength: bytes * 8, prebuf: bytes, minreq: bytes, fragsize: UInt32.max)
         var error: Int32 = 0
         guard let stream = pa_simple_new(nil, "OpenReplayKit demo scene", PA_STREAM_PLAYBACK, nil, "beep",

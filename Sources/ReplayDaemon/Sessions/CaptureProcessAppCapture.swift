@@ -79,10 +79,7 @@ final class CaptureProcessAppCapture: AppCaptureControl {
                     plan.protectedWindows = windows
                     return .startAppCapture(plan)
                 },
-                heard: { [weak self] report, descriptors in
-                    guard let self else { return descriptors.forEach { close($0) } }
-                    heard(report, descriptors: descriptors)
-                },
+                heard: { [weak self] report, descriptors in self?.heard(report, descriptors: descriptors) != nil },
                 ended: { [weak self] status in self?.ended(exitStatus: status) })
         } catch {
             let failure = DaemonError(code: .captureFailed, message: "cannot start the capture process: \(error)")

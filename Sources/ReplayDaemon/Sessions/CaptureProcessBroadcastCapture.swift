@@ -64,10 +64,7 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
                     plan.protectedWindows = windows
                     return .startBroadcastCapture(plan)
                 },
-                heard: { [weak self] report, descriptors in
-                    guard let self else { return descriptors.forEach { close($0) } }
-                    heard(report, descriptors: descriptors)
-                },
+                heard: { [weak self] report, descriptors in self?.heard(report, descriptors: descriptors) != nil },
                 ended: { [weak self] status in self?.ended(exitStatus: status) })
         } catch {
             done.complete(())
@@ -122,10 +119,12 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
     /// One report. What the process names is checked against the surfaces it made: a message
     /// that is not a sample, or points outside them, is a broken process, and ends it.
     private func heard(_ report: CaptureReport, descriptors: [Int32]) {
+        // Only the surfaces of a usable start are kept (the session closes them); the rest are closed here.
+        var descriptors = descriptors
+        defer { descriptors.forEach { close($0) } }
         switch report {
         case .broadcastCaptureOpened(let width, let height, let surfaceSize, let restoreToken):
             guard Self.usable(descriptors, size: surfaceSize), (1...16384).contains(width), (1...16384).contains(height) else {
-                descriptors.forEach { close($0) }
                 answer.append(.failure(DaemonError(code: .captureFailed, message: "the capture process shared no usable surfaces")))
                 broken("shared no usable surfaces")
                 return
@@ -133,14 +132,12 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
             if let restoreToken { keepToken(restoreToken) }
             state.withLock { $0.limits = BroadcastCodec.Surfaces(count: UInt16(descriptors.count), size: UInt64(surfaceSize)) }
             answer.append(.success(BroadcastCapture.Opened(width: width, height: height, surfaceSize: surfaceSize, descriptors: descriptors)))
+            descriptors = []
         case .startFailed(let code, let message):
-            descriptors.forEach { close($0) }
             answer.append(.failure(DaemonError(code: code, message: message)))
         case .broadcastSample(let bytes):
-            descriptors.forEach { close($0) }
             forward(bytes)
         case .broadcastCaptureEnded(let error):
-            descriptors.forEach { close($0) }
             let ended = state.withLock { state -> (@Sendable (String?) -> Void)? in
                 state.ending = .some(error)
                 defer { state.ended = nil }
@@ -148,7 +145,6 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
             }
             ended?(error)
         default:
-            descriptors.forEach { close($0) }
             logger.warning("a broadcast's capture process sent \(report), which is not a broadcast's: ignored")
         }
     }

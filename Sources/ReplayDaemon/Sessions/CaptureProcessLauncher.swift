@@ -162,16 +162,17 @@ final class CaptureProcessLink: Sendable {
     private let state = Mutex<(channelOpen: Bool, exitStatus: Int32?, observer: Int?, ended: Bool)>((true, nil, nil, false))
 
     /// Starts a process for `id` and sends it `start`, made with the protected windows of now
-    /// (each later change follows at once). `heard` gets every report (and owns its
-    /// descriptors); `ended` the exit status, once, at the end.
+    /// (each later change follows at once). `heard` gets every report and owns its
+    /// descriptors if it returns true (false: its session is gone, and they are closed here);
+    /// `ended` gets the exit status, once, at the end.
     init(launcher: any CaptureProcessLauncher, id: String, label: String, protectedWindows: ProtectedWindows,
-         start: ([UInt32]) -> CaptureCommand, heard: @escaping @Sendable (CaptureReport, [Int32]) -> Void,
+         start: ([UInt32]) -> CaptureCommand, heard: @escaping @Sendable (CaptureReport, [Int32]) -> Bool,
          ended: @escaping @Sendable (Int32) -> Void) throws {
         (process, channel) = try launcher.launch(id: id)
         self.protectedWindows = protectedWindows
         // The channel is closed only once the watch has let go of it, never under the watch.
         channel.watchReports(label: label, heard: { report, descriptors in
-            heard(report, descriptors)
+            if !heard(report, descriptors) { descriptors.forEach { Glibc.close($0) } }
             return true
         }, ended: { [self] in over(channelClosed: true, ended: ended) })
         process.onExit { [self] status in over(exitStatus: status, ended: ended) }
