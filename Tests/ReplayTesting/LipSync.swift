@@ -40,9 +40,11 @@ public struct LipSync: Sendable {
         return median * (last - first)
     }
 
-    public init(_ file: URL) throws {
+    /// Flashes of the video against beeps of audio track `audioTrack` (0: the first, app audio;
+    /// 1: the microphone's in a recording with both).
+    public init(_ file: URL, audioTrack: Int = 0) throws {
         flashes = try Self.flashTimes(file)
-        beeps = try Self.beepTimes(file)
+        beeps = try Self.beepTimes(file, track: audioTrack)
         var offsets: [Double] = [], offsetTimes: [Double] = []
         for flash in flashes {
             if let beep = beeps.min(by: { abs($0 - flash) < abs($1 - flash) }), abs(beep - flash) < 0.4 {
@@ -73,12 +75,12 @@ public struct LipSync: Sendable {
         return onsets
     }
 
-    private static func beepTimes(_ file: URL) throws -> [Double] {
+    private static func beepTimes(_ file: URL, track: Int) throws -> [Double] {
         let start = try Command.run(Command.which("ffprobe"), [
-            "-v", "error", "-select_streams", "a:0", "-show_entries", "stream=start_time", "-of", "csv=p=0", file.path,
+            "-v", "error", "-select_streams", "a:\(track)", "-show_entries", "stream=start_time", "-of", "csv=p=0", file.path,
         ]).stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let origin = Double(start) ?? 0
-        let raw = try decode(file, ["-map", "0:a:0", "-ac", "1", "-ar", "48000", "-f", "f32le"])
+        let raw = try decode(file, ["-map", "0:a:\(track)", "-ac", "1", "-ar", "48000", "-f", "f32le"])
         let samples = raw.withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
         let window = 48
         let energy = stride(from: 0, to: samples.count - window + 1, by: window).map { start in
