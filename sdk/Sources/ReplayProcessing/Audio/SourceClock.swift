@@ -17,6 +17,7 @@ public import ReplayMedia
 /// contiguous as the source delivered it: no gap appears that the source did not leave), and
 /// follows a source whose clock drifts against the monotonic clock within one window.
 public struct SourceClock: Sendable {
+    /// The stream's sample rate: frame N is N / `sampleRate` seconds after frame 0.
     public let sampleRate: Int
     /// How long an arrival's bound is kept: long enough to span several of a block source's
     /// blocks, short enough to follow drift (100 ppm over 20 s is 2 ms).
@@ -26,6 +27,8 @@ public struct SourceClock: Sendable {
     private var bounds: [(arrival: Int64, origin: Int64)] = []
     private var head = 0
 
+    /// A clock for a stream of `sampleRate` frames a second whose arrivals' bounds are kept
+    /// for `window`; it places nothing until the first arrival.
     public init(sampleRate: Int, window: MediaTime = MediaTime(seconds: 20)) {
         self.sampleRate = sampleRate
         self.window = window
