@@ -25,6 +25,7 @@ let package = Package(
         .executable(name: "replay-srt-extension", targets: ["replay-srt-extension"]),
         .executable(name: "replay-hls-extension", targets: ["replay-hls-extension"]),
         .executable(name: "replay-webrtc-extension", targets: ["replay-webrtc-extension"]),
+        .executable(name: "replay-videoroom-extension", targets: ["replay-videoroom-extension"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -166,14 +167,24 @@ let package = Package(
             cSettings: [.define("GST_USE_UNSTABLE_API")],
             linkerSettings: ["gstreamer-1.0", "gstbase-1.0", "gstapp-1.0", "gstvideo-1.0", "gstsdp-1.0", "gstwebrtc-1.0",
                              "gobject-2.0", "glib-2.0"].map { .linkedLibrary($0) }),
+        // The encoder pipeline and its peers (WebRTCSession) and the loss-based bitrate
+        // control, shared by the WebRTC and the Janus VideoRoom extensions.
+        .target(
+            name: "ReplayWebRTC", dependencies: ["CWebRTC", "ReplayMedia", "ReplayProcessing"], path: "Sources/Extensions/WebRTCCore",
+            swiftSettings: strictSettings),
         .executableTarget(
             name: "replay-webrtc-extension",
             dependencies: [
-                "CWebRTC", "ReplayExtensionKit", "ReplayProcessing", "ReplayMedia", "ReplaySystem", "ReplayLoopbackServer",
+                "ReplayWebRTC", "CWebRTC", "ReplayExtensionKit", "ReplayProcessing", "ReplayMedia", "ReplaySystem", "ReplayLoopbackServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Sources/Extensions/WebRTC", exclude: ["webrtc.json"], swiftSettings: strictSettings),
+        // A participant in a Janus VideoRoom room (a video call), through Janus's HTTP API.
+        .executableTarget(
+            name: "replay-videoroom-extension",
+            dependencies: ["ReplayWebRTC", "CWebRTC", "ReplayExtensionKit", "ReplayProcessing", "ReplayMedia", "ReplaySystem"],
+            path: "Sources/Extensions/VideoRoom", exclude: ["videoroom.json"], swiftSettings: strictSettings),
         // Misbehaving extensions for the host's fault tests (never installed).
         .executableTarget(
             name: "replay-hostile-extension", dependencies: ["ReplayExtensionKit", "ReplayMedia"],
@@ -202,7 +213,7 @@ let package = Package(
             swiftSettings: strictSettings),
         // The WebRTC extension's own logic (bitrate control, setup), tested in its executable module.
         .testTarget(
-            name: "ReplayWebRTCTests", dependencies: ["replay-webrtc-extension", "ReplayProcessing"],
+            name: "ReplayWebRTCTests", dependencies: ["replay-webrtc-extension", "replay-videoroom-extension", "ReplayWebRTC", "ReplayProcessing"],
             swiftSettings: strictSettings),
         .testTarget(name: "ReplayMediaTests", dependencies: ["ReplayMedia"], swiftSettings: strictSettings),
         .testTarget(
@@ -236,6 +247,7 @@ let package = Package(
                 "ReplayTesting", "ReplaySystem", "ReplayIPC", "ReplayCapture", "ReplayMedia", "ReplayVirtualDesktop", "replayd", "replay-capture", "replay", "replay-demo-scene", "secret-notes",
                 "replay-file-extension", "replay-hostile-extension",
                 "replay-rtmp-extension", "replay-srt-extension", "replay-hls-extension", "replay-webrtc-extension",
+                "replay-videoroom-extension",
             ],
             swiftSettings: strictSettings),
     ]

@@ -52,6 +52,7 @@ extension IntegrationTests {
             for file in ["bin/replay", "bin/replayd", "bin/replay-demo-scene", "lib/openreplaykit/replay-capture",
                          "share/openreplaykit/extensions/rtmp.json", "share/openreplaykit/extensions/replay-rtmp-extension",
                          "share/openreplaykit/extensions/file.json", "share/openreplaykit/extensions/replay-webrtc-extension",
+                         "share/openreplaykit/extensions/videoroom.json", "share/openreplaykit/extensions/replay-videoroom-extension",
                          "share/systemd/user/replayd.service", "share/systemd/user/replayd.socket",
                          "share/systemd/user/replayd@.service", "share/systemd/user/replayd@.socket"] {
                 #expect(FileManager.default.fileExists(atPath: prefix.appendingPathComponent(file).path), "\(file) missing")

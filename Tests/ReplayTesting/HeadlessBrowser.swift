@@ -64,7 +64,9 @@ public final class HeadlessBrowser: @unchecked Sendable {
             // Deterministic: a fixed viewport, and pages behind others keep their timers running.
             "--window-size=1280,800", "--force-device-scale-factor=1", "--hide-scrollbars",
             "--disable-background-timer-throttling", "--disable-backgrounding-occluded-windows",
-            "--disable-renderer-backgrounding", "--disable-dev-shm-usage", "about:blank",
+            "--disable-renderer-backgrounding", "--disable-dev-shm-usage",
+            // A page may listen to what it receives (Web Audio) without a click.
+            "--autoplay-policy=no-user-gesture-required", "about:blank",
         ]
         let argv = arguments.map { strdup($0) } + [nil]
         defer { argv.forEach { free($0) } }

@@ -1,5 +1,6 @@
 import Foundation
 import ReplayProcessing
+import ReplayWebRTC
 import Testing
 @testable import replay_webrtc_extension
 

@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import Logging
 import ReplayLoopbackServer
+import ReplayWebRTC
 import Synchronization
 
 /// Local viewers: on 127.0.0.1, the viewer page at `/<token>/` and a WHEP endpoint at

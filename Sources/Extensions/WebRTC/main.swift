@@ -3,6 +3,7 @@ import Foundation
 import ReplayExtensionKit
 import ReplayMedia
 import ReplayProcessing
+import ReplayWebRTC
 import Synchronization
 
 /// The `webrtc` upload extension: publishes the broadcast as a send-only WebRTC session to a
@@ -11,14 +12,13 @@ import Synchronization
 /// webrtcbin (ICE by libnice, DTLS-SRTP, NACK/RTX); a keyframe when a receiver sends PLI/FIR
 /// or a viewer joins; the video bitrate follows the receivers' loss reports.
 final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
-    // @unchecked: the sample path (`source`, `mixer`) is touched only on the broadcast's callback
+    // @unchecked: the sample path (`feed`) is touched only on the broadcast's callback
     // thread; everything the other threads share is immutable once started or behind `state`.
     private var settings: WebRTCSettings?
     private var session: WebRTCSession?
     private var viewerServer: ViewerServer?
     private var whip: WHIPClient?
-    private var source = VideoSource(settings: .init(mode: .video))
-    private var mixer = AudioMixer()
+    private var feed: WebRTCFeed?
     private var statsTimer: (any DispatchSourceTimer)?
     private let statsQueue = DispatchQueue(label: "webrtc-stats")
     private let state = Mutex(SharedState())
@@ -43,7 +43,7 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
             return
         }
         self.settings = settings
-        source = VideoSource(settings: .init(mode: settings.mode, format: settings.format, applyRotation: true))
+        feed = WebRTCFeed(setup: settings.video)
         let events = WebRTCSession.Events(
             state: { [weak self] peer, state in self?.peerChanged(peer, state) },
             error: { [weak self] peer, message in self?.peerFailed(peer, message) })
@@ -82,15 +82,7 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
 
     override func processSampleBuffer(_ sample: SampleBuffer) {
         guard let session else { return }
-        switch sample {
-        case .video(let frame):
-            if let shaped = source.process(frame) { session.push(shaped) }
-        case .audio(let buffer):
-            mixer.append(buffer)
-            for period in mixer.nextPeriods() { session.push(period) }
-            // A still screen: the last picture again every 250 ms, so viewers never starve.
-            if let repeated = source.idle(now: buffer.time) { session.push(repeated) }
-        }
+        feed?.feed(sample, into: session)
     }
 
     override func broadcastFinished() {
@@ -132,7 +124,7 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
     // MARK: peers
 
     private func controller() -> BitrateController {
-        BitrateController(start: settings?.startKbps ?? 1500, minimum: settings?.minKbps ?? 150, maximum: settings?.maxKbps ?? 2500)
+        settings?.video.controller() ?? BitrateController(start: 1500, minimum: 150, maximum: 2500)
     }
 
     private func viewerJoined(_ peer: Int32) {

@@ -1,37 +1,43 @@
-import CWebRTC
+package import CWebRTC
 import Foundation
-import ReplayMedia
+package import ReplayMedia
 
 /// The Swift face of CWebRTC: one encoder pipeline and its peers. Every method may be called
 /// from any thread; `offer`, `answer` and `stats` block (up to their timeout), so call them
 /// off the broadcast's callback thread.
-final class WebRTCSession: @unchecked Sendable {
+package final class WebRTCSession: @unchecked Sendable {
     // @unchecked: `pointer` is immutable and CWebRTC locks internally; `events` is immutable.
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
     }
 
-    struct Options {
-        var fps = 30
-        var startKbps = 1500
-        var audioBitsPerSecond = 64_000
-        var keyframeSeconds = 2
-        var stunServer: String?
+    package struct Options {
+        package var fps = 30
+        package var startKbps = 1500
+        package var audioBitsPerSecond = 64_000
+        package var keyframeSeconds = 2
+        package var stunServer: String?
+
+        package init(fps: Int = 30, startKbps: Int = 1500, stunServer: String? = nil) {
+            self.fps = fps
+            self.startKbps = startKbps
+            self.stunServer = stunServer
+        }
     }
 
     /// What GStreamer's threads report; set once, before the session exists.
-    final class Events: @unchecked Sendable {
+    package final class Events: @unchecked Sendable {
         // @unchecked: both closures are set in `init` and never change.
         let state: @Sendable (Int32, PeerState) -> Void
         let error: @Sendable (Int32, String) -> Void
 
-        init(state: @escaping @Sendable (Int32, PeerState) -> Void, error: @escaping @Sendable (Int32, String) -> Void) {
+        package init(state: @escaping @Sendable (Int32, PeerState) -> Void, error: @escaping @Sendable (Int32, String) -> Void) {
             self.state = state
             self.error = error
         }
     }
 
-    enum PeerState: Int32, Sendable {
+    package enum PeerState: Int32, Sendable {
         case new = 0, connecting, connected, disconnected, failed, closed
     }
 
@@ -39,12 +45,12 @@ final class WebRTCSession: @unchecked Sendable {
     private let events: Events
 
     /// Loads GStreamer with only the plugins WebRTC needs (once per process).
-    static func initialize(registryDirectory: String) throws {
+    package static func initialize(registryDirectory: String) throws {
         var error: UnsafeMutablePointer<CChar>?
         guard cwebrtc_initialize(registryDirectory, &error) == 0 else { throw Failure(description: take(error) ?? "GStreamer did not start") }
     }
 
-    init(options: Options, events: Events) throws {
+    package init(options: Options, events: Events) throws {
         self.events = events
         let context = Unmanaged.passUnretained(events).toOpaque()
         var error: UnsafeMutablePointer<CChar>?
@@ -74,7 +80,7 @@ final class WebRTCSession: @unchecked Sendable {
 
     /// One picture, used in place: its storage (a daemon surface or a scaled copy) is held
     /// until the encoder has taken it, then let go.
-    func push(_ sample: VideoSample) {
+    package func push(_ sample: VideoSample) {
         let pixels = sample.pixels
         let bytes = pixels.bytes
         let held = Unmanaged.passRetained(pixels.storage).toOpaque()
@@ -86,29 +92,29 @@ final class WebRTCSession: @unchecked Sendable {
     }
 
     /// 48 kHz interleaved stereo.
-    func push(_ audio: AudioBuffer) {
+    package func push(_ audio: AudioBuffer) {
         precondition(audio.sampleRate == 48_000 && audio.channels == 2)
         audio.samples.withUnsafeBufferPointer { samples in
             _ = cwebrtc_push_audio(pointer, samples.baseAddress, Int32(audio.frameCount), audio.time.nanoseconds)
         }
     }
 
-    func requestKeyframe() { cwebrtc_request_keyframe(pointer) }
+    package func requestKeyframe() { cwebrtc_request_keyframe(pointer) }
 
-    var videoKbps: Int {
+    package var videoKbps: Int {
         get { Int(cwebrtc_video_bitrate(pointer)) }
         set { cwebrtc_set_video_bitrate(pointer, Int32(newValue)) }
     }
 
     /// A send-only peer making the offer (WHIP); the SDP holds every gathered candidate.
-    func offer(timeout: Double = 10) throws -> (peer: Int32, sdp: String) {
+    package func offer(timeout: Double = 10) throws -> (peer: Int32, sdp: String) {
         var sdp: UnsafeMutablePointer<CChar>?, error: UnsafeMutablePointer<CChar>?
         let peer = cwebrtc_peer_offer(pointer, Int32(timeout * 1000), &sdp, &error)
         guard peer > 0, let text = Self.take(sdp) else { throw Failure(description: Self.take(error) ?? "no offer") }
         return (peer, text)
     }
 
-    func setAnswer(_ answer: String, peer: Int32) throws {
+    package func setAnswer(_ answer: String, peer: Int32) throws {
         var error: UnsafeMutablePointer<CChar>?
         guard cwebrtc_peer_set_answer(pointer, peer, answer, &error) == 0 else {
             throw Failure(description: Self.take(error) ?? "the answer was not accepted")
@@ -116,16 +122,16 @@ final class WebRTCSession: @unchecked Sendable {
     }
 
     /// A send-only peer answering a viewer's offer (WHEP).
-    func answer(_ offer: String, timeout: Double = 10) throws -> (peer: Int32, sdp: String) {
+    package func answer(_ offer: String, timeout: Double = 10) throws -> (peer: Int32, sdp: String) {
         var sdp: UnsafeMutablePointer<CChar>?, error: UnsafeMutablePointer<CChar>?
         let peer = cwebrtc_peer_answer(pointer, offer, Int32(timeout * 1000), &sdp, &error)
         guard peer > 0, let text = Self.take(sdp) else { throw Failure(description: Self.take(error) ?? "no answer") }
         return (peer, text)
     }
 
-    func remove(peer: Int32) { cwebrtc_peer_remove(pointer, peer) }
+    package func remove(peer: Int32) { cwebrtc_peer_remove(pointer, peer) }
 
-    func stats(peer: Int32, timeout: Double = 1) -> CWebRTCPeerStats? {
+    package func stats(peer: Int32, timeout: Double = 1) -> CWebRTCPeerStats? {
         var stats = CWebRTCPeerStats()
         return cwebrtc_peer_stats(pointer, peer, Int32(timeout * 1000), &stats) == 0 ? stats : nil
     }

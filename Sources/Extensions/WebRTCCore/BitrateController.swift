@@ -9,12 +9,12 @@
 ///
 /// GStreamer 1.22 in Debian has no delay-based estimator (the `rtpgccbwe` element is in the
 /// Rust plugins, not packaged), so delay is not used beyond what loss shows.
-struct BitrateController: Sendable, Equatable {
-    let minimum: Int
-    let maximum: Int
-    private(set) var kbps: Int
+package struct BitrateController: Sendable, Equatable {
+    package let minimum: Int
+    package let maximum: Int
+    package private(set) var kbps: Int
 
-    init(start: Int, minimum: Int, maximum: Int) {
+    package init(start: Int, minimum: Int, maximum: Int) {
         self.minimum = minimum
         self.maximum = max(minimum, maximum)
         kbps = min(max(start, minimum), self.maximum)
@@ -22,7 +22,7 @@ struct BitrateController: Sendable, Equatable {
 
     /// One receiver report's worth: `fractionLost` (0...1) since the previous report.
     @discardableResult
-    mutating func update(fractionLost: Double) -> Int {
+    package mutating func update(fractionLost: Double) -> Int {
         let loss = min(max(fractionLost.isFinite ? fractionLost : 0, 0), 1)
         if loss > 0.10 {
             kbps = Int(Double(kbps) * (1 - 0.5 * loss))

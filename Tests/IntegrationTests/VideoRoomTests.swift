@@ -1,0 +1,140 @@
+import Foundation
+import ReplayIPC
+import ReplaySystem
+import ReplayTesting
+import ReplayVirtualDesktop
+import Testing
+
+extension IntegrationTests {
+    /// The `videoroom` upload extension in a real call: Debian's Janus with a VideoRoom room,
+    /// the extension joining it as a participant from its sandbox under a real replayd, and
+    /// three participants in headless Chromium, each through Janus's own JavaScript client.
+    @Suite struct VideoRoom {
+        static func installExtension(in fixture: ReplayFixture) throws -> [String] {
+            let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("Sources/Extensions/VideoRoom/videoroom.json")
+            let directory = fixture.file("extensions")
+            try ExtensionInstall.install(try JSONDecoder().decode(ExtensionManifest.self, from: Data(contentsOf: source)), in: directory)
+            return ["--extensions-dir", directory.path]
+        }
+
+        /// Listens to the page's received sound (Web Audio) and counts beeps: a rise from
+        /// quiet to loud, as the demo scene's 50 ms tone once a second makes.
+        static let installEar = """
+            (() => {
+              if (window.ear) return true;
+              const ear = window.ear = { beeps: 0, loud: false, peak: 0 };
+              const video = document.querySelector('video');
+              const listen = () => {
+                const track = video.srcObject && video.srcObject.getAudioTracks()[0];
+                if (!track) return setTimeout(listen, 100);
+                const context = new AudioContext();
+                const analyser = context.createAnalyser();
+                analyser.fftSize = 1024;
+                context.createMediaStreamSource(new MediaStream([track])).connect(analyser);
+                const samples = new Float32Array(analyser.fftSize);
+                setInterval(() => {
+                  analyser.getFloatTimeDomainData(samples);
+                  let sum = 0;
+                  for (const sample of samples) sum += sample * sample;
+                  const level = Math.sqrt(sum / samples.length);
+                  ear.peak = Math.max(ear.peak, level);
+                  if (!ear.loud && level > 0.05) { ear.loud = true; ear.beeps++; }
+                  if (ear.loud && level < 0.01) ear.loud = false;
+                }, 10);
+              };
+              listen();
+              return true;
+            })()
+            """
+
+        /// One participant: it sees the screen (decoded frames rising, the white flash played)
+        /// and hears the beep.
+        static func expectSeesAndHears(_ page: HeadlessBrowser.Page, label: String) throws {
+            try page.waitUntil("window.call && window.call.pc !== null", timeout: 30)
+            try WebRTC.expectMediaFlows(page, connection: "window.call.pc", label: label)
+            _ = try page.evaluate(installEar)
+            let before = try page.evaluate("window.ear.beeps") as? Int ?? 0
+            try page.waitUntil("window.ear.beeps >= \(before + 2)", timeout: 15)
+        }
+
+        /// Frames decoded so far on a page.
+        static func frames(_ page: HeadlessBrowser.Page) throws -> Int {
+            try WebRTC.counters(page, "window.call.pc").frames
+        }
+
+        @Test func threeParticipantsSeeAndHearTheScreenAcrossAServerRestartAndSeeItLeave() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            let janus = try JanusServer(in: fixture.directory)
+            defer { janus.close() }
+            try fixture.startDaemon(Self.installExtension(in: fixture))
+            let browser = try HeadlessBrowser()
+            defer { browser.stop() }
+            let page = try janus.participantPage(display: "Screen")
+            let participants = try (0..<3).map { _ in try browser.open(page) }
+            for participant in participants {
+                try participant.waitUntil("window.call && window.call.joins === 1", timeout: 20)
+            }
+
+            // The pin is a secret: from a file, never on the command line.
+            let start = try fixture.replay(["broadcast", "start", "--extension", "videoroom", "--setup", "url=\(janus.url)",
+                                            "--setup", "room=\(janus.room)", "--setup", "pin=@\(try Upload.secretFile(janus.pin, in: fixture))",
+                                            "--setup", "display=Screen", "--json"])
+            try #require(start.status == 0, "\(start)\n\(fixture.daemonLog)")
+            let published = try Broadcast.waitForStatus(fixture, timeout: 30) { ($0["serviceInfo"] as? [String: String])?["janus"] == "published" }
+            try #require((published?["serviceInfo"] as? [String: String])?["janus"] == "published",
+                         "\(String(describing: published))\n\(fixture.daemonLog)\n\(janus.log.suffix(2000))")
+            #expect(!fixture.daemonLog.contains(janus.pin) && !janus.log.contains(janus.pin), "the pin was logged")
+            for (index, participant) in participants.enumerated() {
+                try Self.expectSeesAndHears(participant, label: "participant \(index + 1)")
+                #expect(try participant.evaluate("window.call.publisherName") as? String == "Screen")
+            }
+            let during = try #require(try Broadcast.latestStatus(fixture))
+            #expect(during["state"] as? String == "live", "\(during)")
+            let peak = during["extensionPeakMemory"] as? Int ?? 0
+            #expect(peak > 0 && peak < 50 * 1024 * 1024, "extension peak memory \(peak)")
+
+            // The server dies and comes back: the extension joins again, and the participants
+            // (who join again too, as a call's page does) see the screen once more.
+            janus.stop()
+            try janus.start()
+            let rejoined = try Broadcast.waitForStatus(fixture, timeout: 30) {
+                ($0["serviceInfo"] as? [String: String])?["joins"] == "2" && ($0["serviceInfo"] as? [String: String])?["janus"] == "published"
+            }
+            #expect((rejoined?["serviceInfo"] as? [String: String])?["joins"] == "2", "\(String(describing: rejoined))\n\(fixture.daemonLog)")
+            #expect(rejoined?["state"] as? String == "live", "\(String(describing: rejoined))")
+            for (index, participant) in participants.enumerated() {
+                try participant.waitUntil("window.call.joins >= 2 && window.call.pc !== null", timeout: 30)
+                let before = try Self.frames(participant)
+                try participant.waitUntil("(async () => (await (\(WebRTC.inbound("window.call.pc"))))[0] > \(before + 20))()", timeout: 30)
+                #expect(try Self.frames(participant) > before, "participant \(index + 1) after the restart")
+            }
+
+            // The broadcast's stop takes the publisher out of the room for everyone.
+            #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
+            for (index, participant) in participants.enumerated() {
+                try participant.waitUntil("window.call.publisherSeen && !window.call.publisherPresent", timeout: 15)
+                #expect(try participant.evaluate("window.call.publisherPresent") as? Bool == false, "participant \(index + 1)")
+            }
+            let final = try #require(try Broadcast.latestStatus(fixture))
+            #expect(final["state"] as? String == "finished", "\(final)\n\(fixture.daemonLog)")
+        }
+
+        /// A wrong pin is refused by the room: the broadcast ends at once with Janus's reason,
+        /// and is not retried.
+        @Test func aWrongPinEndsTheBroadcastWithTheRoomsRefusal() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240))
+            defer { fixture.stop() }
+            let janus = try JanusServer(in: fixture.directory)
+            defer { janus.close() }
+            try fixture.startDaemon(Self.installExtension(in: fixture))
+            _ = try fixture.replay(["broadcast", "start", "--extension", "videoroom", "--setup", "url=\(janus.url)",
+                                    "--setup", "room=\(janus.room)", "--setup", "pin=@\(try Upload.secretFile("wrong", in: fixture))", "--json"])
+            let ended = try Broadcast.waitForStatus(fixture, timeout: 20) { $0["state"] as? String == "failed" }
+            let error = ended?["lastError"] as? String ?? ""
+            #expect(ended?["state"] as? String == "failed", "\(String(describing: ended))\n\(fixture.daemonLog)")
+            #expect(error.contains("room \(janus.room)") && error.contains("433"), "\(error)")
+        }
+    }
+}
