@@ -58,15 +58,20 @@ extension IntegrationTests {
             try page.waitUntil("window.ear.beeps >= \(before + 2)", timeout: 15)
         }
 
+        /// A number in the broadcast's service info (what `replay broadcast status` shows).
+        static func info(_ fixture: ReplayFixture, _ key: String) -> Int? {
+            Int(((try? Broadcast.latestStatus(fixture)) ?? nil)?["serviceInfo"].flatMap { $0 as? [String: String] }?[key] ?? "")
+        }
+
         /// Frames decoded so far on a page.
         static func frames(_ page: HeadlessBrowser.Page) throws -> Int {
             try WebRTC.counters(page, "window.call.pc").frames
         }
 
-        @Test func threeParticipantsSeeAndHearTheScreenAcrossAServerRestartAndSeeItLeave() throws {
+        @Test func threeParticipantsSeeAndHearTheScreenAtTheServersRateAcrossARestartAndSeeItLeave() throws {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
             defer { fixture.stop() }
-            let janus = try JanusServer(in: fixture.directory)
+            let janus = try JanusServer(in: fixture.directory, roomBitrate: 256_000)
             defer { janus.close() }
             try fixture.startDaemon(Self.installExtension(in: fixture))
             let browser = try HeadlessBrowser()
@@ -90,6 +95,13 @@ extension IntegrationTests {
                 try Self.expectSeesAndHears(participant, label: "participant \(index + 1)")
                 #expect(try participant.evaluate("window.call.publisherName") as? String == "Screen")
             }
+            // The server's estimate (REMB, from the room's cap of 256 kbit/s) holds the rate
+            // below the extension's start of 1500.
+            let estimate = poll(timeout: 15) { Self.info(fixture, "serverEstimateKbps").flatMap { $0 <= 256 ? $0 : nil } }
+            #expect(estimate != nil, "the estimate is \(String(describing: Self.info(fixture, "serverEstimateKbps")))")
+            let held = poll(timeout: 5) { Self.info(fixture, "videoKbps").flatMap { $0 <= 256 ? $0 : nil } }
+            #expect(held != nil, "the rate is \(String(describing: Self.info(fixture, "videoKbps")))")
+
             let during = try #require(try Broadcast.latestStatus(fixture))
             #expect(during["state"] as? String == "live", "\(during)")
             let peak = during["extensionPeakMemory"] as? Int ?? 0
@@ -97,7 +109,9 @@ extension IntegrationTests {
 
             // The server dies and comes back: the extension joins again, and the participants
             // (who join again too, as a call's page does) see the screen once more.
+            // It comes back with a cap of 2 Mbit/s: the rate grows to follow.
             janus.stop()
+            janus.roomBitrate = 2_000_000
             try janus.start()
             let rejoined = try Broadcast.waitForStatus(fixture, timeout: 30) {
                 ($0["serviceInfo"] as? [String: String])?["joins"] == "2" && ($0["serviceInfo"] as? [String: String])?["janus"] == "published"
@@ -110,6 +124,11 @@ extension IntegrationTests {
                 try participant.waitUntil("(async () => (await (\(WebRTC.inbound("window.call.pc"))))[0] > \(before + 20))()", timeout: 30)
                 #expect(try Self.frames(participant) > before, "participant \(index + 1) after the restart")
             }
+
+            let raised = poll(timeout: 30) { Self.info(fixture, "videoKbps").flatMap { $0 >= 500 ? $0 : nil } }
+            #expect(raised != nil, "after the cap was raised the rate is \(String(describing: Self.info(fixture, "videoKbps")))")
+            print("videoroom: estimate \(estimate ?? 0) kbit/s held the rate at \(held ?? 0); after the restart with a higher cap, "
+                  + "\(raised ?? 0) kbit/s (estimate \(Self.info(fixture, "serverEstimateKbps") ?? 0))")
 
             // The broadcast's stop takes the publisher out of the room for everyone.
             #expect(try fixture.replay(["broadcast", "stop"]).status == 0)

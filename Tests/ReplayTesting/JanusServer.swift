@@ -11,6 +11,11 @@ public final class JanusServer: @unchecked Sendable {
     public private(set) var port = 0
     public let room: Int64 = 1234
     public let pin = "pin-\(UInt32.random(in: 0...UInt32.max))"
+    /// The room's bitrate cap, bit/s, which Janus sends each publisher as its estimate (REMB);
+    /// a change takes effect at the next `start` (a publisher keeps the cap it joined with).
+    public var roomBitrate: Int {
+        didSet { try? writeConfig() }
+    }
     private var process: ChildProcess?
     /// Serves the participants' page and Janus's JavaScript client on loopback.
     private var pages: ChildProcess?
@@ -27,7 +32,8 @@ public final class JanusServer: @unchecked Sendable {
         public let description: String
     }
 
-    public init(in parent: URL) throws {
+    public init(in parent: URL, roomBitrate: Int = 2_000_000) throws {
+        self.roomBitrate = roomBitrate
         directory = parent.appendingPathComponent("janus")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         // Another process may take the free port before Janus binds it: then a fresh one.
@@ -78,7 +84,7 @@ public final class JanusServer: @unchecked Sendable {
                     description = "The tests' call"
                     pin = "\(pin)"
                     publishers = 8
-                    bitrate = 2000000
+                    bitrate = \(roomBitrate)
                     fir_freq = 10
                     videocodec = "h264"
                     audiocodec = "opus"

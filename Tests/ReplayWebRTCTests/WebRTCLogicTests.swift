@@ -58,3 +58,22 @@ import Testing
         }
     }
 }
+
+/// The receiver's own estimate (REMB) bounds the rate: down at once, up at the loss-based pace.
+@Suite struct BitrateEstimateTests {
+    @Test func aLowerEstimateTakesTheRateDownAtOnceAndAHigherOneLetsItGrowBack() {
+        var controller = BitrateController(start: 2000, minimum: 150, maximum: 2500)
+        #expect(controller.update(fractionLost: 0, estimate: 300) == 300)
+        // Loss-free reports cannot take it past the estimate.
+        for _ in 0..<10 { controller.update(fractionLost: 0) }
+        #expect(controller.kbps == 300 && controller.estimate == 300)
+        // The estimate rises: the rate follows at 8 % a report, not in one jump.
+        #expect(controller.update(fractionLost: 0, estimate: 2000) == 324)
+        for _ in 0..<40 { controller.update(fractionLost: 0) }
+        #expect(controller.kbps == 2000)
+        // No report and no estimate this second: held.
+        #expect(controller.update(fractionLost: nil) == 2000)
+        // An estimate below the minimum still leaves the minimum.
+        #expect(controller.update(fractionLost: nil, estimate: 50) == 150)
+    }
+}

@@ -27,6 +27,7 @@
 
 #include <gst/app/gstappsrc.h>
 #include <gst/gst.h>
+#include <gst/rtp/gstrtcpbuffer.h>
 #include <gst/sdp/sdp.h>
 #include <gst/video/video.h>
 #include <gst/webrtc/webrtc.h>
@@ -1006,6 +1007,24 @@ static void add_report(const GstStructure *source, CWebRTCPeerStats *out, GArray
     out->jitter = MAX(out->jitter, jitter / 90000.0);
 }
 
+/* The receiver's estimate (REMB: a payload-specific feedback, application layer, whose FCI is
+ * "REMB", a count of SSRCs, then 6 bits of exponent and 18 of mantissa), kept on the RTP session
+ * (1 + kbit/s) for cwebrtc_peer_stats. Called on the session's RTCP thread. */
+static void on_feedback_rtcp(GObject *rtp_session, guint type, guint fbtype, guint sender_ssrc, guint media_ssrc,
+                             GstBuffer *fci, gpointer data) {
+    (void)sender_ssrc, (void)media_ssrc, (void)data;
+    if (type != GST_RTCP_TYPE_PSFB || fbtype != GST_RTCP_PSFB_TYPE_AFB || !fci) return;
+    GstMapInfo map;
+    if (!gst_buffer_map(fci, &map, GST_MAP_READ)) return;
+    if (map.size >= 8 && memcmp(map.data, "REMB", 4) == 0) {
+        guint exponent = map.data[5] >> 2;
+        guint64 mantissa = ((guint64)(map.data[5] & 0x3) << 16) | ((guint64)map.data[6] << 8) | map.data[7];
+        guint64 kbps = exponent < 46 ? (mantissa << exponent) / 1000 : G_MAXUINT32;
+        g_object_set_data(rtp_session, "cwebrtc-remb-kbps", GUINT_TO_POINTER((guint)MIN(kbps, G_MAXUINT32 - 1) + 1));
+    }
+    gst_buffer_unmap(fci, &map);
+}
+
 int cwebrtc_peer_stats(CWebRTCSession *session, int32_t id, int32_t timeout_ms, CWebRTCPeerStats *stats) {
     (void)timeout_ms;
     memset(stats, 0, sizeof *stats);
@@ -1028,6 +1047,13 @@ int cwebrtc_peer_stats(CWebRTCSession *session, int32_t id, int32_t timeout_ms, 
             GObject *rtp_session = NULL;
             g_signal_emit_by_name(rtpbin, "get-internal-session", index, &rtp_session);
             if (!rtp_session) continue;
+            /* Listened to from the first look on (sessions are made during negotiation). */
+            if (!g_object_get_data(rtp_session, "cwebrtc-remb-listening")) {
+                g_object_set_data(rtp_session, "cwebrtc-remb-listening", GINT_TO_POINTER(1));
+                g_signal_connect(rtp_session, "on-feedback-rtcp", G_CALLBACK(on_feedback_rtcp), NULL);
+            }
+            guint remb = GPOINTER_TO_UINT(g_object_get_data(rtp_session, "cwebrtc-remb-kbps"));
+            if (remb > 0) stats->remb_bps = (int64_t)(remb - 1) * 1000;
             GstStructure *all = NULL;
             g_object_get(rtp_session, "stats", &all, NULL);
             const GValue *sources = all ? gst_structure_get_value(all, "source-stats") : NULL;

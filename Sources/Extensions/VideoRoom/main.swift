@@ -12,7 +12,7 @@ import Synchronization
 /// API, and publishing H.264 (constrained baseline) and Opus through GStreamer's webrtcbin.
 /// The server fans the stream out to every participant. It leaves the room when the
 /// broadcast ends, rejoins after the server went away (for up to `reconnect-timeout`), and
-/// its video bitrate follows the server's receiver reports.
+/// its video bitrate follows the server's receiver reports and estimate (REMB).
 final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
     // @unchecked: the sample path (`feed`) is touched only on the broadcast's callback thread;
     // what the other threads share is immutable once started or behind `state`.
@@ -149,12 +149,15 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
         let (peer, offer) = try session.offer()
         let finished = state.withLock { state -> Bool in
             state.peer = peer
-            state.controller = settings.video.controller()
+            // Kept across rejoins: the way to the server has not changed because it restarted.
+            if state.controller == nil { state.controller = settings.video.controller() }
             state.participant = (joined.pluginData?["id"] as? NSNumber)?.int64Value
             return state.finished
         }
         if finished { return }
-        let published = try janus.request(["request": "publish", "audio": true, "video": true, "bitrate": settings.maxKbps * 1000],
+        // No bitrate of our own in the publish: Janus's estimate then follows the room's cap,
+        // which its owner may change during the call (our maximum bounds us anyway).
+        let published = try janus.request(["request": "publish", "audio": true, "video": true],
                                           jsep: ["type": "offer", "sdp": offer])
         guard let answer = published.jsep?["sdp"] as? String, published.jsep?["type"] as? String == "answer" else {
             throw JanusClient.Failure.malformed(server: janus.displayServer, reason: "answered the publish without an SDP answer")
@@ -194,7 +197,8 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
         }
     }
 
-    /// Once a second: the server's receiver reports move the bitrate controller.
+    /// Once a second: the server's receiver reports and its estimate (REMB) move the bitrate
+    /// controller.
     private func adaptBitrate() {
         guard let session, let peer = state.withLock({ $0.peer }), let stats = session.stats(peer: peer) else {
             noteInfo()
@@ -202,14 +206,15 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
         }
         let rate = state.withLock { state -> Int? in
             guard var controller = state.controller else { return nil }
-            if stats.have_report != 0 { controller.update(fractionLost: stats.fraction_lost) }
+            controller.update(fractionLost: stats.reportedLoss, estimate: stats.estimateKbps)
             state.controller = controller
             return controller.kbps
         }
         if let rate, stats.connected != 0, rate != session.videoKbps { session.videoKbps = rate }
         var counters = ["videoPackets": String(stats.video_packets_sent), "audioPackets": String(stats.audio_packets_sent),
                         "connected": stats.connected != 0 ? "yes" : "no"]
-        if stats.have_report != 0 { counters["lossPercent"] = String(Int((stats.fraction_lost * 100).rounded())) }
+        if let loss = stats.reportedLoss { counters["lossPercent"] = String(Int((loss * 100).rounded())) }
+        if let estimate = stats.estimateKbps { counters["serverEstimateKbps"] = String(estimate) }
         noteInfo(counters)
     }
 

@@ -180,7 +180,7 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
             }
             let rate = state.withLock { state -> Int? in
                 guard var controller = state.controllers[peer] else { return nil }
-                if stats.have_report != 0 { controller.update(fractionLost: stats.fraction_lost) }
+                controller.update(fractionLost: stats.reportedLoss, estimate: stats.estimateKbps)
                 state.controllers[peer] = controller
                 return controller.kbps
             }

@@ -61,6 +61,7 @@ typedef struct {
     int64_t packets_lost;        /* video, cumulative */
     double round_trip_time;      /* seconds, 0 if unknown */
     double jitter;               /* seconds */
+    int64_t remb_bps;            /* the receiver's latest estimate of what it can take (REMB), bit/s; 0: none yet */
 } CWebRTCPeerStats;
 
 /*
