@@ -1,4 +1,5 @@
 import ArgumentParser
+import ExampleWindow
 import Foundation
 import OpenReplayKit
 
@@ -22,6 +23,9 @@ struct SecretNotes: AsyncParsableCommand {
               secret-notes --go-live webrtc --in-app   (asks the person to broadcast its own window into a call)
               secret-notes --clip 5 --clip-file c.mp4  (keeps its own window's last seconds, exports the last 5 s)
             """)
+
+    /// What the note shows instead of its secret while anything captures the screen.
+    static let cover = "Hidden while the screen is captured"
 
     @Option(help: "Window colour: red, green, blue or RRGGBB.")
     var colour = "blue"
@@ -96,7 +100,7 @@ struct SecretNotes: AsyncParsableCommand {
         let window = try NoteWindow(x: x, y: y, width: width, height: height, colour: rgb, title: "Secret notes")
         let recorder = ScreenRecorder(socket: socket)
         let state = CaptureState(socket: socket)
-        window.draw(secretVisible: !state.isCaptured, secret: secret)
+        window.show(state.isCaptured ? Self.cover : "Secret: \(secret)")
         report(["event": "window", "id": Int(window.id)])
 
         do throws(RecordingError) {
@@ -108,7 +112,7 @@ struct SecretNotes: AsyncParsableCommand {
             let secret = self.secret
             let follower = Task {
                 for await status in changes {
-                    window.draw(secretVisible: !status.isCaptured, secret: secret)
+                    window.show(status.isCaptured ? Self.cover : "Secret: \(secret)")
                     report(["event": "captureState", "captured": status.isCaptured, "reasons": status.reasons.map(\.rawValue)])
                 }
             }
@@ -214,24 +218,9 @@ struct SecretNotes: AsyncParsableCommand {
         }
     }
 
-    private var parsedGeometry: (Int, Int, Int, Int)? {
-        let parts = geometry.split(separator: ",").compactMap { Int($0) }
-        guard parts.count == 4, parts[2] > 0, parts[3] > 0 else { return nil }
-        return (parts[0], parts[1], parts[2], parts[3])
-    }
-
-    private var parsedColour: UInt32? {
-        switch colour {
-        case "red": 0xff0000
-        case "green": 0x00ff00
-        case "blue": 0x0000ff
-        default: colour.count == 6 ? UInt32(colour, radix: 16) : nil
-        }
-    }
+    private var parsedGeometry: (x: Int, y: Int, width: Int, height: Int)? { NoteWindow.geometry(geometry) }
+    private var parsedColour: UInt32? { NoteWindow.colour(colour) }
 }
 
 /// One JSON line on standard output, written at once (tests read it while the app runs).
-func report(_ fields: [String: Any]) {
-    guard let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]) else { return }
-    FileHandle.standardOutput.write(data + Data("\n".utf8))
-}
+func report(_ fields: [String: Any]) { NoteWindow.report(fields) }

@@ -60,12 +60,16 @@ public final class BroadcastController: Sendable {
     ///   in-app broadcast, a call's screen share of the app). The picker tells the person which.
     ///   The broadcast of the app's own windows ends when this controller's connection does
     ///   (the app quits).
+    /// - Parameter setup: fills in `preferredExtension`'s settings that are not secret (a
+    ///   call's server and room); the person sees them and may change them, and types any
+    ///   secret (a room's pin) there. A daemon older than 2.2 shows the picker without them.
     public func showPicker(preferredExtension: String? = nil, microphone: Bool = false,
-                           scope: BroadcastScope = .screen) async throws(RecordingError) {
+                           scope: BroadcastScope = .screen, setup: [String: String] = [:]) async throws(RecordingError) {
         guard let wireScope = ReplayIPC.BroadcastScope(rawValue: scope.rawValue) else {
             throw RecordingError(.unsupported, "this SDK cannot ask for a broadcast of scope '\(scope)'")
         }
-        try await connection().ask(.showBroadcastPicker(preferredExtension: preferredExtension, microphone: microphone, scope: wireScope),
+        try await connection().ask(.showBroadcastPicker(preferredExtension: preferredExtension, microphone: microphone, scope: wireScope,
+                                                        setup: setup.isEmpty ? nil : setup),
                                    failure: .failedToShowPreview, cancellable: false) { if case .pickerShown = $0 { true } else { false } }
     }
 

@@ -36,14 +36,32 @@ extension ClientConnection {
 
     /// The app's way to go live: the person picks the service and its setup on a page the
     /// app never sees; the app then hears about that broadcast's state, and only that.
-    func showBroadcastPicker(preferredExtension: String?, microphone: Bool, scope: BroadcastScope) throws {
+    /// `setup` fills in the preferred extension's fields; a secret is the person's to type.
+    func showBroadcastPicker(preferredExtension: String?, microphone: Bool, scope: BroadcastScope, setup: [String: String]) throws {
         guard let peer else { throw Refusal(code: .notPermitted, message: "the app's process could not be identified") }
-        if let preferredExtension, daemon.catalog.find(preferredExtension) == nil {
-            throw Refusal(code: .notFound, message: "no extension '\(preferredExtension)' is installed")
+        let preferred = try preferredExtension.map { id in
+            guard let found = daemon.catalog.find(id) else { throw Refusal(code: .notFound, message: "no extension '\(id)' is installed") }
+            return found
+        }
+        if !setup.isEmpty {
+            guard let preferred else {
+                throw Refusal(code: .malformedRequest, message: "setup for the picker needs the extension it is for (preferredExtension)")
+            }
+            for (key, value) in setup {
+                guard let field = preferred.manifest.setupFields.first(where: { $0.key == key }) else {
+                    throw Refusal(code: .malformedRequest, message: "the extension '\(preferred.manifest.id)' has no setting '\(key)'")
+                }
+                guard field.kind != .secret else {
+                    throw Refusal(code: .notPermitted, message: "'\(key)' is a secret: the person types it into the picker, an app cannot fill it in")
+                }
+                guard value.count <= 1000, !value.contains(where: \.isNewline) else {
+                    throw Refusal(code: .malformedRequest, message: "the value of '\(key)' must be one line of at most 1000 characters")
+                }
+            }
         }
         let base = try pagesBaseURL()
         let picker = daemon.pickers.open(.init(host: channel, hostPeer: peer, preferredExtension: preferredExtension,
-                                                  microphone: microphone, scope: scope))
+                                                  microphone: microphone, scope: scope, suggestedSetup: setup))
         let offer = PickerOffer(executable: peer.executable ?? "unknown app", pageURL: "\(base)/picker/\(picker.id)?token=\(picker.token)",
                                 scope: scope)
         guard daemon.consent.notifyAgents(.pickerOffered(offer: offer)) > 0 else {

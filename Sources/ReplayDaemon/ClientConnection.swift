@@ -177,8 +177,8 @@ final class ClientConnection: @unchecked Sendable {
                 _ = session.waitUntilFinished()
             }
         case .broadcastStatus: try sendBroadcastStatus()
-        case .showBroadcastPicker(let preferred, let microphone, let scope):
-            try showBroadcastPicker(preferredExtension: preferred, microphone: microphone, scope: scope ?? .screen)
+        case .showBroadcastPicker(let preferred, let microphone, let scope, let setup):
+            try showBroadcastPicker(preferredExtension: preferred, microphone: microphone, scope: scope ?? .screen, setup: setup ?? [:])
         case .forgetScreenChoice:
             try requirePerson("forget the screen the person chose")
             daemon.forgetScreenChoice()

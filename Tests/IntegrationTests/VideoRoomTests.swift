@@ -140,6 +140,69 @@ extension IntegrationTests {
             #expect(final["state"] as? String == "finished", "\(final)\n\(fixture.daemonLog)")
         }
 
+        /// The example call app shares its own window into the call: the picker comes with the
+        /// `videoroom` extension, the app's scope and the call's server and room filled in; the
+        /// person types the pin; the participant sees the app's green window and never the
+        /// demo scene's flash around it; the app's end takes it out of the room.
+        @Test func theCallAppSharesOnlyItsOwnWindowIntoTheRoomThroughThePicker() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            let janus = try JanusServer(in: fixture.directory)
+            defer { janus.close() }
+            try fixture.startDaemon(Self.installExtension(in: fixture))
+            let agent = try fixture.startReplay(["consent-agent", "--json"])
+            defer { agent.process.terminate(grace: 2) }
+            Thread.sleep(forTimeInterval: 1)
+            let app = try fixture.start(VirtualDesktop.siblingExecutable("call-share").path, [
+                "--server", janus.url, "--room", String(janus.room), "--name", "Ana's notes", "--colour", "00ff00",
+                "--geometry", "0,0,320,240", "--seconds", "8", "--socket", fixture.socket,
+            ])
+            let offer = try #require(agent.waitForJSONLine { $0["pickerOffered"] != nil }, "\(agent.outputSoFar)\n\(app.outputSoFar)")
+            let url = try #require(((offer["pickerOffered"] as? [String: Any])?["offer"] as? [String: Any])?["pageURL"] as? String)
+            let browser = try HeadlessBrowser()
+            defer { browser.stop() }
+            let picker = try browser.open(url)
+            #expect(try picker.evaluate("document.getElementById('scope').dataset.scope") as? String == "app")
+            #expect(try picker.evaluate("document.querySelectorAll('input[name=extension]').length") as? Int == 1)
+            // The app filled in the call; the pin is the person's to type.
+            #expect(try picker.evaluate("document.getElementById('setup-videoroom-url').value") as? String == janus.url)
+            #expect(try picker.evaluate("document.getElementById('setup-videoroom-room').value") as? String == String(janus.room))
+            #expect(try picker.evaluate("document.getElementById('setup-videoroom-display').value") as? String == "Ana's notes")
+            #expect(try picker.evaluate("document.getElementById('setup-videoroom-pin').value") as? String == "")
+            let participant = try browser.open(try janus.participantPage(display: "Ana's notes"))
+            _ = try picker.evaluate("document.getElementById('setup-videoroom-pin').value = \(String(reflecting: janus.pin))")
+            try picker.click("#start")
+            try picker.waitUntil("document.getElementById('result') !== null && document.getElementById('result').textContent === 'Live'",
+                                 timeout: 30)
+
+            try participant.waitUntil("window.call && window.call.pc !== null", timeout: 30)
+            _ = try participant.evaluate(WebRTC.installProbe)
+            try participant.waitUntil("(async () => (await (\(WebRTC.inbound("window.call.pc"))))[0] > 30)()", timeout: 30)
+            #expect(try participant.evaluate("window.call.publisherName") as? String == "Ana's notes")
+            // The app's window (0,0 320x240 on the 640x480 screen), green below its white band;
+            // black everywhere else; and the scene's full-screen white flash never.
+            let inside = [(100, 150), (30, 120), (280, 200)].map { (x: $0.0, y: $0.1) }
+            let outside = [(400, 300), (600, 40), (320, 460), (500, 100)].map { (x: $0.0, y: $0.1) }
+            let pixels = try #require(try participant.evaluate(InAppBroadcast.colours(at: inside + outside)) as? [[Int]])
+            #expect(pixels.count == inside.count + outside.count)
+            for (index, pixel) in pixels.enumerated() where pixel.count == 3 {
+                if index < inside.count {
+                    #expect(pixel[1] > 180 && pixel[0] < 80 && pixel[2] < 80, "the app's window at \(inside[index]) is \(pixel), not green")
+                } else {
+                    #expect(pixel.allSatisfy { $0 < 40 }, "the screen outside the app at \(outside[index - inside.count]) is \(pixel), not black")
+                }
+            }
+            try participant.waitUntil("window.probe.samples >= 200", timeout: 30)
+            let brightest = try participant.evaluate("window.probe.maxLuma") as? Double ?? 255
+            #expect(brightest < 120, "a picture of mean luma \(brightest): the rest of the screen reached the call")
+
+            let result = app.finish(timeout: 60)
+            #expect(result.status == 0, "\(result)\n\(fixture.daemonLog)")
+            let calls = result.jsonLines.compactMap { $0["call"] as? String }
+            #expect(calls.contains("published"), "\(result.stdout)")
+            try participant.waitUntil("window.call.publisherSeen && !window.call.publisherPresent", timeout: 15)
+        }
+
         /// A wrong pin is refused by the room: the broadcast ends at once with Janus's reason,
         /// and is not retried.
         @Test func aWrongPinEndsTheBroadcastWithTheRoomsRefusal() throws {

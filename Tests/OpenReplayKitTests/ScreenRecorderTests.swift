@@ -203,7 +203,7 @@ import Testing
     @Test func theHostAppFollowsItsBroadcastAndFinishesIt() async throws {
         let daemon = FakeDaemon({ peer in
             try peer.welcome()
-            guard case .showBroadcastPicker("file"?, false, .app?) = try peer.expect("showBroadcastPicker") else {
+            guard case .showBroadcastPicker("file"?, false, .app?, nil) = try peer.expect("showBroadcastPicker") else {
                 throw Unexpected("the picker was not asked for the app's windows and the file extension")
             }
             peer.send(.pickerShown)

@@ -21,15 +21,24 @@ import Testing
         let backend = FakeCaptureBackend()
 
         /// - Parameter launcher: runs recordings in (scripted) capture processes instead of replayd.
+        /// - Parameter extensions: manifests installed (beside a stand-in executable) where the daemon looks.
         init(policy: ConsentPolicy = .askEveryone, consentTimeout: Duration = .seconds(120),
-             launcher: (any CaptureProcessLauncher)? = nil) throws {
+             launcher: (any CaptureProcessLauncher)? = nil, extensions: [ExtensionManifest] = []) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("rules-\(UUID().uuidString.prefix(8))")
+            let extensionsDirectory = directory.appendingPathComponent("extensions")
+            try FileManager.default.createDirectory(at: extensionsDirectory, withIntermediateDirectories: true)
+            for manifest in extensions {
+                try JSONEncoder().encode(manifest).write(to: extensionsDirectory.appendingPathComponent("\(manifest.id).json"))
+                let executable = extensionsDirectory.appendingPathComponent(manifest.executable)
+                FileManager.default.createFile(atPath: executable.path, contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o755])
+            }
             var configuration = Daemon.Configuration(
                 socketPath: directory.appendingPathComponent("replayd.sock").path, store: directory.appendingPathComponent("store"),
                 displayName: nil, consent: ConsentBroker.Settings(policy: policy, timeout: consentTimeout), pagesPort: nil)
             configuration.parts = SessionParts(capture: backend, movies: FakeMovieSink(), extensions: FakeExtension(), clock: ManualClock())
             configuration.notifications = false
             configuration.captureLauncher = launcher
+            configuration.extensionDirectories = [extensionsDirectory]
             daemon = try Daemon(configuration: configuration, logger: Logger(label: "test"))
         }
 
@@ -75,6 +84,11 @@ import Testing
         static func code(_ event: DaemonEvent) -> ErrorCode? {
             if case .error(let code, _) = event { code } else { nil }
         }
+
+        /// The message of `event`, if it is an error; "" otherwise.
+        static func message(_ event: DaemonEvent) -> String {
+            if case .error(_, let message) = event { message } else { "" }
+        }
     }
 
     @Test func anAppMayNeitherReadTheStoreNorSpeakForThePerson() throws {
@@ -95,6 +109,34 @@ import Testing
         // Answering for the person without being an agent is a protocol violation: refused and cut off.
         #expect(Client.code(try app.ask(.answerConsent(requestID: "1", allow: true))) == .outOfOrder)
         #expect(try app.channel.receive(DaemonEvent.self) == nil, "the connection is closed")
+    }
+
+    /// An app may fill in the picker's settings for the extension it prefers (a call's server
+    /// and room), but never a secret, a setting the extension does not have, or settings for
+    /// no extension in particular.
+    @Test func anAppFillsInThePickerButNeverASecret() throws {
+        let videoroom = ExtensionManifest(id: "videoroom", displayName: "Video call", executable: "replay-videoroom-extension", setupFields: [
+            .init(key: "url", label: "Server", kind: .text, required: true), .init(key: "room", label: "Room", kind: .text, required: true),
+            .init(key: "pin", label: "Pin", kind: .secret, required: false),
+        ])
+        let rig = try Rig(extensions: [videoroom])
+        defer { rig.cleanUp() }
+        let app = try rig.connect(as: .app)
+        func ask(_ preferred: String?, _ setup: [String: String]) throws -> DaemonEvent {
+            try app.ask(.showBroadcastPicker(preferredExtension: preferred, microphone: false, scope: .app, setup: setup))
+        }
+        let secret = try ask("videoroom", ["url": "http://127.0.0.1:8088/janus", "pin": "1234"])
+        #expect(Client.code(secret) == .notPermitted && Client.message(secret).contains("'pin' is a secret"), "\(secret)")
+        let unknown = try ask("videoroom", ["colour": "red"])
+        #expect(Client.code(unknown) == .malformedRequest && Client.message(unknown).contains("no setting 'colour'"), "\(unknown)")
+        let nobody = try ask(nil, ["url": "http://127.0.0.1:8088/janus"])
+        #expect(Client.code(nobody) == .malformedRequest && Client.message(nobody).contains("needs the extension"), "\(nobody)")
+        let twoLines = try ask("videoroom", ["room": "1\n2"])
+        #expect(Client.code(twoLines) == .malformedRequest, "\(twoLines)")
+        // Settings it has: accepted, and the picker goes on to its page (which this daemon, run
+        // without pages, cannot serve: the refusal is about that, not the settings).
+        let fine = try ask("videoroom", ["url": "http://127.0.0.1:8088/janus", "room": "1234"])
+        #expect(Client.code(fine) == .failedToShowPreview, "\(fine)")
     }
 
     @Test func thePersonReadsTheStoreAndSeesWhereItIs() throws {

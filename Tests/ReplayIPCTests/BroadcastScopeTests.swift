@@ -19,7 +19,7 @@ import Testing
     @Test func aPickerRequestWithoutAScopeDecodesWithNone() throws {
         let old = #"{"showBroadcastPicker":{"preferredExtension":"webrtc","microphone":false}}"#
         let request = try JSONDecoder().decode(ClientRequest.self, from: Data(old.utf8))
-        guard case .showBroadcastPicker(let preferred, let microphone, let scope) = request else {
+        guard case .showBroadcastPicker(let preferred, let microphone, let scope, let setup) = request, setup == nil else {
             Issue.record("decoded as \(request)")
             return
         }

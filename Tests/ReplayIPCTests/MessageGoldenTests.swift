@@ -300,7 +300,7 @@ import Testing
         let decoder = JSONDecoder()
         #expect(try decoder.decode(ClientRequest.self, from: Data(#"{"stopBroadcast":{"id":null}}"#.utf8)) == .stopBroadcast(id: nil))
         #expect(try decoder.decode(ClientRequest.self, from: Data(#"{"showBroadcastPicker":{"microphone":false}}"#.utf8))
-            == .showBroadcastPicker(preferredExtension: nil, microphone: false, scope: nil))
+            == .showBroadcastPicker(preferredExtension: nil, microphone: false, scope: nil, setup: nil))
         #expect(try decoder.decode(ClientRequest.self, from: Data(#"{"startRecording":{"options":{"fps":30,"microphone":false,"appAudio":true,"showCursor":true,"video":{"preset":"ultrafast","crf":23}}}}"#.utf8))
             == .startRecording(options: RecordingOptions()))
         #expect(throws: DecodingError.self) {

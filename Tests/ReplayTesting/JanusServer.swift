@@ -53,46 +53,20 @@ public final class JanusServer: @unchecked Sendable {
 
     deinit { close() }
 
+    /// The config and page templates (Tests/ReplayTesting/Janus, shared with bench/call).
+    static let templates = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Janus")
+
+    /// A template with its `{{NAME}}`s filled in.
+    static func filled(_ name: String, _ values: [String: String]) throws -> String {
+        var text = try String(contentsOf: templates.appendingPathComponent(name), encoding: .utf8)
+        for (key, value) in values { text = text.replacingOccurrences(of: "{{\(key)}}", with: value) }
+        return text
+    }
+
     private func writeConfig() throws {
-        let library = "/usr/lib/x86_64-linux-gnu/janus"
-        let plugins = ["audiobridge", "echotest", "duktape", "lua", "nosip", "recordplay", "sip", "streaming", "textroom", "videocall",
-                       "voicemail"].map { "libjanus_\($0).so" }.joined(separator: ",")
-        let files = [
-            "janus.jcfg": """
-                general: {
-                    configs_folder = "\(directory.path)"
-                    plugins_folder = "\(library)/plugins"
-                    transports_folder = "\(library)/transports"
-                    events_folder = "\(library)/events"
-                    loggers_folder = "\(library)/loggers"
-                    debug_level = 4
-                    log_to_stdout = true
-                }
-                media: { rtp_port_range = "20000-40000" }
-                nat: { ice_enforce_list = "lo" }
-                plugins: { disable = "\(plugins)" }
-                transports: { disable = "libjanus_websockets.so,libjanus_pfunix.so,libjanus_mqtt.so,libjanus_nanomsg.so,libjanus_rabbitmq.so" }
-                events: { broadcast = false }
-                loggers: { disable = "libjanus_jsonlog.so" }
-                """,
-            "janus.transport.http.jcfg": """
-                general: { base_path = "/janus", http = true, port = \(port), ip = "127.0.0.1", https = false }
-                admin: { admin_http = false }
-                """,
-            "janus.plugin.videoroom.jcfg": """
-                room-\(room): {
-                    description = "The tests' call"
-                    pin = "\(pin)"
-                    publishers = 8
-                    bitrate = \(roomBitrate)
-                    fir_freq = 10
-                    videocodec = "h264"
-                    audiocodec = "opus"
-                }
-                """,
-        ]
-        for (name, text) in files {
-            try text.write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8)
+        let values = ["CONFIGS": directory.path, "PORT": String(port), "ROOM": String(room), "PIN": pin, "BITRATE": String(roomBitrate)]
+        for name in ["janus.jcfg", "janus.transport.http.jcfg", "janus.plugin.videoroom.jcfg"] {
+            try Self.filled(name, values).write(to: directory.appendingPathComponent(name), atomically: true, encoding: .utf8)
         }
     }
 
@@ -134,10 +108,11 @@ public final class JanusServer: @unchecked Sendable {
         (try? String(contentsOf: directory.appendingPathComponent("janus.log"), encoding: .utf8)) ?? ""
     }
 
-    /// Serves a participant's page (from a folder beside the config, over HTTP on loopback)
-    /// and returns its address: it joins the room (as a participant that does not publish),
-    /// subscribes to the first publisher named `display`, plays it, and keeps in `window.call`
-    /// what a test reads. After the server went away it joins again, as a call's page does.
+    /// Serves a participant's page (Janus/participant.html, from a folder beside the config,
+    /// over HTTP on loopback) and returns its address: it joins the room (as a participant that
+    /// does not publish), subscribes to the first publisher named `display`, plays it, and keeps
+    /// in `window.call` what a test reads. After the server went away it joins again, as a
+    /// call's page does.
     public func participantPage(display: String) throws -> String {
         let folder = directory.appendingPathComponent("pages")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -146,74 +121,8 @@ public final class JanusServer: @unchecked Sendable {
             try? FileManager.default.removeItem(at: copy)
             try FileManager.default.copyItem(atPath: script, toPath: copy.path)
         }
-        let scripts = Self.clientScripts.map { "<script src=\"\(($0 as NSString).lastPathComponent)\"></script>" }.joined(separator: "\n")
-        let page = """
-            <!doctype html>
-            <html><head><meta charset="utf-8"><title>participant</title>
-            \(scripts)
-            </head><body><video autoplay muted playsinline></video>
-            <script>
-            const server = \(Self.json(url)), room = \(room), pin = \(Self.json(pin)), wanted = \(Self.json(display));
-            const call = window.call = { joins: 0, publisherPresent: false, publisherSeen: false, publisherName: null,
-                                         subscribed: false, tracksEnded: 0, errors: [], pc: null };
-            const video = document.querySelector('video');
-            // Given to the <video> with its first track: a media element with nothing to play
-            // yet holds the page's load event.
-            const stream = new MediaStream();
-            function rejoin(why) {
-              call.errors.push(String(why));
-              call.subscribed = false; call.publisherPresent = false; call.pc = null;
-              setTimeout(join, 1000);
-            }
-            function join() {
-              const janus = new Janus({ server, error: rejoin, destroyed: () => {}, success: () => {
-                janus.attach({ plugin: 'janus.plugin.videoroom', error: rejoin, success: room_handle => {
-                  // A participant of its own that publishes nothing: it hears who publishes.
-                  room_handle.send({ message: { request: 'join', ptype: 'publisher', room, pin, display: 'viewer' } });
-                  call.joins++;
-                  const watch = publishers => {
-                    const found = (publishers || []).find(p => p.display === wanted);
-                    if (found && !call.subscribed) subscribe(janus, found.id);
-                  };
-                  room_handle.onmessage = message => {
-                    watch(message.publishers);
-                    if (message.unpublished !== undefined || message.leaving !== undefined) poll(room_handle);
-                  };
-                  const poll = handle => handle.send({ message: { request: 'listparticipants', room }, success: reply => {
-                    const present = (reply.participants || []).some(p => p.display === wanted && p.publisher);
-                    call.publisherPresent = present;
-                    if (present) call.publisherSeen = true;
-                  } });
-                  setInterval(() => poll(room_handle), 500);
-                } });
-              } });
-            }
-            function subscribe(janus, feed) {
-              call.subscribed = true;
-              janus.attach({ plugin: 'janus.plugin.videoroom', error: rejoin, success: handle => {
-                handle.send({ message: { request: 'join', ptype: 'subscriber', room, pin, streams: [{ feed }] } });
-                handle.onmessage = (message, jsep) => {
-                  // Whose feed Janus gives this subscription.
-                  const named = (message.streams || []).find(s => s.feed_display);
-                  if (message.videoroom === 'attached' && named) call.publisherName = named.feed_display;
-                  if (jsep) handle.createAnswer({ jsep, tracks: [{ type: 'data' }], media: { audioSend: false, videoSend: false },
-                    success: answer => handle.send({ message: { request: 'start', room }, jsep: answer }),
-                    error: rejoin });
-                };
-                handle.onremotetrack = (track, mid, on) => {
-                  call.pc = handle.webrtcStuff.pc;
-                  if (on) {
-                    stream.getTracks().filter(t => t.kind === track.kind).forEach(t => stream.removeTrack(t));
-                    stream.addTrack(track);
-                    if (!video.srcObject) video.srcObject = stream;
-                  }
-                  else call.tracksEnded++;
-                };
-              } });
-            }
-            Janus.init({ debug: false, callback: join });
-            </script></body></html>
-            """
+        let page = try Self.filled("participant.html", ["SERVER": Self.json(url), "ROOM": String(room), "PIN": Self.json(pin),
+                                                        "DISPLAY": Self.json(display)])
         try page.write(to: folder.appendingPathComponent("participant.html"), atomically: true, encoding: .utf8)
         if pages == nil {
             pagesPort = try LoopbackPort.free()

@@ -18,6 +18,8 @@ final class BroadcastPickers: Sendable {
         let microphone: Bool
         /// The screen, or only the host app's own windows: the app's to ask, the person's to accept.
         let scope: BroadcastScope
+        /// What the app filled in for the preferred extension (never a secret); the person may change it.
+        var suggestedSetup: [String: String] = [:]
     }
 
     /// Where a picker is: choosing, starting its one broadcast, or done with it.

@@ -61,13 +61,19 @@ enum PageTemplates {
         guard !extensions.isEmpty else {
             return page(title: "Broadcast", body: "<h1>No broadcast service is installed</h1><p>\(app) asked to go live.</p>")
         }
+        // What the app filled in, for its preferred extension only; secrets were refused before.
+        func suggested(_ field: ExtensionManifest.SetupField, of manifest: ExtensionManifest) -> String? {
+            guard manifest.id == picker.preferredExtension, field.kind != .secret else { return nil }
+            return picker.suggestedSetup[field.key]
+        }
         let choices = extensions.enumerated().map { index, info in
             let manifest = info.manifest
             let fields = manifest.setupFields.map { field in
                 """
                 <label>\(escape(field.label))\(field.required ? " *" : "")
                   <input name="setup.\(escape(field.key))" id="setup-\(escape(manifest.id))-\(escape(field.key))"
-                         type="\(field.kind == .secret ? "password" : "text")"\(field.kind == .directory ? " placeholder=\"/absolute/path\"" : "")>
+                         type="\(field.kind == .secret ? "password" : "text")"\(field.kind == .directory ? " placeholder=\"/absolute/path\"" : "")\
+                \(suggested(field, of: manifest).map { " value=\"\(escape($0))\"" } ?? "")>
                 </label>
                 """
             }.joined(separator: "\n")

@@ -18,8 +18,9 @@ public enum ClientProtocol {
     /// fields, no hello. 2: little-endian lengths, named fields, the hello handshake.
     public static let version = 2
     /// The minor version of this side. 2.0: the hello handshake. 2.1: minor versions and
-    /// capabilities in `hello` and `welcome`, the `unsupported` error.
-    public static let minorVersion = 1
+    /// capabilities in `hello` and `welcome`, the `unsupported` error. 2.2: `setup` in
+    /// `showBroadcastPicker`.
+    public static let minorVersion = 2
 
     /// A named feature one side has, listed in its `hello` (the client's) or `welcome` (the
     /// daemon's). A string on the wire; a name this side does not know is kept and ignored.
@@ -34,10 +35,13 @@ public enum ClientProtocol {
         /// The client's: it skips events it does not know instead of giving up on the
         /// connection, so a later daemon may send it events of its own minor version unasked.
         public static let skipsUnknownEvents = Capability(rawValue: "skipsUnknownEvents")
+        /// The daemon's (2.2): it fills the broadcast picker with the `setup` an app gives in
+        /// `showBroadcastPicker` (a daemon without it ignores that field).
+        public static let pickerSetup = Capability(rawValue: "pickerSetup")
     }
 
     /// What replayd lists in its `welcome`.
-    public static let daemonCapabilities: [Capability] = [.unsupportedRequests]
+    public static let daemonCapabilities: [Capability] = [.unsupportedRequests, .pickerSetup]
     /// What the Swift client (`MessageChannel`: the replay CLI, the SDKs) lists in its `hello`.
     public static let clientCapabilities: [Capability] = [.skipsUnknownEvents]
 

@@ -71,7 +71,10 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     /// extension if it names one). A broadcast the person starts there reports its status
     /// to this connection as `broadcastUpdated`; the app may pause, resume and stop it.
     /// `scope` `.app` broadcasts only this process's windows; nil (absent on the wire) is `.screen`.
-    case showBroadcastPicker(preferredExtension: String?, microphone: Bool, scope: BroadcastScope? = nil)
+    /// `setup` (since 2.2, capability `pickerSetup`) fills in the preferred extension's fields
+    /// that are not secret (a call's server and room, say); the person still sees and may change them.
+    case showBroadcastPicker(preferredExtension: String?, microphone: Bool, scope: BroadcastScope? = nil,
+                             setup: [String: String]? = nil)
 
     // Capture sources (the person's own tools).
     /// Forgets the screen the desktop's portal dialog chose (its restore token): the next

@@ -1,12 +1,13 @@
 import CXCB
+public import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The app's one window, drawn with plain XCB: a coloured note with a secret on it, which
-/// the app can cover while the screen is captured.
-final class NoteWindow {
-    let id: UInt32
+/// An example app's one window, drawn with plain XCB: a coloured note with a line of text on
+/// a white band (Secret Notes shows its secret there, or a cover over it).
+public final class NoteWindow {
+    public let id: UInt32
     private let connection: OpaquePointer
     private let gc: xcb_gcontext_t
     private let font: xcb_font_t
@@ -14,12 +15,12 @@ final class NoteWindow {
     private let height: Int
     private let colour: UInt32
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    public struct Failure: Error, CustomStringConvertible {
+        public let description: String
     }
 
     /// Opens `$DISPLAY` and maps a window at `x`,`y` in colour `colour` (0xRRGGBB).
-    init(x: Int, y: Int, width: Int, height: Int, colour: UInt32, title: String) throws {
+    public init(x: Int, y: Int, width: Int, height: Int, colour: UInt32, title: String) throws {
         var screenNumber: Int32 = 0
         guard let connection = xcb_connect(nil, &screenNumber), xcb_connection_has_error(connection) == 0 else {
             throw Failure(description: "cannot connect to the X display in $DISPLAY")
@@ -50,14 +51,37 @@ final class NoteWindow {
 
     deinit { xcb_disconnect(connection) }
 
-    /// Paints the note: the secret in plain sight, or a cover over it.
-    func draw(secretVisible: Bool, secret: String) {
+    /// Paints the note with `line` on its band, and waits until the X server has drawn it, so
+    /// a capture right after sees this picture.
+    public func show(_ line: String) {
         xcb_clear_area(connection, 0, id, 0, 0, 0, 0)
         fill(0xffffff, x: 20, y: 40, width: width - 40, height: 40)
-        text(secretVisible ? "Secret: \(secret)" : "Hidden while the screen is captured", x: 30, y: 65)
+        text(line, x: 30, y: 65)
         xcb_flush(connection)
-        // Wait until the server has drawn it, so a capture right after sees this picture.
         free(xcb_get_input_focus_reply(connection, xcb_get_input_focus(connection), nil))
+    }
+
+    /// `X,Y,WIDTH,HEIGHT` with positive sizes, as the examples' `--geometry` takes it.
+    public static func geometry(_ text: String) -> (x: Int, y: Int, width: Int, height: Int)? {
+        let parts = text.split(separator: ",").compactMap { Int($0) }
+        guard parts.count == 4, parts[2] > 0, parts[3] > 0 else { return nil }
+        return (parts[0], parts[1], parts[2], parts[3])
+    }
+
+    /// red, green, blue or six hex digits, as the examples' `--colour` takes it.
+    public static func colour(_ text: String) -> UInt32? {
+        switch text {
+        case "red": 0xff0000
+        case "green": 0x00ff00
+        case "blue": 0x0000ff
+        default: text.count == 6 ? UInt32(text, radix: 16) : nil
+        }
+    }
+
+    /// One JSON line on standard output, written at once (tests read it while the app runs).
+    public static func report(_ fields: [String: Any]) {
+        guard let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]) else { return }
+        FileHandle.standardOutput.write(data + Data("\n".utf8))
     }
 
     private func fill(_ colour: UInt32, x: Int, y: Int, width: Int, height: Int) {
