@@ -120,9 +120,10 @@ final class JanusClient: Sendable {
     }
 
     /// Destroys the session, which takes the publisher out of the room; waits at most `timeout`.
+    /// Sent even after `cancel`: a session left behind would stay in the room until it timed out.
     func close(timeout: Double = 2) {
         guard let session = ids.withLock({ state in defer { state = nil }; return state?.session }) else { return }
-        _ = try? call(server.appendingPathComponent(String(session)), ["janus": "destroy"], timeout: timeout)
+        _ = try? call(server.appendingPathComponent(String(session)), ["janus": "destroy"], timeout: timeout, evenIfCancelled: true)
     }
 
     /// Ends every request in flight and any made later, from another thread.
@@ -134,7 +135,7 @@ final class JanusClient: Sendable {
     // MARK: HTTP
 
     private func call(_ url: URL, _ body: [String: Any], transaction: String = JanusClient.transaction(),
-                      timeout: Double = 10) throws(Failure) -> Event {
+                      timeout: Double = 10, evenIfCancelled: Bool = false) throws(Failure) -> Event {
         var message = body
         message["transaction"] = transaction
         var request = URLRequest(url: url, timeoutInterval: timeout)
@@ -144,7 +145,7 @@ final class JanusClient: Sendable {
             throw .malformed(server: displayServer, reason: "was sent a request that is not JSON")
         }
         request.httpBody = encoded
-        let data = try perform(request, timeout: timeout)
+        let data = try perform(request, timeout: timeout, evenIfCancelled: evenIfCancelled)
         guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             throw .malformed(server: displayServer, reason: "answered with something that is not a JSON object")
         }
@@ -159,8 +160,9 @@ final class JanusClient: Sendable {
         return reply
     }
 
-    private func perform(_ request: URLRequest, timeout: Double) throws(Failure) -> Data {
-        if cancelled.load(ordering: .relaxed) { throw .sessionLost(reason: "cancelled") }
+    private func perform(_ request: URLRequest, timeout: Double, evenIfCancelled: Bool = false) throws(Failure) -> Data {
+        let cancellable = !evenIfCancelled
+        if cancellable && cancelled.load(ordering: .relaxed) { throw .sessionLost(reason: "cancelled") }
         let result = Mutex<Result<Data, Failure>?>(nil)
         let done = DispatchSemaphore(value: 0)
         let server = displayServer
@@ -177,14 +179,14 @@ final class JanusClient: Sendable {
             result.withLock { $0 = outcome }
             done.signal()
         }
-        inFlight.withLock { $0.append(task) }
+        if cancellable { inFlight.withLock { $0.append(task) } }
         defer { inFlight.withLock { tasks in tasks.removeAll { $0 === task } } }
         task.resume()
         if done.wait(timeout: .now() + timeout) == .timedOut {
             task.cancel()
             throw .unreachable(server: server, reason: "no answer within \(Int(timeout)) s")
         }
-        if cancelled.load(ordering: .relaxed) { throw .sessionLost(reason: "cancelled") }
+        if cancellable && cancelled.load(ordering: .relaxed) { throw .sessionLost(reason: "cancelled") }
         // The handler sets the result before it signals.
         guard let outcome = result.withLock({ $0 }) else { throw .malformed(server: server, reason: "gave no HTTP response") }
         return try outcome.get()
