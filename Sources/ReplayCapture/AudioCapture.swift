@@ -59,12 +59,11 @@ public final class AudioCapture: AudioCapturing {
         // Dated by the source's own clock, placed by what arrived when (SourceClock): never
         // after it arrived, whether the source delivers 10 ms at a time or 2 s blocks.
         var clock = SourceClock(sampleRate: Self.sampleRate)
-        // Reads wait here until the source pauses (no read's worth came for half a read's
-        // length): a block reaches us in pieces a fraction of a millisecond apart, and only
-        // once all of it is in does the clock know how old its start is. A steady source
-        // pauses about a read's length between reads, so this holds its sound back by half one.
-        let pause = MediaTime.samples(Int64(Self.readFrames), rate: Self.sampleRate).nanoseconds / 2
+        // Reads wait here until the source pauses (see `quietBeforeFlush`): a block reaches us
+        // in pieces a fraction of a millisecond apart, and only once all of it is in does the
+        // clock know how old its start is.
         var pending: [(position: Int64, samples: [Float])] = []
+        var pendingSince: Int64 = 0
         var position: Int64 = 0
         func flush() {
             for read in pending {
@@ -79,7 +78,11 @@ public final class AudioCapture: AudioCapturing {
         while !stop.isRaised {
             // The source paused: what came before is all in, and goes out now, not when the
             // next block comes (2 s later for a 2 s block).
-            if !pending.isEmpty, try !stream.waitForData(frames: Self.readFrames, timeout: pause) { flush() }
+            if !pending.isEmpty {
+                let quiet = Self.quietBeforeFlush(pendingFrames: pending.count * Self.readFrames,
+                                                  pendingFor: MonotonicClock.nanoseconds() - pendingSince)
+                if try !stream.waitForData(frames: Self.readFrames, timeout: quiet) { flush() }
+            }
             let arrival = try stream.read(into: &samples)
             if arrival.overflowed {
                 flush()
@@ -88,10 +91,23 @@ public final class AudioCapture: AudioCapturing {
             clock.observe(arrival: MediaTime(nanoseconds: arrival.time),
                           framesReceived: position + Int64(Self.readFrames + arrival.framesWaiting),
                           sourceLatency: MediaTime(nanoseconds: arrival.sourceLatency))
+            if pending.isEmpty { pendingSince = arrival.time }
             pending.append((position, samples))
             position += Int64(Self.readFrames)
             // A source that never pauses (we are behind it) still gets out, 4 s at a time.
             if pending.count * Self.readFrames >= 4 * Self.sampleRate { flush() }
         }
+    }
+
+    /// How long the source must keep quiet before the reads held so far go out. A steady
+    /// source pauses about a read's length between reads: half a read's quiet (5 ms) holds its
+    /// sound back by half a read. Sound that came faster than it plays (more held than twice
+    /// the time it took to arrive, and 20 ms) is a block being handed over, whose delivery can
+    /// stall for a few milliseconds on a busy machine: a flush then would date the block by
+    /// part of it, seconds late (seen once: 0.87 s), so it waits for 100 ms of quiet.
+    static func quietBeforeFlush(pendingFrames: Int, pendingFor nanoseconds: Int64) -> Int64 {
+        let held = MediaTime.samples(Int64(pendingFrames), rate: sampleRate).nanoseconds
+        let halfRead = MediaTime.samples(Int64(readFrames), rate: sampleRate).nanoseconds / 2
+        return held > 2 * max(0, nanoseconds) + 20_000_000 ? 100_000_000 : halfRead
     }
 }

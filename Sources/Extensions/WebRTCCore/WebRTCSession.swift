@@ -1,6 +1,7 @@
 package import CWebRTC
 import Foundation
 package import ReplayMedia
+import ReplayProcessing
 
 /// The Swift face of CWebRTC: one encoder pipeline and its peers. Every method may be called
 /// from any thread; `offer`, `answer` and `stats` block (up to their timeout), so call them
@@ -74,6 +75,15 @@ package final class WebRTCSession: @unchecked Sendable {
         }
         guard let made else { throw Failure(description: Self.take(error) ?? "cannot create the WebRTC pipeline") }
         pointer = made
+    }
+
+    /// GStreamer loaded (once per process) and a session for `setup`'s rates, its events sent
+    /// to `state` and `error`: what every WebRTC extension does as its broadcast starts.
+    package static func start(for setup: WebRTCVideoSetup, state: @escaping @Sendable (Int32, PeerState) -> Void,
+                              error: @escaping @Sendable (Int32, String) -> Void) throws -> WebRTCSession {
+        try initialize(registryDirectory: NSTemporaryDirectory())
+        return try WebRTCSession(options: Options(fps: VideoSource.playbackCap, startKbps: setup.startKbps, stunServer: setup.stunServer),
+                                 events: Events(state: state, error: error))
     }
 
     deinit { cwebrtc_session_free(pointer) }
