@@ -3,8 +3,8 @@ import ReplaySystem
 
 /// Debian's Janus WebRTC server (package `janus`) with its VideoRoom plugin, run in the
 /// foreground from a config folder of the test's own: only the HTTP transport, on a free
-/// loopback port, and one room with a pin. ICE uses loopback only. Stopped (SIGKILL, as a
-/// crash) by `stop`, and by `deinit`.
+/// loopback port, and one room with a pin. Janus offers no loopback ICE candidates: media goes
+/// over the machine's own address. Stopped (SIGKILL, as a crash) by `stop`, and by `deinit`.
 public final class JanusServer: @unchecked Sendable {
     // @unchecked: `process` is only replaced by the test that owns the server.
     public let directory: URL

@@ -147,8 +147,8 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
             return state.finished
         }
         if finished { return }
-        // No bitrate of our own in the publish: Janus's estimate then follows the room's cap,
-        // which its owner may change during the call (our maximum bounds us anyway).
+        // No bitrate of our own in the publish: Janus's estimate (REMB) is then the room's cap
+        // (our own maximum bounds us anyway).
         let published = try janus.request(["request": "publish", "audio": true, "video": true],
                                           jsep: ["type": "offer", "sdp": offer])
         guard let answer = published.jsep?["sdp"] as? String, published.jsep?["type"] as? String == "answer" else {
