@@ -13,9 +13,7 @@ public final class JanusServer: @unchecked Sendable {
     public let pin = "pin-\(UInt32.random(in: 0...UInt32.max))"
     /// The room's bitrate cap, bit/s, which Janus sends each publisher as its estimate (REMB);
     /// a change takes effect at the next `start` (a publisher keeps the cap it joined with).
-    public var roomBitrate: Int {
-        didSet { try? writeConfig() }
-    }
+    public var roomBitrate: Int
     private var process: ChildProcess?
     /// Serves the participants' page and Janus's JavaScript client on loopback.
     private var pages: ChildProcess?
@@ -40,7 +38,6 @@ public final class JanusServer: @unchecked Sendable {
         var attempt = 0
         while true {
             port = try LoopbackPort.free()
-            try writeConfig()
             do {
                 try start()
                 return
@@ -72,6 +69,7 @@ public final class JanusServer: @unchecked Sendable {
 
     /// Starts Janus and waits until its HTTP API answers.
     public func start() throws {
+        try writeConfig()
         let log = open(directory.appendingPathComponent("janus.log").path, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         defer { Glibc.close(log) }
         process = try ChildProcess(path: Self.executable,

@@ -77,3 +77,15 @@ import Testing
         #expect(controller.update(fractionLost: nil, estimate: 50) == 150)
     }
 }
+
+/// Service info goes to the host when it changed, and every tenth time anyway.
+@Suite struct ServiceInfoFilterTests {
+    @Test func aChangeGoesOutAndTheSameGoesOutEveryTenthTime() {
+        var filter = ServiceInfoFilter()
+        let first = filter.admits(["room": "1"])
+        let repeats = (2...10).map { _ in filter.admits(["room": "1"]) }
+        let changed = filter.admits(["room": "2"]), again = filter.admits(["room": "2"])
+        #expect(first && repeats == Array(repeating: false, count: 8) + [true])
+        #expect(changed && !again)
+    }
+}

@@ -34,8 +34,7 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
         var phase = "joining"
         var participant: Int64?
         var joins = 0
-        var lastInfo: [String: String] = [:]
-        var infoSent = 0
+        var infoFilter = ServiceInfoFilter()
     }
 
     /// Backoff between attempts to rejoin, in seconds.
@@ -220,10 +219,7 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
             info["joins"] = String(state.joins)
             if let participant = state.participant { info["participant"] = String(participant) }
             if let rate = state.controller?.kbps { info["videoKbps"] = String(rate) }
-            state.infoSent += 1
-            guard info != state.lastInfo || state.infoSent % 10 == 0 else { return nil }
-            state.lastInfo = info
-            return info
+            return state.infoFilter.admits(info) ? info : nil
         }
         if let send { updateServiceInfo(send) }
     }

@@ -29,8 +29,7 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
         var whipPeer: Int32?
         var whipResource: URL?
         var controllers: [Int32: BitrateController] = [:]
-        var lastInfo: [String: String] = [:]
-        var infoSent = 0
+        var infoFilter = ServiceInfoFilter()
     }
 
     override func broadcastStarted(setupInfo: [String: String]) {
@@ -194,13 +193,7 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
         if let connected { info["connectedPeers"] = String(connected) }
         let whipState = state.withLock { $0.whipResource != nil ? "published" : ($0.whipPeer != nil ? "offering" : nil) }
         if let whipState { info["whip"] = whipState }
-        let send = state.withLock { state -> Bool in
-            state.infoSent += 1
-            guard info != state.lastInfo || state.infoSent % 10 == 0 else { return false }
-            state.lastInfo = info
-            return true
-        }
-        if send { updateServiceInfo(info) }
+        if state.withLock({ $0.infoFilter.admits(info) }) { updateServiceInfo(info) }
     }
 
     private func fail(_ message: String) {
