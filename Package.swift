@@ -64,10 +64,24 @@ let package = Package(
         .target(name: "ReplayMedia", path: "sdk/Sources/ReplayMedia", swiftSettings: strictSettings),
         // Pixel conversion and audio timing.
         .target(name: "ReplayProcessing", dependencies: ["ReplayMedia", "CYUV"], path: "sdk/Sources/ReplayProcessing", swiftSettings: strictSettings),
+        // What the control daemon and a capture process share about a session: the channel
+        // between them and its messages, session control, areas, protected windows, errors.
+        // Links no C library, so replayd stays light.
+        .target(
+            name: "ReplayCaptureModel",
+            dependencies: ["ReplayMedia", "ReplaySystem", "ReplayIPC"],
+            swiftSettings: strictSettings),
+        // The desktop without capturing it: X11's windows and key grabs (the X11 probes) and
+        // PulseAudio's device list. replayd links this and no capture library.
+        .target(
+            name: "ReplayDesktop",
+            dependencies: ["ReplayCaptureModel", "ReplayMedia", "ReplaySystem", "CXCB", "CPulse"],
+            swiftSettings: strictSettings),
         // X11 screen capture, Wayland capture through the ScreenCast portal and PipeWire, PulseAudio capture.
         .target(
             name: "ReplayCapture",
-            dependencies: ["ReplayMedia", "ReplayProcessing", "ReplaySystem", "ReplayDBus", "CXCB", "CPulse", "CPipeWire", "CPipeWireShim"],
+            dependencies: ["ReplayCaptureModel", "ReplayDesktop", "ReplayMedia", "ReplayProcessing", "ReplaySystem", "ReplayDBus",
+                           "CXCB", "CPulse", "CPipeWire", "CPipeWireShim"],
             swiftSettings: strictSettings),
         // FFmpeg-backed encoders and the fragmented MP4 writer.
         .target(name: "ReplayCodec", dependencies: ["ReplayMedia", "ReplaySystem", "CFFmpeg"], swiftSettings: strictSettings),
@@ -88,20 +102,20 @@ let package = Package(
         // session is built from: run inside a capture process (replay-capture), or in replayd.
         .target(
             name: "ReplaySession",
-            dependencies: ["ReplayMedia", "ReplayProcessing", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplaySystem",
+            dependencies: ["ReplayCaptureModel", "ReplayMedia", "ReplayProcessing", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplaySystem",
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings),
         // One recording or clip buffer in a short-lived process of its own, started by replayd.
         .executableTarget(
             name: "replay-capture",
-            dependencies: ["ReplaySession", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplayMedia", "ReplaySystem",
+            dependencies: ["ReplaySession", "ReplayCaptureModel", "ReplayDesktop", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplayMedia", "ReplaySystem",
                            .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings),
         // replayd as a library: connections, consent, the store, sessions and their processes.
         .target(
             name: "ReplayDaemon",
             dependencies: [
-                "ReplaySession", "ReplayMedia", "ReplayProcessing", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplaySystem", "ReplayLoopbackServer", "ReplayDBus",
+                "ReplayCaptureModel", "ReplayDesktop", "ReplayMedia", "ReplayIPC", "ReplaySystem", "ReplayLoopbackServer", "ReplayDBus",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -118,7 +132,7 @@ let package = Package(
         .executableTarget(
             name: "replayd",
             dependencies: [
-                "ReplayDaemon", "ReplayCapture", "ReplayIPC", "ReplaySystem",
+                "ReplayDaemon", "ReplayCaptureModel", "ReplayIPC", "ReplaySystem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -230,7 +244,7 @@ let package = Package(
             name: "ReplayCodecTests", dependencies: ["ReplayCodec", "ReplayMedia", "ReplaySystem", "ReplayTesting"],
             swiftSettings: strictSettings),
         .testTarget(
-            name: "ReplayCaptureTests", dependencies: ["ReplayCapture", "ReplayDBus", "ReplaySystem", "ReplayMedia"],
+            name: "ReplayCaptureTests", dependencies: ["ReplayCapture", "ReplayCaptureModel", "ReplayDesktop", "ReplayDBus", "ReplaySystem", "ReplayMedia"],
             swiftSettings: strictSettings),
         .testTarget(name: "ReplaySystemTests", dependencies: ["ReplaySystem"], swiftSettings: strictSettings),
         .testTarget(name: "ReplayIPCTests", dependencies: ["ReplayIPC", "ReplaySystem", "ReplayMedia"], swiftSettings: strictSettings),
@@ -240,7 +254,8 @@ let package = Package(
             swiftSettings: strictSettings),
         .testTarget(
             name: "ReplayDaemonTests",
-            dependencies: ["ReplayDaemon", "ReplaySession", "ReplayIPC", "ReplaySystem", "ReplayCapture", "ReplayCodec", "ReplayMedia",
+            dependencies: ["ReplayDaemon", "ReplaySession", "ReplayCaptureModel", "ReplayDesktop", "ReplayIPC", "ReplaySystem", "ReplayCapture",
+                           "ReplayCodec", "ReplayMedia",
                            .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strictSettings),
@@ -251,7 +266,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "ReplayTesting", "ReplaySystem", "ReplayIPC", "ReplayCapture", "ReplayMedia", "ReplayVirtualDesktop", "replayd", "replay-capture", "replay", "replay-demo-scene", "secret-notes", "call-share",
+                "ReplayTesting", "ReplaySystem", "ReplayIPC", "ReplayCapture", "ReplayCaptureModel", "ReplayMedia", "ReplayVirtualDesktop", "replayd", "replay-capture", "replay", "replay-demo-scene", "secret-notes", "call-share",
                 "replay-file-extension", "replay-hostile-extension",
                 "replay-rtmp-extension", "replay-srt-extension", "replay-hls-extension", "replay-webrtc-extension",
                 "replay-videoroom-extension",

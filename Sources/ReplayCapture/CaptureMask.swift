@@ -1,14 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// Whose windows a capture may show.
-public enum WindowFilter: Sendable, Equatable {
-    /// The whole screen.
-    case everything
-    /// In-app capture: only the visible parts of this process's windows, black elsewhere.
-    case onlyProcess(Int32)
-}
+import ReplayCaptureModel
 
 /// Which pixels of a screen picture must be painted black, worked out from the window
 /// stack: everything an in-app capture may not see, and the visible parts of protected

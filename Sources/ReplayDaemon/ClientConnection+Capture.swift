@@ -1,7 +1,7 @@
 import Logging
-import ReplayCapture
+import ReplayCaptureModel
+import ReplayDesktop
 import ReplayIPC
-import ReplaySession
 
 /// In-app capture, capture state and protected windows: what apps do with their own windows.
 extension ClientConnection {

@@ -1,12 +1,12 @@
 import Foundation
 import Logging
-import ReplayCapture
+import ReplayCaptureModel
+import ReplayDesktop
 import ReplayIPC
 import ReplayLoopbackServer
 import ReplayMedia
 import ReplaySystem
 import Synchronization
-import ReplaySession
 
 /// Clip buffering: the last minutes kept in memory, saved into the store on request.
 extension ClientConnection {
@@ -58,7 +58,7 @@ extension ClientConnection {
         if let chord {
             let daemon = self.daemon
             do {
-                grab = try daemon.parts.capture.grabHotkey(chord) {
+                grab = try daemon.parts.desktop.grabHotkey(chord) {
                     do throws(DaemonError) {
                         let saved = try session.saveClip(last: nil, trigger: .hotkey, as: daemon.store.newID())
                         daemon.logger.info("hotkey saved a clip", metadata: ["recording": "\(saved.id)"])

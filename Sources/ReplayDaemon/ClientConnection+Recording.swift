@@ -1,11 +1,10 @@
 import Foundation
 import Logging
-import ReplayCapture
-import ReplayCodec
+import ReplayCaptureModel
+import ReplayDesktop
 import ReplayIPC
 import ReplayMedia
 import ReplaySystem
-import ReplaySession
 
 /// Recording, and the store: what is recorded, and who may see it.
 extension ClientConnection {
@@ -198,12 +197,8 @@ extension ClientConnection {
             // The streams copied into a file of the store's own, sent, then removed.
             let copy = daemon.store.directory.appendingPathComponent(".export-\(UUID().uuidString).mkv")
             do {
-                // In a short-lived process of its own where there is one: FFmpeg's demuxer reads the file.
-                if let launcher = daemon.captureLauncher {
-                    try launcher.remuxToMatroska(path.path, to: copy.path)
-                } else {
-                    try MovieRemuxer.remux(path.path, to: copy.path, container: .matroska)
-                }
+                // In a short-lived process of its own: FFmpeg's demuxer reads the file, and replayd links no FFmpeg.
+                try daemon.parts.captures.remuxToMatroska(path.path, to: copy.path)
             } catch {
                 try? FileManager.default.removeItem(at: copy)
                 throw Refusal(code: .internalError, message: "cannot export \(id) as Matroska: \(error)")

@@ -1,10 +1,10 @@
 import Foundation
 import Logging
-import ReplayCapture
+import ReplayCaptureModel
+import ReplayDesktop
 import ReplayIPC
 import ReplaySystem
 import Synchronization
-import ReplaySession
 
 /// Serves one client: its requests are handled one at a time, in order, on `queue`, its
 /// serial executor (no thread while it is idle). A malformed or out-of-order request is
@@ -190,7 +190,7 @@ final class ClientConnection: @unchecked Sendable {
         case .stopClipBuffering: try stopClipBuffering()
         case .listSources:
             try requirePerson("list the screen's windows and the audio devices")
-            try channel.send(DaemonEvent.sources(sources: CaptureSources(daemon.parts.capture.listSources())))
+            try channel.send(DaemonEvent.sources(sources: CaptureSources(daemon.parts.desktop.listSources())))
         }
     }
 

@@ -1,11 +1,11 @@
 import Foundation
 import Logging
-import ReplayCapture
+import ReplayCaptureModel
+import ReplayDesktop
 import ReplayIPC
 import ReplaySystem
 import Synchronization
 import ReplayLoopbackServer
-import ReplaySession
 
 /// Broadcasts: started by the person (CLI) or through an app's picker, one session each.
 extension Daemon {

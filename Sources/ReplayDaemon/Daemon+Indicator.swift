@@ -3,7 +3,7 @@ import Logging
 import ReplayIPC
 import ReplaySystem
 import Synchronization
-import ReplaySession
+import ReplayCaptureModel
 
 /// What the person is shown of pauses, of the indicator, and of saved clips.
 extension Daemon {

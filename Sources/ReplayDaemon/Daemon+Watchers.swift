@@ -1,10 +1,10 @@
 import Foundation
 import Logging
-import ReplayCapture
+import ReplayCaptureModel
+import ReplayDesktop
 import ReplayIPC
 import ReplaySystem
 import Synchronization
-import ReplaySession
 
 /// Background watches, each on a timer: focus (keeps consent alive), mirroring (a capture
 /// reason) and idleness. X11 has no event for "the focused window's process" or "outputs

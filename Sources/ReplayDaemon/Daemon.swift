@@ -2,12 +2,12 @@ public import Foundation
 public import Logging
 public import ReplayIPC
 import NIOCore
-import ReplayCapture
+import ReplayCaptureModel
+import ReplayDesktop
 import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc
-public import ReplaySession
 #endif
 
 /// replayd: owns capture and the sessions, and serves clients on a Unix socket.
@@ -33,7 +33,8 @@ public final class Daemon: Sendable, PickerBackend {
         public var inspector: ProcessInspector
         /// Where upload extensions' manifests are looked for, besides the system and user directories.
         public var extensionDirectories: [URL]
-        /// What sessions capture with and write to; nil: the `capture` backend, PulseAudio and FFmpeg.
+        /// What sessions are built from (unit tests' fakes); nil: the `capture` backend's
+        /// desktop, a capture process per session, and sandboxed extensions.
         public var parts: SessionParts?
         /// The screen's backend when `parts` is nil: the X display, or the ScreenCast portal.
         public var capture = CaptureChoice.x11
@@ -44,9 +45,6 @@ public final class Daemon: Sendable, PickerBackend {
         /// Bytes of events queued for a client that does not read before it is disconnected.
         public var outboxLimit = ClientOutbox.defaultLimit
         var connectionCaps = ConnectionLimits.Caps.standard
-        /// Starts recordings' capture processes (a unit test's fake); nil: `replay-capture`
-        /// beside replayd, unless `parts` is given.
-        var captureLauncher: (any CaptureProcessLauncher)?
         /// A listening socket handed over by a service manager (socket activation), served
         /// instead of binding `socketPath`; it is the manager's, so it is never unlinked.
         public var inheritedListener: Int32?
@@ -78,8 +76,6 @@ public final class Daemon: Sendable, PickerBackend {
     let configuration: Configuration
     /// Handed to every session; chosen here, once.
     let parts: SessionParts
-    /// Starts each recording's capture process; nil runs recordings inside replayd.
-    let captureLauncher: (any CaptureProcessLauncher)?
     let store: RecordingStore
     let logger: Logger
     let consent: ConsentBroker
@@ -134,24 +130,18 @@ public final class Daemon: Sendable, PickerBackend {
     public init(configuration: Configuration, logger: Logger) throws {
         self.configuration = configuration
         self.logger = logger
-        parts = configuration.parts ?? SessionParts(capture: configuration.capture.backend(displayName: configuration.displayName,
-                                                                                            dialogTimeout: configuration.screenChoiceTimeout),
-                                                    extensions: SandboxedExtensionHost(logger: logger))
-        store = try RecordingStore(directory: configuration.store)
-        if let launcher = configuration.captureLauncher {
-            captureLauncher = launcher
-        } else if configuration.parts == nil {
-            captureLauncher = ReplayCaptureLauncher.besideOwnExecutable().map { found in
-                var launcher = found
-                launcher.logLevel = logger.logLevel.rawValue
-                return launcher
-            }
-            if captureLauncher == nil {
-                logger.warning("replay-capture is not beside replayd: recordings run inside replayd, where a crash ends them all")
-            }
+        if let parts = configuration.parts {
+            self.parts = parts
         } else {
-            captureLauncher = nil
+            guard var launcher = ReplayCaptureLauncher.besideOwnExecutable() else {
+                throw DaemonError(code: .internalError, message: "replay-capture is neither beside replayd nor in ../lib/openreplaykit "
+                    + "(\(CommandLine.arguments.first ?? "replayd")): replayd runs every capture in it")
+            }
+            launcher.logLevel = logger.logLevel.rawValue
+            parts = SessionParts(desktop: configuration.capture.desktop(displayName: configuration.displayName),
+                                 captures: CaptureProcesses(launcher: launcher), extensions: SandboxedExtensionHost(logger: logger))
         }
+        store = try RecordingStore(directory: configuration.store)
         indicator = configuration.notifications ? DesktopNotifications.connect(busAddress: nil, logger: logger)
             : NoCaptureIndicator(reason: "replayd was started with --no-notify")
         pausing = SessionPausing(indicator: indicator, logger: logger)
@@ -193,14 +183,14 @@ public final class Daemon: Sendable, PickerBackend {
     var captureInfo: CaptureBackendInfo {
         var remembered: Bool?
         if case .portal(let tokens) = configuration.capture { remembered = tokens.monitor.token != nil }
-        return CaptureBackendInfo(backend: parts.capture.name, reason: configuration.captureReason, remembersScreenChoice: remembered)
+        return CaptureBackendInfo(backend: parts.desktop.name, reason: configuration.captureReason, remembersScreenChoice: remembered)
     }
 
     /// Whether the portal's dialog will ask the person to choose what `area` captures: no
     /// token is kept for that kind of choice. Nil for X11, which has no dialog.
     func portalWillAsk(for area: CaptureArea?) -> Bool? {
         guard case .portal(let tokens) = configuration.capture else { return nil }
-        return tokens.keeper(for: ScreenCastRequest.Source(for: ScreenArea(area))).token == nil
+        return tokens.keeper(for: ScreenCastSource(for: ScreenArea(area))).token == nil
     }
 
     /// Forgets the screen and window the person chose in the portal's dialog: the next capture asks again.
@@ -215,7 +205,7 @@ public final class Daemon: Sendable, PickerBackend {
     public func run() {
         logger.info("replayd listening", metadata: [
             "socket": "\(configuration.socketPath)", "store": "\(store.directory.path)", "mode": "\(configuration.mode.rawValue)",
-            "pages": "\(pagesAddress.summary)", "capture": "\(parts.capture.name)",
+            "pages": "\(pagesAddress.summary)", "capture": "\(parts.desktop.name)",
         ])
         let watches = Self.backgroundWatches(capture: configuration.capture, idleExit: configuration.idleExit).map { watch in
             switch watch {

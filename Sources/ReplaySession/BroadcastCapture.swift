@@ -10,7 +10,7 @@ import Synchronization
 /// A broadcast's capture: the screen (or an app's windows) and its sound, straight into the
 /// shared surfaces the upload extension maps read-only. Each sample comes out as the extension
 /// message that names it. It runs in a capture process, whose messages replayd checks and
-/// forwards, or in replayd itself.
+/// forwards (or, in unit tests, in the test's own process).
 ///
 /// Pictures are converted into a fixed pool of video surfaces, so no byte is copied after
 /// capture; sound goes as ReplayKit's steady 1024-frame periods into a ring in the last
@@ -18,39 +18,10 @@ import Synchronization
 /// while every video surface is out, new pictures are dropped and counted: capture never
 /// waits and memory never grows.
 package final class BroadcastCapture: Sendable {
-    package static let videoSurfaces = 4
+    package static let videoSurfaces = BroadcastCaptureOpened.videoSurfaces
 
-    /// What to capture.
-    package struct Options: Codable, Sendable, Equatable {
-        package var fps: Int
-        package var showCursor: Bool
-        /// Only this process's windows (an app's own broadcast); nil: the screen.
-        package var onlyProcess: Int32?
-        package var audio: [AudioSource]
-
-        package init(fps: Int, showCursor: Bool, onlyProcess: Int32?, audio: [AudioSource]) {
-            self.fps = fps
-            self.showCursor = showCursor
-            self.onlyProcess = onlyProcess
-            self.audio = audio
-        }
-    }
-
-    /// The surfaces, for the extension: read-only descriptors (the caller closes them), the
-    /// video surfaces first and the audio ring last, each `surfaceSize` bytes.
-    package struct Opened: Sendable {
-        package var width: Int
-        package var height: Int
-        package var surfaceSize: Int
-        package var descriptors: [Int32]
-
-        package init(width: Int, height: Int, surfaceSize: Int, descriptors: [Int32]) {
-            self.width = width
-            self.height = height
-            self.surfaceSize = surfaceSize
-            self.descriptors = descriptors
-        }
-    }
+    package typealias Options = BroadcastCaptureOptions
+    package typealias Opened = BroadcastCaptureOpened
 
     private let options: Options
     private let backend: any CaptureBackend

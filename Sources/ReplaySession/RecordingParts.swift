@@ -17,13 +17,3 @@ package struct RecordingParts: Sendable {
         self.clock = clock
     }
 }
-
-/// The clock samples are stamped with; sessions read "now" from it for starts, pauses and stops.
-public protocol SessionClock: Sendable {
-    func now() -> MediaTime
-}
-
-public struct MonotonicSessionClock: SessionClock {
-    public init() {}
-    public func now() -> MediaTime { MediaTime(nanoseconds: MonotonicClock.nanoseconds()) }
-}

@@ -1,6 +1,7 @@
 public import Foundation
 public import Logging
 public import ReplayCapture
+public import ReplayCaptureModel
 public import ReplayCodec
 public import ReplayIPC
 public import ReplayMedia
@@ -32,14 +33,7 @@ package final class RecordingSession: Sendable {
     private let state = Mutex(State())
     private let completion = Completion<RecordingSummary>()
 
-    /// Where the movie goes.
-    package enum Destination: Sendable, Equatable, Codable {
-        /// A movie file in the store, listed as a recording from its start.
-        case store
-        /// A clip buffer: up to `length` and `byteBudget` bytes kept in memory; nothing is in
-        /// the store until `saveClip`.
-        case clipBuffer(length: MediaTime, byteBudget: Int)
-    }
+    package typealias Destination = RecordingDestination
 
     /// What the writer thread receives, in order.
     package enum WriterInput: Sendable {
@@ -476,8 +470,4 @@ struct WriterOutput: CaptureOutput {
     func formatChanged(width: Int, height: Int) { inbox.append(.formatChanged(width: width, height: height)) }
 }
 
-/// Hands an object that is used by exactly one thread at a time to the thread that will own it.
-package struct UncheckedBox<Value>: @unchecked Sendable {
-    package let value: Value
-    package init(_ value: Value) { self.value = value }
-}
+extension RecordingSession: RecordingControl {}

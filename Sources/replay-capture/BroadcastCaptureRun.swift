@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReplayCaptureModel
 import ReplayCapture
 import ReplayIPC
 import ReplayMedia
@@ -20,7 +21,7 @@ enum BroadcastCaptureRun {
         let tokens = RestoreTokenKeeper()
         let backend = CaptureProcessMain.makeBackend(plan.backend, tokens: tokens)
         let capture = BroadcastCapture(options: plan.options, backend: backend, protectedWindows: protectedWindows, logger: logger)
-        let opened: BroadcastCapture.Opened
+        let opened: BroadcastCaptureOpened
         do throws(DaemonError) {
             opened = try capture.open()
         } catch {

@@ -1,4 +1,5 @@
 import Foundation
+import ReplayCaptureModel
 import ReplayIPC
 import ReplaySession
 import Synchronization

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReplayCaptureModel
 import ReplayCapture
 import ReplayCodec
 import ReplayIPC

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
-import ReplayCapture
+import ReplayCaptureModel
 import ReplayDaemon
 import ReplayIPC
 import ReplaySystem

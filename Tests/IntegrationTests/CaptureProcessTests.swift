@@ -191,6 +191,36 @@ extension IntegrationTests {
             #expect(result.status == 0, "\(result)")
         }
 
+        /// The libraries that capture and encode: a capture process maps them, replayd never.
+        static let captureLibraries = ["libavcodec", "libavformat", "libavutil", "libswresample", "libx264", "libx265",
+                                       "libSvtAv1Enc", "librav1e", "libpipewire", "libspa", "libyuv"]
+
+        /// The capture and codec libraries `pid` has mapped.
+        static func captureLibrariesMapped(by pid: Int32) -> Set<String> {
+            let maps = ProcFS.text("/proc/\(pid)/maps") ?? ""
+            return Set(captureLibraries.filter { library in maps.contains("/\(library)") })
+        }
+
+        /// replayd links no FFmpeg, encoder or PipeWire: while it records (and after), its
+        /// memory maps none of them, and the capture process maps them instead.
+        @Test func replaydMapsNoCaptureOrCodecLibraryItsCaptureProcessDoes() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let daemon = try #require(fixture.daemon)
+            let recording = try fixture.startReplay(["record", "--duration", "20"])
+            _ = try #require(Self.announcedID(recording), "\(recording.errorsSoFar)")
+            Thread.sleep(forTimeInterval: 2)
+            let capture = try #require(Self.captureProcesses(of: daemon.pid).keys.first)
+            let inCapture = Self.captureLibrariesMapped(by: capture)
+            #expect(inCapture.isSuperset(of: ["libavcodec", "libavformat", "libx264"]), "\(inCapture)")
+            #expect(Self.captureLibrariesMapped(by: daemon.pid).isEmpty)
+
+            recording.process.signal(SIGINT)
+            #expect(recording.finish(timeout: 30).status == 0)
+            #expect(Self.captureLibrariesMapped(by: daemon.pid).isEmpty)
+        }
+
         @Test func aBrokenMovieIsAClearExportErrorNotACrash() throws {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
             defer { fixture.stop() }

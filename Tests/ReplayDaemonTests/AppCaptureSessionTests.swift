@@ -28,7 +28,7 @@ import Testing
         let session: AppCaptureSession
 
         init() {
-            session = AppCaptureSession(pid: 4242, options: CaptureOptions(fps: 60), parts: SessionParts(capture: backend, extensions: FakeExtension()),
+            session = AppCaptureSession(pid: 4242, options: CaptureOptions(fps: 60), capture: backend,
                                         protectedWindows: ProtectedWindows(), client: client, logger: Logger(label: "test"))
         }
 

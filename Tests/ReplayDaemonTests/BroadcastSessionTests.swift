@@ -29,10 +29,11 @@ import Testing
             fake = FakeExtension(behaviour)
             let manifest = ExtensionManifest(id: "fake", displayName: "Fake", executable: "/nonexistent/fake",
                                              extensionPoint: "broadcast-services-upload", setupFields: [])
+            let parts = SessionParts(capture: backend, movies: FakeMovieSink(), extensions: fake, clock: clock)
             session = BroadcastSession(
                 id: "bc-test", request: BroadcastRequest(extensionID: "fake", setup: setup), host: nil, manifest: manifest,
-                parts: SessionParts(capture: backend, movies: FakeMovieSink(), extensions: fake, clock: clock),
-                timing: timing, protectedWindows: ProtectedWindows(), logger: Logger(label: "test"))
+                parts: parts, timing: timing, protectedWindows: ProtectedWindows(), logger: Logger(label: "test"),
+                makeFeed: parts.inProcessBroadcastFeed(id: "bc-test"))
         }
 
         func start() throws(DaemonError) { try session.start(hidden: [], applicationInfo: ["name": "test"]) }

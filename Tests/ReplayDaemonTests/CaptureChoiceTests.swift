@@ -5,7 +5,7 @@ import Testing
 /// `replayd --capture auto`: the portal on a Wayland session, X11 elsewhere.
 @Suite struct CaptureChoiceTests {
     func backendName(_ environment: [String: String]) -> String {
-        CaptureChoice.automatic(environment: environment, tokens: ScreenCastTokens()).backend(displayName: nil).name
+        CaptureChoice.automatic(environment: environment, tokens: ScreenCastTokens()).desktop(displayName: nil).name
     }
 
     @Test func aWaylandSessionUsesThePortal() {

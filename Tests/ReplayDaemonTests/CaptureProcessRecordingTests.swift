@@ -43,7 +43,7 @@ struct ScriptedCaptureLauncher: CaptureProcessLauncher {
         store = try RecordingStore(directory: directory)
     }
 
-    func recording(_ id: String? = nil, destination: RecordingSession.Destination = .store,
+    func recording(_ id: String? = nil, destination: RecordingDestination = .store,
                    script: @escaping @Sendable (CaptureChannel, ChildProcess) -> Void) -> CaptureProcessRecording {
         let plan = CaptureStart(id: id ?? store.newID(), options: RecordingOptions(), destination: destination, onlyProcess: nil,
                                 backend: .x11(display: nil), protectedWindows: [])

@@ -1,3 +1,4 @@
+import ReplayCaptureModel
 @testable import ReplayDaemon
 import Testing
 

@@ -35,9 +35,13 @@ import Testing
             var configuration = Daemon.Configuration(
                 socketPath: directory.appendingPathComponent("replayd.sock").path, store: directory.appendingPathComponent("store"),
                 displayName: nil, consent: ConsentBroker.Settings(policy: policy, timeout: consentTimeout), pagesPort: nil)
-            configuration.parts = SessionParts(capture: backend, movies: FakeMovieSink(), extensions: FakeExtension(), clock: ManualClock())
+            // Sessions in scripted capture processes when a launcher is given, else in this process.
+            configuration.parts = if let launcher {
+                SessionParts(desktop: backend, captures: CaptureProcesses(launcher: launcher), extensions: FakeExtension(), clock: ManualClock())
+            } else {
+                SessionParts(capture: backend, movies: FakeMovieSink(), extensions: FakeExtension(), clock: ManualClock())
+            }
             configuration.notifications = false
-            configuration.captureLauncher = launcher
             configuration.extensionDirectories = [extensionsDirectory]
             daemon = try Daemon(configuration: configuration, logger: Logger(label: "test"))
         }

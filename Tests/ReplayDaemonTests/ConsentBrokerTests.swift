@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
+import ReplayCaptureModel
 import ReplayIPC
 import ReplaySystem
 import Synchronization

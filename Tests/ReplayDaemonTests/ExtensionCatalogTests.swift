@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ReplayCaptureModel
 @testable import ReplayDaemon
 import ReplayIPC
 import Testing

@@ -1,3 +1,4 @@
+import ReplayCaptureModel
 import ReplayIPC
 import ReplayMedia
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import ReplayCaptureModel
 @testable import ReplayDaemon
 import ReplaySystem
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import ReplayCaptureModel
 import ReplayDaemon
 import ReplayIPC
 import Testing

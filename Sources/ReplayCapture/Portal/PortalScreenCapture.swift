@@ -307,7 +307,7 @@ public struct PortalCaptureBackend: CaptureBackend {
     }
 
     public func makeScreenCapture(_ options: ScreenCaptureOptions) throws(CaptureError) -> any ScreenCapturing {
-        let source = ScreenCastRequest.Source(for: options.area)
+        let source = ScreenCastSource(for: options.area)
         let tokens = self.tokens.keeper(for: source)
         // The pointer as metadata where the portal offers it (GNOME), drawn by us; else drawn in by the compositor.
         let request = ScreenCastRequest(source: source, showCursor: options.showCursor, drawsMetadataCursor: true,
@@ -319,19 +319,9 @@ public struct PortalCaptureBackend: CaptureBackend {
         try AudioCapture(source: source, selection: selection)
     }
 
-    /// Global shortcuts on Wayland go through the GlobalShortcuts portal: xdg-desktop-portal
-    /// 1.16 (Debian 12) has its front, but GNOME 43's backend does not implement it (KDE
-    /// Plasma 5.27's does), so it could not be built and tested here.
     public func grabHotkey(_ chord: KeyChord, onPress: @escaping @Sendable () -> Void) throws(CaptureError) -> any HotkeyRelease {
-        throw CaptureError(.hotkeyUnavailable, "no global hotkey on Wayland here: it needs the GlobalShortcuts portal, which "
-            + "GNOME 43 does not implement; bind a desktop keyboard shortcut to `replay clip save` instead")
+        try PortalDesktop().grabHotkey(chord, onPress: onPress)
     }
 
-    public func listSources() -> SourceListing {
-        var listing = SourceListing()
-        listing.notes.append("monitors and windows: the desktop's ScreenCast dialog chooses them; a Wayland compositor tells "
-            + "no other program what is on the screen")
-        listing.addAudioDevices()
-        return listing
-    }
+    public func listSources() -> SourceListing { PortalDesktop().listSources() }
 }

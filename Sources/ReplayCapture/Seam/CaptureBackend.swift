@@ -1,75 +1,19 @@
 public import ReplayMedia
 public import ReplaySystem
 
-/// Where a session's pictures and sound come from. The daemon picks one backend at start-up
-/// (X11 + PulseAudio today) and hands it to every session, which never builds its own
-/// capture: a second backend is one more conformance, not a second copy of each session.
-public protocol CaptureBackend: Sendable {
-    /// Names the backend in status and logs ("x11").
-    var name: String { get }
+/// Where a session's pictures and sound come from: the desktop (its sources and hotkeys)
+/// and its capture. A capture process picks one backend (X11 + PulseAudio, or the portal)
+/// and hands it to its session, which never builds its own capture: a second backend is
+/// one more conformance, not a second copy of each session.
+public protocol CaptureBackend: DesktopBackend {
     /// Opens the screen, or the windows `options.filter` keeps; throws a clear error when there is none.
     func makeScreenCapture(_ options: ScreenCaptureOptions) throws(CaptureError) -> any ScreenCapturing
     /// Opens one audio source from the device or application `selection` names; throws
     /// `audioUnavailable` when no audio server answers or there is no such device or application.
     func makeAudioCapture(_ source: AudioSource, selection: AudioSelection) throws(CaptureError) -> any AudioCapturing
-    /// What can be recorded now; what cannot be listed is said in its notes, never thrown.
-    func listSources() -> SourceListing
     /// Opens a camera for a recording's picture-in-picture; throws `cameraUnavailable` when
     /// none answers.
     func makeCamera(device: String?) throws(CaptureError) -> any CameraCapturing
-    /// Calls `onPress` whenever `chord` is pressed anywhere on the desktop, until the result
-    /// is released; throws `hotkeyUnavailable` when the desktop cannot give it.
-    func grabHotkey(_ chord: KeyChord, onPress: @escaping @Sendable () -> Void) throws(CaptureError) -> any HotkeyRelease
-}
-
-/// Something held until it is released: a grabbed hotkey.
-public protocol HotkeyRelease: AnyObject, Sendable {
-    func release()
-}
-
-extension HotkeyGrab: HotkeyRelease {}
-
-/// The monitors, windows and audio devices a capture can be made of.
-public struct SourceListing: Sendable {
-    public var monitors: [MonitorListing] = []
-    /// Bottom to top.
-    public var windows: [WindowListing] = []
-    public var audioOutputs: [AudioDevice] = []
-    public var audioInputs: [AudioDevice] = []
-    /// What could not be listed, and why.
-    public var notes: [String] = []
-
-    public init() {}
-
-    /// The audio server's outputs and inputs, or a note saying why there are none.
-    mutating func addAudioDevices() {
-        do {
-            (audioOutputs, audioInputs) = try PulseServer.devices()
-        } catch {
-            notes.append("audio devices: \(error.description)")
-        }
-    }
-}
-
-public struct MonitorListing: Sendable, Equatable {
-    public let name: String
-    public let frame: PixelRect
-    public let isPrimary: Bool
-}
-
-public struct WindowListing: Sendable, Equatable {
-    /// The application's window, which `ScreenArea.window` takes.
-    public let id: UInt32
-    public let title: String
-    public let application: String
-    public let pid: Int32?
-    public let frame: PixelRect
-}
-
-public struct AudioDevice: Sendable, Equatable {
-    public let name: String
-    public let description: String
-    public let isDefault: Bool
 }
 
 extension CaptureBackend {
@@ -151,26 +95,10 @@ public struct X11CaptureBackend: CaptureBackend {
     }
 
     public func grabHotkey(_ chord: KeyChord, onPress: @escaping @Sendable () -> Void) throws(CaptureError) -> any HotkeyRelease {
-        try HotkeyGrab(chord, displayName: displayName, onPress: onPress)
+        try X11Desktop(displayName: displayName).grabHotkey(chord, onPress: onPress)
     }
 
-    public func listSources() -> SourceListing {
-        var listing = SourceListing()
-        do {
-            let display = try X11Display(name: displayName)
-            listing.monitors = display.monitors()
-            let stack = try WindowStack(display: display)
-            let windows = stack.windows()
-            listing.windows = zip(windows, stack.names(of: windows)).map { window, names in
-                WindowListing(id: window.clientWindow, title: names.title, application: names.application,
-                              pid: window.ownerPID, frame: window.frame)
-            }
-        } catch {
-            listing.notes.append("monitors and windows: \(error.description)")
-        }
-        listing.addAudioDevices()
-        return listing
-    }
+    public func listSources() -> SourceListing { X11Desktop(displayName: displayName).listSources() }
 
     public func makeAudioCapture(_ source: AudioSource, selection: AudioSelection) throws(CaptureError) -> any AudioCapturing {
         try AudioCapture(source: source, selection: selection)

@@ -2,7 +2,7 @@ import Foundation
 import ReplayIPC
 import Synchronization
 import ReplayLoopbackServer
-import ReplaySession
+import ReplayCaptureModel
 
 /// Pickers apps asked for, by id. The page is the person's, opened with a one-time link only
 /// agents see; the app only learns what the person started, through `broadcastUpdated`. A

@@ -1,5 +1,5 @@
 import Foundation
-import ReplaySession
+import ReplayCaptureModel
 
 /// The TCP ports an upload extension may connect to: those of the servers its setup names.
 /// Every setting that is a URL with a host names its port, given or the scheme's default

@@ -5,7 +5,7 @@ import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc
-import ReplaySession
+import ReplayCaptureModel
 #endif
 
 /// An extension's standard error: a pipe replayd reads into its own log, line by line, at

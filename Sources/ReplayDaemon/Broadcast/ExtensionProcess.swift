@@ -6,7 +6,7 @@ import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc
-import ReplaySession
+import ReplayCaptureModel
 #endif
 
 /// One upload extension, running in a bubblewrap sandbox: the whole system read-only, no

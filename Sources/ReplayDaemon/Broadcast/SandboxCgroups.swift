@@ -3,7 +3,7 @@ import Glibc
 #endif
 import Foundation
 import ReplaySystem
-import ReplaySession
+import ReplayCaptureModel
 
 /// cgroup v2 limits for the extensions' sandboxes, where the kernel offers them: each sandbox
 /// in a cgroup of its own below replayd's, with `memory.max` 50 MiB (no swap) and `pids.max`

@@ -2,7 +2,7 @@ import Foundation
 import ReplaySystem
 #if canImport(Glibc)
 import Glibc
-import ReplaySession
+import ReplayCaptureModel
 #endif
 
 /// The network of one sandbox: pasta connects the sandbox's own network namespace to the

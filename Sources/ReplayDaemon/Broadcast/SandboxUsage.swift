@@ -4,7 +4,7 @@ import Glibc
 import Foundation
 import ReplayIPC
 import ReplaySystem
-import ReplaySession
+import ReplayCaptureModel
 
 /// What an extension's sandbox holds, walked in /proc, for the watchdog: every process (the
 /// children of every thread, so a child forked from a thread counts too) and its anonymous

@@ -1,5 +1,5 @@
-public import ReplayCapture
-import ReplaySession
+public import ReplayCaptureModel
+import ReplayDesktop
 
 /// Which capture backend the daemon's sessions use (`replayd --capture`).
 public enum CaptureChoice: Sendable {
@@ -24,11 +24,12 @@ public enum CaptureChoice: Sendable {
         return environment["XDG_SESSION_TYPE"] == "wayland" ? "XDG_SESSION_TYPE=wayland" : nil
     }
 
-    /// - Parameter dialogTimeout: seconds the portal's dialog is waited for.
-    func backend(displayName: String?, dialogTimeout: Double = 60) -> any CaptureBackend {
+    /// The desktop this choice captures: its sources and hotkeys (the capture itself runs in
+    /// capture processes).
+    func desktop(displayName: String?) -> any DesktopBackend {
         switch self {
-        case .x11: X11CaptureBackend(displayName: displayName)
-        case .portal(let tokens): PortalCaptureBackend(tokens: tokens, responseTimeout: dialogTimeout)
+        case .x11: X11Desktop(displayName: displayName)
+        case .portal: PortalDesktop()
         }
     }
 }

@@ -1,6 +1,6 @@
-import ReplayCapture
+import ReplayCaptureModel
+import ReplayDesktop
 import ReplayIPC
-import ReplaySession
 
 /// The wire's words for what the capture backend lists and takes.
 extension CaptureSources {

@@ -7,7 +7,7 @@ import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc
-import ReplaySession
+import ReplayCaptureModel
 #endif
 
 /// Accepts clients on replayd's socket and hands each to the event loop. One thread

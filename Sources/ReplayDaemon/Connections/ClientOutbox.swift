@@ -2,7 +2,7 @@ import Foundation
 import NIOCore
 import ReplayIPC
 import Synchronization
-import ReplaySession
+import ReplayCaptureModel
 
 /// What replayd sends one client, queued without ever blocking the sender.
 ///

@@ -1,5 +1,5 @@
 import NIOCore
-import ReplaySession
+import ReplayCaptureModel
 
 /// The event loop's side of one client: hands each framed request to its connection, and
 /// tells it when the client is gone. Nothing here blocks the loop.

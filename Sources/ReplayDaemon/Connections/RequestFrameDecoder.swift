@@ -1,6 +1,6 @@
 import NIOCore
 import ReplayIPC
-import ReplaySession
+import ReplayCaptureModel
 
 /// Cuts a client's byte stream into framed requests (`FrameCodec`): every length is checked
 /// against the request limits before anything is buffered, so a hostile client cannot make

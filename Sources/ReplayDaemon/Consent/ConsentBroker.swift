@@ -4,7 +4,7 @@ import ReplaySystem
 import Synchronization
 import ReplayLoopbackServer
 import ReplayMedia
-public import ReplaySession
+public import ReplayCaptureModel
 
 /// Decides whether an app may capture, asking the person out of the app's process.
 ///

@@ -4,7 +4,7 @@ import Glibc
 import Foundation
 import ReplayIPC
 import ReplaySystem
-import ReplaySession
+import ReplayCaptureModel
 
 /// What the kernel says about a client process, read from `/proc/PID` by whoever may read it
 /// (the daemon itself, or the system daemon's root helper): enough to tell the person's own,

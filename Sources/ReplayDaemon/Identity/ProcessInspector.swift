@@ -4,7 +4,7 @@ import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc
-import ReplaySession
+import ReplayCaptureModel
 #endif
 
 /// Tells what a client process is (`ProcessFacts`: its executable, namespaces, loader

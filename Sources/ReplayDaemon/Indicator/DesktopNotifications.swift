@@ -4,7 +4,7 @@ import ReplayDBus
 import ReplayIPC
 import ReplaySystem
 import Synchronization
-import ReplaySession
+import ReplayCaptureModel
 
 /// The indicator as desktop notifications (org.freedesktop.Notifications, which GNOME, KDE,
 /// dunst and mako serve): one that stays while a capture runs, with Pause or Resume and Stop

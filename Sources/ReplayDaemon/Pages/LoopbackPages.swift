@@ -4,7 +4,7 @@ import Logging
 import ReplayIPC
 import ReplayLoopbackServer
 import Synchronization
-import ReplaySession
+import ReplayCaptureModel
 
 /// The pages replayd serves on loopback, out of every app's process: the consent page
 /// (which app asks, what it will capture, Allow / Don't Allow) and the preview page (watch a

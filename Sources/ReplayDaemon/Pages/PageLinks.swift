@@ -2,7 +2,7 @@ import Foundation
 import ReplayLoopbackServer
 import ReplaySystem
 import Synchronization
-import ReplaySession
+import ReplayCaptureModel
 
 /// One-time links to a loopback page and the browser sessions they are exchanged for.
 ///

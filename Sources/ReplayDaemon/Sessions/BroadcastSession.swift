@@ -1,19 +1,17 @@
 import Foundation
 import Logging
-import ReplayCapture
+import ReplayCaptureModel
 import ReplayIPC
 import ReplayMedia
-import ReplayProcessing
 import ReplaySystem
 import Synchronization
-import ReplaySession
 
 /// Where a broadcast's samples come from: `BroadcastCapture` in a capture process of its own
-/// (`CaptureProcessBroadcastCapture`), or in replayd. Each sample is the extension message
+/// (`CaptureProcessBroadcastCapture`), or in process in unit tests. Each sample is the extension message
 /// that names its place in the shared surfaces.
 protocol BroadcastFeed: AnyObject, Sendable {
     /// Opens the display and makes the surfaces the extension maps.
-    func open() throws(DaemonError) -> BroadcastCapture.Opened
+    func open() throws(DaemonError) -> BroadcastCaptureOpened
     /// Starts capturing: `deliver` says whether it sent each sample; `ended` hears why capture ended.
     func run(audioOrigin: MediaTime, deliver: @escaping @Sendable (BroadcastMessage) -> Bool,
              ended: @escaping @Sendable (String?) -> Void)
@@ -26,8 +24,6 @@ protocol BroadcastFeed: AnyObject, Sendable {
     var dropped: Int { get }
     var surfacesHeld: Int { get }
 }
-
-extension BroadcastCapture: BroadcastFeed {}
 
 /// One live broadcast: capture → shared surfaces → the sandboxed upload extension.
 ///
@@ -71,7 +67,7 @@ final class BroadcastSession: Sendable {
     private let logger: Logger
     private let state: Mutex<State>
     /// Makes the feed, for the capture options this broadcast asks for.
-    private let makeFeed: @Sendable (BroadcastCapture.Options) -> any BroadcastFeed
+    private let makeFeed: @Sendable (BroadcastCaptureOptions) -> any BroadcastFeed
     private let readiness = DispatchSemaphore(value: 0)
     /// Signalled when the extension has handled `started` (or the broadcast ended first).
     private let acceptance = DispatchSemaphore(value: 0)
@@ -111,7 +107,7 @@ final class BroadcastSession: Sendable {
     init(id: String, request: BroadcastRequest, host: PeerIdentity?, hostChannel: ClientOutbox? = nil, manifest: ExtensionManifest,
          parts: SessionParts, timing: Timing = .standard,
          protectedWindows: ProtectedWindows, logger: Logger,
-         makeFeed: (@Sendable (BroadcastCapture.Options) -> any BroadcastFeed)? = nil) {
+         makeFeed: @escaping @Sendable (BroadcastCaptureOptions) -> any BroadcastFeed) {
         self.id = id
         self.request = request
         self.host = host
@@ -122,12 +118,7 @@ final class BroadcastSession: Sendable {
         self.timing = timing
         self.protectedWindows = protectedWindows
         self.logger = logger
-        let capture = parts.capture
-        var captureLogger = logger
-        captureLogger[metadataKey: "broadcast"] = "\(id)"
-        self.makeFeed = makeFeed ?? { [captureLogger] options in
-            BroadcastCapture(options: options, backend: capture, protectedWindows: protectedWindows, logger: captureLogger)
-        }
+        self.makeFeed = makeFeed
         var status = BroadcastStatus(id: id, extensionID: request.extensionID, scope: request.scope, state: .starting)
         status.memoryCounting = parts.extensions.memoryCounting
         state = Mutex(State(status: status))
@@ -154,10 +145,10 @@ final class BroadcastSession: Sendable {
             guard let host else { throw failStart("only an app can broadcast its own windows") }
             onlyProcess = host.pid
         }
-        let feed = makeFeed(BroadcastCapture.Options(
+        let feed = makeFeed(BroadcastCaptureOptions(
             fps: min(request.fps, 30), showCursor: request.scope == .screen, onlyProcess: onlyProcess,
             audio: request.microphone ? [.app, .microphone] : [.app]))
-        let opened: BroadcastCapture.Opened
+        let opened: BroadcastCaptureOpened
         do {
             opened = try feed.open()
         } catch {

@@ -1,15 +1,40 @@
 import Foundation
 import Logging
-import ReplayCapture
+import ReplayCaptureModel
+import ReplayDesktop
 import ReplayIPC
-import ReplaySession
 import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// An in-app capture, as replayd drives it: run in process or in a capture process.
+/// Where an in-app capture's pictures go: the app's connection.
+protocol CaptureClient: Sendable {
+    /// Hands over one picture; `.busy` when the app is behind (the picture is dropped and
+    /// counted), `.gone` when its connection closed.
+    func deliver(_ info: CapturedFrameInfo, pixels: UnsafeRawBufferPointer) -> CaptureDelivery
+    func captureStopped(error: String?)
+}
+
+enum CaptureDelivery: Sendable {
+    case sent, busy, gone
+}
+
+/// The app's connection as the capture's client: a picture is queued only while less than
+/// two pictures wait for the app to read them, so a slow reader loses pictures, never
+/// the connection, and the daemon's memory stays bounded.
+struct ChannelCaptureClient: CaptureClient {
+    let channel: ClientOutbox
+    func deliver(_ info: CapturedFrameInfo, pixels: UnsafeRawBufferPointer) -> CaptureDelivery {
+        guard !channel.isClosed else { return .gone }
+        guard channel.hasRoom(below: pixels.count * 2) else { return .busy }
+        return (try? channel.send(DaemonEvent.capturedFrame(frame: info), body: pixels)) != nil ? .sent : .gone
+    }
+    func captureStopped(error: String?) { try? channel.send(DaemonEvent.captureStopped(error: error)) }
+}
+
+/// An in-app capture, as replayd drives it: in a capture process (in process in unit tests).
 protocol AppCaptureControl: AnyObject, Sendable {
     var phase: SessionPhase { get }
     /// Opens the app's windows and starts streaming; returns the picture size.
@@ -19,8 +44,6 @@ protocol AppCaptureControl: AnyObject, Sendable {
     /// Runs `handler` once the capture has ended (at once if it already has).
     func onFinish(_ handler: @escaping @Sendable () -> Void)
 }
-
-extension AppCaptureSession: AppCaptureControl {}
 
 /// In-app capture run by a capture process of its own (`replay-capture`): the process
 /// captures the app's windows and lends replayd each picture in a slot of a memfd that

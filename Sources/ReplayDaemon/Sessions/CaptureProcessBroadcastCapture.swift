@@ -1,9 +1,9 @@
 import Foundation
 import Logging
-import ReplayCapture
+import ReplayCaptureModel
+import ReplayDesktop
 import ReplayIPC
 import ReplayMedia
-import ReplaySession
 import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
@@ -22,7 +22,7 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
     private let keepToken: @Sendable (String) -> Void
     private let logger: Logger
     /// The answer to the start: the surfaces, or why not.
-    private let answer = BoundedQueue<Result<BroadcastCapture.Opened, DaemonError>>(capacity: 1)
+    private let answer = BoundedQueue<Result<BroadcastCaptureOpened, DaemonError>>(capacity: 1)
     private let done = Completion<Void>()
     private let state = Mutex(State())
 
@@ -54,7 +54,7 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
     /// replayd maps none of the surfaces: the process and the extension do.
     var surfacesHeld: Int { 0 }
 
-    func open() throws(DaemonError) -> BroadcastCapture.Opened {
+    func open() throws(DaemonError) -> BroadcastCaptureOpened {
         let link: CaptureProcessLink
         do {
             link = try CaptureProcessLink(
@@ -131,7 +131,7 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
             }
             if let restoreToken { keepToken(restoreToken) }
             state.withLock { $0.limits = BroadcastCodec.Surfaces(count: UInt16(descriptors.count), size: UInt64(surfaceSize)) }
-            answer.append(.success(BroadcastCapture.Opened(width: width, height: height, surfaceSize: surfaceSize, descriptors: descriptors)))
+            answer.append(.success(BroadcastCaptureOpened(width: width, height: height, surfaceSize: surfaceSize, descriptors: descriptors)))
             descriptors = []
         case .startFailed(let code, let message):
             answer.append(.failure(DaemonError(code: code, message: message)))
@@ -152,7 +152,7 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
     /// The video surfaces and the audio ring: as many as a broadcast has, each a memfd at
     /// least `size` bytes long.
     private static func usable(_ descriptors: [Int32], size: Int) -> Bool {
-        guard descriptors.count == BroadcastCapture.videoSurfaces + 1, (1...(1 << 30)).contains(size) else { return false }
+        guard descriptors.count == BroadcastCaptureOpened.videoSurfaces + 1, (1...(1 << 30)).contains(size) else { return false }
         // pread at offset 0 proves it is a file to read (not a socket or pipe); its end, the size.
         return descriptors.allSatisfy { descriptor in
             var byte: UInt8 = 0
@@ -171,10 +171,10 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
             return broken("named a sample that is not one (\(error))")
         }
         switch message {
-        case .video(let picture) where Int(picture.surface) < BroadcastCapture.videoSurfaces:
+        case .video(let picture) where Int(picture.surface) < BroadcastCaptureOpened.videoSurfaces:
             if let dropped = picture.additions?.framesDropped { state.withLock { $0.dropped = Int(dropped) } }
             if !deliver(message) { tell(.releaseFrame(slot: Int(picture.surface))) }
-        case .audio(let period) where Int(period.surface) == BroadcastCapture.videoSurfaces:
+        case .audio(let period) where Int(period.surface) == BroadcastCaptureOpened.videoSurfaces:
             if !deliver(message) { tell(.releaseAudio(offset: Int(period.offset))) }
         default:
             broken("sent \(message), which is not a sample in its place")

@@ -1,8 +1,8 @@
 import Dispatch
 import Foundation
-import ReplayCapture
+import ReplayCaptureModel
+import ReplayDesktop
 import ReplayIPC
-import ReplaySession
 import ReplaySystem
 import Synchronization
 #if canImport(Glibc)

@@ -1,9 +1,9 @@
 import Foundation
 import Logging
-import ReplayCapture
+import ReplayCaptureModel
+import ReplayDesktop
 import ReplayIPC
 import ReplayMedia
-import ReplaySession
 import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
@@ -20,7 +20,7 @@ import Glibc
 /// and its summary names the signal.
 final class CaptureProcessRecording: RecordingControl {
     let id: String
-    let destination: RecordingSession.Destination
+    let destination: RecordingDestination
     private let plan: CaptureStart
     private let launcher: any CaptureProcessLauncher
     private let store: RecordingStore

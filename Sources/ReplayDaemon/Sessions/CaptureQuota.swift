@@ -1,5 +1,5 @@
 import Foundation
-import ReplaySession
+import ReplayCaptureModel
 
 /// What one app, and all apps together, may capture at once: one consent let an app start
 /// 40 recordings (replayd 142 → 412 MB) and clip buffers of 4 GiB each. Recordings, clip

@@ -1,25 +1,68 @@
-public import ReplayCapture
-public import ReplayCodec
-public import ReplayMedia
-import ReplaySystem
-public import ReplaySession
+public import ReplayCaptureModel
+public import ReplayDesktop
+import Logging
 
 /// What sessions are built from, chosen once when the daemon starts: sessions are handed
-/// these and never make their own capture, encoder, extension process or clock.
+/// these and never make their own capture, extension process or clock.
 public struct SessionParts: Sendable {
-    public var capture: any CaptureBackend
-    public var movies: any MovieSinkFactory
+    /// The desktop itself: what can be recorded, global hotkeys.
+    public var desktop: any DesktopBackend
+    /// Where each session's capture runs.
+    var captures: any SessionCaptures
     public var extensions: any ExtensionHost
     public var clock: any SessionClock
 
-    public init(capture: any CaptureBackend, movies: any MovieSinkFactory = MovieFileFactory(),
-                extensions: any ExtensionHost, clock: any SessionClock = MonotonicSessionClock()) {
-        self.capture = capture
-        self.movies = movies
+    init(desktop: any DesktopBackend, captures: any SessionCaptures, extensions: any ExtensionHost,
+                 clock: any SessionClock = MonotonicSessionClock()) {
+        self.desktop = desktop
+        self.captures = captures
         self.extensions = extensions
         self.clock = clock
     }
+}
 
-    /// What a recording is built from.
-    package var recording: RecordingParts { RecordingParts(capture: capture, movies: movies, clock: clock) }
+/// Where sessions capture. In replayd each session runs in a capture process of its own
+/// (`CaptureProcesses`), so replayd links no capture, codec or PipeWire library and a crash
+/// there ends one session; unit tests run sessions in their own process, on fakes.
+protocol SessionCaptures: Sendable {
+    /// A recording or clip buffer, not started yet. A new portal token goes to `keepToken`.
+    func recording(_ plan: CaptureStart, filter: WindowFilter, store: RecordingStore, protectedWindows: ProtectedWindows,
+                   keepToken: @escaping @Sendable (String) -> Void, logger: Logger) -> any RecordingControl
+    /// An app's capture of its own windows, not started yet.
+    func appCapture(_ plan: AppCaptureStart, client: any CaptureClient, protectedWindows: ProtectedWindows,
+                    keepToken: @escaping @Sendable (String) -> Void, logger: Logger) -> any AppCaptureControl
+    /// A broadcast's capture, not opened yet.
+    func broadcastFeed(_ plan: BroadcastCaptureStart, protectedWindows: ProtectedWindows,
+                       keepToken: @escaping @Sendable (String) -> Void, logger: Logger) -> any BroadcastFeed
+    /// Copies the movie at `input` into Matroska at `output` (an export); throws why it could not.
+    func remuxToMatroska(_ input: String, to output: String) throws(DaemonError)
+}
+
+/// Every session in a short-lived capture process (`replay-capture`) of its own.
+struct CaptureProcesses: SessionCaptures {
+    let launcher: any CaptureProcessLauncher
+
+    init(launcher: any CaptureProcessLauncher) { self.launcher = launcher }
+
+    func recording(_ plan: CaptureStart, filter: WindowFilter, store: RecordingStore, protectedWindows: ProtectedWindows,
+                           keepToken: @escaping @Sendable (String) -> Void, logger: Logger) -> any RecordingControl {
+        CaptureProcessRecording(plan: plan, launcher: launcher, store: store, protectedWindows: protectedWindows,
+                                keepToken: keepToken, logger: logger)
+    }
+
+    func appCapture(_ plan: AppCaptureStart, client: any CaptureClient, protectedWindows: ProtectedWindows,
+                            keepToken: @escaping @Sendable (String) -> Void, logger: Logger) -> any AppCaptureControl {
+        CaptureProcessAppCapture(plan: plan, launcher: launcher, protectedWindows: protectedWindows, client: client,
+                                 keepToken: keepToken, logger: logger)
+    }
+
+    func broadcastFeed(_ plan: BroadcastCaptureStart, protectedWindows: ProtectedWindows,
+                               keepToken: @escaping @Sendable (String) -> Void, logger: Logger) -> any BroadcastFeed {
+        CaptureProcessBroadcastCapture(plan: plan, launcher: launcher, protectedWindows: protectedWindows,
+                                       keepToken: keepToken, logger: logger)
+    }
+
+    func remuxToMatroska(_ input: String, to output: String) throws(DaemonError) {
+        try launcher.remuxToMatroska(input, to: output)
+    }
 }

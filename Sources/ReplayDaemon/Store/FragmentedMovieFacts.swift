@@ -1,5 +1,5 @@
 import Foundation
-import ReplaySession
+import ReplayCaptureModel
 
 /// What a fragmented MP4 in the store really holds: its video track's frames, length and
 /// codec, read from the file's boxes (moov's track headers, each whole fragment's trun).

@@ -1,7 +1,7 @@
 public import Foundation
 public import ReplayIPC
 import ReplayMedia
-public import ReplaySession
+public import ReplayCaptureModel
 import ReplaySystem
 #if canImport(Glibc)
 import Glibc

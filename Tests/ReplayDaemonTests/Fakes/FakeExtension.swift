@@ -1,4 +1,5 @@
 import Dispatch
+import ReplayCaptureModel
 @testable import ReplayDaemon
 import ReplayIPC
 import Synchronization

@@ -1,3 +1,4 @@
+import ReplayCaptureModel
 import ReplayCodec
 @testable import ReplayDaemon
 import ReplayMedia

@@ -53,7 +53,7 @@ public struct ScreenCastTokens: Sendable {
         self.window = window
     }
 
-    public func keeper(for source: ScreenCastRequest.Source) -> RestoreTokenKeeper {
+    public func keeper(for source: ScreenCastSource) -> RestoreTokenKeeper {
         source == .monitor ? monitor : window
     }
 

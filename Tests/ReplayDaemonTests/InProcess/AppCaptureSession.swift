@@ -4,28 +4,19 @@ import ReplayCapture
 import ReplayIPC
 import ReplayMedia
 import ReplaySystem
-import Synchronization
+import ReplayCaptureModel
+@testable import ReplayDaemon
 import ReplaySession
+import Synchronization
 
-/// Where an in-app capture's pictures go: the app's connection.
-protocol CaptureClient: Sendable {
-    /// Hands over one picture; `.busy` when the app is behind (the picture is dropped and
-    /// counted), `.gone` when its connection closed.
-    func deliver(_ info: CapturedFrameInfo, pixels: UnsafeRawBufferPointer) -> CaptureDelivery
-    func captureStopped(error: String?)
-}
-
-enum CaptureDelivery: Sendable {
-    case sent, busy, gone
-}
-
-/// In-app capture: the asking process's own windows (everything else black), up to 60 fps,
-/// streamed to it as I420 pictures. A slow reader loses frames (counted), never stalls
-/// capture or grows memory.
+/// In-app capture run in the test's own process, on a fake capture backend: the asking
+/// process's own windows (everything else black), up to 60 fps, streamed to it as I420
+/// pictures. A slow reader loses frames (counted), never stalls capture or grows memory.
+/// (replayd runs in-app capture in a capture process, `CaptureProcessAppCapture`.)
 final class AppCaptureSession: Sendable {
     private let pid: Int32
     private let options: CaptureOptions
-    private let parts: SessionParts
+    private let capture: any CaptureBackend
     private let protectedWindows: ProtectedWindows
     private let client: any CaptureClient
     private let logger: Logger
@@ -35,11 +26,11 @@ final class AppCaptureSession: Sendable {
     private let state = Mutex((lifecycle: SessionLifecycle(), counters: CaptureCounters?.none, unsent: 0))
     private let completion = Completion<String?>()
 
-    init(pid: Int32, options: CaptureOptions, parts: SessionParts, protectedWindows: ProtectedWindows,
+    init(pid: Int32, options: CaptureOptions, capture: any CaptureBackend, protectedWindows: ProtectedWindows,
          client: any CaptureClient, logger: Logger) {
         self.pid = pid
         self.options = options
-        self.parts = parts
+        self.capture = capture
         self.protectedWindows = protectedWindows
         self.client = client
         self.logger = logger
@@ -51,7 +42,7 @@ final class AppCaptureSession: Sendable {
     func start() throws(DaemonError) -> (width: Int, height: Int) {
         let capture: any ScreenCapturing
         do {
-            capture = try parts.capture.makeScreenCapture(ScreenCaptureOptions(
+            capture = try self.capture.makeScreenCapture(ScreenCaptureOptions(
                 fps: options.fps, showCursor: options.showCursor, filter: .onlyProcess(pid), protectedWindows: protectedWindows))
         } catch {
             state.withLock { $0.lifecycle.didFailToStart(error.description) }
@@ -122,17 +113,4 @@ private struct AppCaptureOutput: CaptureOutput {
     func formatChanged(width: Int, height: Int) {
         session.fail("content resized: the screen changed to \(width)x\(height) during the capture")
     }
-}
-
-/// The app's connection as the capture's client: a picture is queued only while less than
-/// two pictures wait for the app to read them, so a slow reader loses pictures, never
-/// the connection, and the daemon's memory stays bounded.
-struct ChannelCaptureClient: CaptureClient {
-    let channel: ClientOutbox
-    func deliver(_ info: CapturedFrameInfo, pixels: UnsafeRawBufferPointer) -> CaptureDelivery {
-        guard !channel.isClosed else { return .gone }
-        guard channel.hasRoom(below: pixels.count * 2) else { return .busy }
-        return (try? channel.send(DaemonEvent.capturedFrame(frame: info), body: pixels)) != nil ? .sent : .gone
-    }
-    func captureStopped(error: String?) { try? channel.send(DaemonEvent.captureStopped(error: error)) }
 }

@@ -1,46 +1,8 @@
+public import ReplayCaptureModel
 import CXCB
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A rectangle of screen pixels, in root-window coordinates.
-public struct PixelRect: Equatable, Sendable {
-    public var x: Int
-    public var y: Int
-    public var width: Int
-    public var height: Int
-
-    public init(x: Int, y: Int, width: Int, height: Int) {
-        self.x = x
-        self.y = y
-        self.width = width
-        self.height = height
-    }
-
-    public var isEmpty: Bool { width <= 0 || height <= 0 }
-
-    /// The pixels in both; empty (zero width or height) when they do not overlap.
-    public func intersection(_ other: PixelRect) -> PixelRect {
-        let left = max(x, other.x), top = max(y, other.y)
-        let right = min(x + width, other.x + other.width), bottom = min(y + height, other.y + other.height)
-        return PixelRect(x: left, y: top, width: max(0, right - left), height: max(0, bottom - top))
-    }
-
-    /// The pixels of `self` outside `other`, as up to four disjoint rectangles: the full-width
-    /// bands above and below `other`, then the parts left and right of it.
-    public func subtracting(_ other: PixelRect) -> [PixelRect] {
-        if isEmpty { return [] }
-        let cut = intersection(other)
-        if cut.isEmpty { return [self] }
-        let pieces = [
-            PixelRect(x: x, y: y, width: width, height: cut.y - y),
-            PixelRect(x: x, y: cut.y + cut.height, width: width, height: y + height - cut.y - cut.height),
-            PixelRect(x: x, y: cut.y, width: cut.x - x, height: cut.height),
-            PixelRect(x: cut.x + cut.width, y: cut.y, width: x + width - cut.x - cut.width, height: cut.height),
-        ]
-        return pieces.filter { !$0.isEmpty }
-    }
-}
 
 /// A top-level window as it is stacked on the screen.
 public struct StackedWindow: Equatable, Sendable {
@@ -79,7 +41,7 @@ public struct StackedWindow: Equatable, Sendable {
 /// connection (its peer credentials), whereas _NET_WM_PID is whatever a client wrote.
 /// Every query sends a whole batch of requests before reading any reply, so a call costs a
 /// few round trips however many windows there are.
-final class WindowStack {
+package final class WindowStack {
     private let display: X11Display
     /// Which bits of an X id are the per-client part; the rest names the client.
     private let resourceIDMask: UInt32
@@ -89,7 +51,7 @@ final class WindowStack {
     /// EWMH's UTF-8 window title.
     private let netWMName: xcb_atom_t
 
-    init(display: X11Display) throws(CaptureError) {
+    package init(display: X11Display) throws(CaptureError) {
         let connection = display.connection
         let missing = CaptureError(
             .missingExtension, "the X server lacks the X-Resource 1.2 extension needed to tell windows apart")
@@ -115,7 +77,7 @@ final class WindowStack {
 
     /// The viewable top-level windows that show on the screen, bottom to top; for those of
     /// process `keeping`, also the windows inside them that other processes made.
-    func windows(keeping pid: Int32? = nil) -> [StackedWindow] {
+    package func windows(keeping pid: Int32? = nil) -> [StackedWindow] {
         let connection = display.connection
         let clientsCookie = queryPIDs(of: 0)
         let topLevels = probe([display.root]).first?.children ?? []
@@ -172,7 +134,7 @@ final class WindowStack {
 
     /// Each window's title (_NET_WM_NAME, else WM_NAME) and application (WM_CLASS's class
     /// part), read from its application window in one batch; "" where it sets none.
-    func names(of windows: [StackedWindow]) -> [(title: String, application: String)] {
+    package func names(of windows: [StackedWindow]) -> [(title: String, application: String)] {
         let connection = display.connection
         let anyType = xcb_atom_t(XCB_ATOM_ANY.rawValue)
         let cookies = windows.map { window in
@@ -201,7 +163,7 @@ final class WindowStack {
     /// The process of the client that created `window` (top-level or not), or nil if the
     /// window does not exist, is the server's own (XRes names the server's pid for those), or
     /// the server does not know the process (a client over TCP).
-    func ownerPID(of window: UInt32) -> Int32? {
+    package func ownerPID(of window: UInt32) -> Int32? {
         let connection = display.connection
         guard owner(window) != 0 else { return nil }
         let exists = xcb_get_window_attributes(connection, window)

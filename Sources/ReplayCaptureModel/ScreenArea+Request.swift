@@ -1,5 +1,4 @@
-public import ReplayCapture
-public import ReplayIPC
+package import ReplayIPC
 import ReplayMedia
 
 extension ScreenArea {

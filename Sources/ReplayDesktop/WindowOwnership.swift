@@ -1,3 +1,4 @@
+public import ReplayCaptureModel
 import CXCB
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,7 @@
-public import Foundation
-public import ReplayIPC
-public import ReplayMedia
-public import ReplaySystem
+package import Foundation
+package import ReplayIPC
+import ReplayMedia
+package import ReplaySystem
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -38,11 +38,11 @@ package enum CaptureCommand: Codable, Sendable, Equatable {
 /// What a capture process needs to know to capture one broadcast (`BroadcastCapture`).
 package struct BroadcastCaptureStart: Codable, Sendable, Equatable {
     package var id: String
-    package var options: BroadcastCapture.Options
+    package var options: BroadcastCaptureOptions
     package var backend: CaptureStart.Backend
     package var protectedWindows: [UInt32]
 
-    package init(id: String, options: BroadcastCapture.Options, backend: CaptureStart.Backend, protectedWindows: [UInt32]) {
+    package init(id: String, options: BroadcastCaptureOptions, backend: CaptureStart.Backend, protectedWindows: [UInt32]) {
         self.id = id
         self.options = options
         self.backend = backend
@@ -74,7 +74,7 @@ package struct AppCaptureStart: Codable, Sendable, Equatable {
 package struct CaptureStart: Codable, Sendable, Equatable {
     package var id: String
     package var options: RecordingOptions
-    package var destination: RecordingSession.Destination
+    package var destination: RecordingDestination
     /// An app's own pid for a capture of its own windows only; nil for the whole screen.
     package var onlyProcess: Int32?
     package var backend: Backend
@@ -87,7 +87,7 @@ package struct CaptureStart: Codable, Sendable, Equatable {
         case portal(restoreToken: String?, dialogTimeout: Double)
     }
 
-    package init(id: String, options: RecordingOptions, destination: RecordingSession.Destination, onlyProcess: Int32?,
+    package init(id: String, options: RecordingOptions, destination: RecordingDestination, onlyProcess: Int32?,
                  backend: Backend, protectedWindows: [UInt32]) {
         self.id = id
         self.options = options

@@ -1,18 +1,19 @@
-import CXCB
+package import ReplayCaptureModel
+package import CXCB
 import ReplaySystem
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// What the X server told us while we waited.
-enum X11Event: Equatable {
+package enum X11Event: Equatable {
     case damaged
     case resized(width: Int, height: Int)
     case timedOut
 }
 
 /// Where a window is, if anywhere.
-enum WindowPlacement: Equatable {
+package enum WindowPlacement: Equatable {
     case shown(PixelRect)
     /// Unmapped (minimised, on another workspace) or an ancestor is.
     case hidden
@@ -23,16 +24,16 @@ enum WindowPlacement: Equatable {
 /// A connection to an X server with the extensions screen capture needs: MIT-SHM to
 /// copy pixels through shared memory, DAMAGE to learn when anything changed, XFIXES for
 /// the cursor and RandR for size changes. The one place that speaks XCB for capture.
-final class X11Display {
-    let connection: OpaquePointer
-    let root: xcb_window_t
-    private(set) var width: Int
-    private(set) var height: Int
+package final class X11Display {
+    package let connection: OpaquePointer
+    package let root: xcb_window_t
+    package private(set) var width: Int
+    package private(set) var height: Int
     private let damage: xcb_damage_damage_t
     private let damageNotify: UInt8
     private let randrNotify: UInt8
 
-    init(name: String?) throws(CaptureError) {
+    package init(name: String?) throws(CaptureError) {
         var screenNumber: Int32 = 0
         let shownName = name ?? getenv("DISPLAY").map { String(cString: $0) } ?? "(DISPLAY is not set)"
         guard let connection = xcb_connect(name, &screenNumber) else {
@@ -79,7 +80,7 @@ final class X11Display {
         xcb_disconnect(connection)
     }
 
-    func checkConnection() throws(CaptureError) {
+    package func checkConnection() throws(CaptureError) {
         if xcb_connection_has_error(connection) != 0 {
             throw CaptureError(.connectionLost, "lost the connection to the X server")
         }
@@ -88,7 +89,7 @@ final class X11Display {
     /// Asks the server for the screen's size now, for a grab refused before RandR's event
     /// came; a changed size is taken as current (its event, when it comes, is then no news)
     /// and returned.
-    func refreshSize() -> (width: Int, height: Int)? {
+    package func refreshSize() -> (width: Int, height: Int)? {
         guard let reply = xcb_get_geometry_reply(connection, xcb_get_geometry(connection, root), nil) else { return nil }
         defer { free(reply) }
         let newWidth = Int(reply.pointee.width), newHeight = Int(reply.pointee.height)
@@ -100,7 +101,7 @@ final class X11Display {
 
     /// The monitors RandR knows (1.5's monitors: outputs, or areas `xrandr --setmonitor`
     /// defined), in root coordinates; empty when the server has no such list.
-    func monitors() -> [MonitorListing] {
+    package func monitors() -> [MonitorListing] {
         guard let reply = xcb_randr_get_monitors_reply(connection, xcb_randr_get_monitors(connection, root, 1), nil) else {
             return []
         }
@@ -128,7 +129,7 @@ final class X11Display {
 
     /// Where `window` shows now, in root coordinates (its inside: no border, no frame around
     /// it), or why not.
-    func placement(of window: xcb_window_t) -> WindowPlacement {
+    package func placement(of window: xcb_window_t) -> WindowPlacement {
         let attributes = xcb_get_window_attributes(connection, window)
         let geometry = xcb_get_geometry(connection, window)
         let position = xcb_translate_coordinates(connection, window, root, 0, 0)
@@ -149,7 +150,7 @@ final class X11Display {
     /// Grabs the pointer and waits for the person to click (any button), up to `timeout`
     /// seconds; returns the top-level window clicked (a child of the root), nil for the root
     /// itself. Throws when the pointer cannot be grabbed or nobody clicked in time.
-    func pickTopLevelWindow(timeout: Double) throws(CaptureError) -> xcb_window_t? {
+    package func pickTopLevelWindow(timeout: Double) throws(CaptureError) -> xcb_window_t? {
         // The cross-hair of the core cursor font says "choose".
         let font = xcb_generate_id(connection)
         xcb_open_font(connection, font, 6, "cursor")
@@ -191,12 +192,12 @@ final class X11Display {
     }
 
     /// Re-arms damage reporting: drawing after this call is reported again.
-    func clearDamage() {
+    package func clearDamage() {
         xcb_damage_subtract(connection, damage, xcb_xfixes_region_t(XCB_NONE), xcb_xfixes_region_t(XCB_NONE))
     }
 
     /// Waits for the next event that matters, or until `deadline` on the monotonic clock.
-    func waitForEvent(until deadline: Int64, now: () -> Int64) throws(CaptureError) -> X11Event {
+    package func waitForEvent(until deadline: Int64, now: () -> Int64) throws(CaptureError) -> X11Event {
         while true {
             if let event = nextEvent(queuedOnly: true) { return event }
             let remaining = deadline - now()

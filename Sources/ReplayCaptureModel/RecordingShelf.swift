@@ -1,9 +1,9 @@
-public import Foundation
-public import ReplayIPC
+package import Foundation
+package import ReplayIPC
 
-/// Where a recording's movie is written and its entry kept: replayd's store when a session
-/// runs inside replayd, the capture process's channel to replayd when it runs in one (the
-/// capture process cannot reach the store: it writes the one movie file it was handed).
+/// Where a recording's movie is written and its entry kept: the capture process's channel to
+/// replayd (the capture process cannot reach the store: it writes the one movie file it was
+/// handed), or replayd's store itself when a unit test runs a session in its own process.
 package protocol RecordingShelf: Sendable {
     /// The file the movie of `id` is written to.
     func moviePath(id: String) -> URL?

@@ -1,14 +1,15 @@
+package import ReplayCaptureModel
 import CPulse
 
 /// A connection to the PulseAudio server (or pipewire-pulse) on a threaded main loop of its
 /// own, and the questions replayd asks it. The introspection calls expect the main loop
 /// locked by the caller (they wait on it, which unlocks it meanwhile).
-final class PulseServer {
-    let mainloop: OpaquePointer
-    let context: OpaquePointer
+package final class PulseServer {
+    package let mainloop: OpaquePointer
+    package let context: OpaquePointer
 
     /// Connects and waits until the server is ready; throws `audioUnavailable` when none answers.
-    init() throws(CaptureError) {
+    package init() throws(CaptureError) {
         guard let mainloop = pa_threaded_mainloop_new() else { throw CaptureError(.audioUnavailable, "out of memory") }
         guard let context = pa_context_new(pa_threaded_mainloop_get_api(mainloop), "OpenReplayKit replayd") else {
             pa_threaded_mainloop_free(mainloop)
@@ -44,10 +45,10 @@ final class PulseServer {
     }
 
     /// The server's words for its last error.
-    var errorText: String { String(cString: pa_strerror(pa_context_errno(context))) }
+    package var errorText: String { String(cString: pa_strerror(pa_context_errno(context))) }
 
     /// The names of the default sink and source; nil where the server names none.
-    func defaults() -> (sink: String?, source: String?) {
+    package func defaults() -> (sink: String?, source: String?) {
         let names = Introspection.ask(mainloop) { answer in
             pa_context_get_server_info(context, { _, info, userdata in
                 let answer = Introspection.of(userdata)
@@ -61,10 +62,10 @@ final class PulseServer {
     }
 
     /// "<default sink>.monitor": what the default output plays, as a source's name.
-    func defaultSinkMonitor() -> String? { defaults().sink.map { "\($0).monitor" } }
+    package func defaultSinkMonitor() -> String? { defaults().sink.map { "\($0).monitor" } }
 
     /// The outputs (sinks), each marked if it is `defaultName`.
-    func sinks(defaultName: String?) -> [AudioDevice] {
+    package func sinks(defaultName: String?) -> [AudioDevice] {
         Introspection.ask(mainloop) { answer in
             pa_context_get_sink_info_list(context, { _, info, end, userdata in
                 let answer = Introspection.of(userdata)
@@ -77,7 +78,7 @@ final class PulseServer {
     }
 
     /// The inputs (sources) that are not an output's monitor, each marked if it is `defaultName`.
-    func sources(defaultName: String?) -> [AudioDevice] {
+    package func sources(defaultName: String?) -> [AudioDevice] {
         Introspection.ask(mainloop) { answer in
             pa_context_get_source_info_list(context, { _, info, end, userdata in
                 let answer = Introspection.of(userdata)
@@ -92,14 +93,14 @@ final class PulseServer {
     }
 
     /// A playback stream: its index, the sink it plays on, and the names of its application.
-    struct PlaybackStream {
-        let index: UInt32
-        let sink: UInt32
-        let names: [String]
+    package struct PlaybackStream {
+        package let index: UInt32
+        package let sink: UInt32
+        package let names: [String]
     }
 
     /// Every application's playback stream now.
-    func playbackStreams() -> [PlaybackStream] {
+    package func playbackStreams() -> [PlaybackStream] {
         Introspection.ask(mainloop) { answer in
             pa_context_get_sink_input_info_list(context, { _, info, end, userdata in
                 let answer = Introspection.of(userdata)
@@ -114,7 +115,7 @@ final class PulseServer {
     }
 
     /// The name of the sink with this index.
-    func sinkName(index: UInt32) -> String? {
+    package func sinkName(index: UInt32) -> String? {
         Introspection.ask(mainloop) { answer in
             pa_context_get_sink_info_by_index(context, index, { _, info, end, userdata in
                 let answer = Introspection.of(userdata)
@@ -125,7 +126,7 @@ final class PulseServer {
     }
 
     /// The outputs and inputs, for `listSources`.
-    static func devices() throws(CaptureError) -> (outputs: [AudioDevice], inputs: [AudioDevice]) {
+    package static func devices() throws(CaptureError) -> (outputs: [AudioDevice], inputs: [AudioDevice]) {
         let server = try PulseServer()
         pa_threaded_mainloop_lock(server.mainloop)
         defer { pa_threaded_mainloop_unlock(server.mainloop) }
@@ -137,27 +138,27 @@ final class PulseServer {
 /// One answer of the audio server's introspection, filled in by its C callback (which gets
 /// this object as its user data) on the main loop's thread.
 private final class Introspection {
-    let mainloop: OpaquePointer
-    var done = false
-    var texts: [String?] = []
-    var devices: [AudioDevice] = []
-    var streams: [PulseServer.PlaybackStream] = []
+    package let mainloop: OpaquePointer
+    package var done = false
+    package var texts: [String?] = []
+    package var devices: [AudioDevice] = []
+    package var streams: [PulseServer.PlaybackStream] = []
 
     private init(_ mainloop: OpaquePointer) { self.mainloop = mainloop }
 
-    static func of(_ userdata: UnsafeMutableRawPointer?) -> Introspection {
+    package static func of(_ userdata: UnsafeMutableRawPointer?) -> Introspection {
         Unmanaged<Introspection>.fromOpaque(userdata!).takeUnretainedValue()
     }
 
     /// The request's last callback: wakes the caller.
-    func finish() {
+    package func finish() {
         done = true
         pa_threaded_mainloop_signal(mainloop, 0)
     }
 
     /// Starts `request` (its callbacks get the answer as user data) and waits for it to
     /// finish, the main loop locked by the caller (waiting unlocks it).
-    static func ask(_ mainloop: OpaquePointer, _ request: (UnsafeMutableRawPointer) -> OpaquePointer?) -> Introspection {
+    package static func ask(_ mainloop: OpaquePointer, _ request: (UnsafeMutableRawPointer) -> OpaquePointer?) -> Introspection {
         let answer = Introspection(mainloop)
         let retained = Unmanaged.passRetained(answer)
         defer { retained.release() }

@@ -1,12 +1,12 @@
-public import ReplayIPC
-public import ReplayMedia
+package import ReplayIPC
+package import ReplayMedia
 
 /// A recording or clip buffer as replayd drives it: the session itself (`RecordingSession`,
 /// in replayd's own process for tests with fakes), or a capture process running one
 /// (`CaptureProcessRecording`).
 package protocol RecordingControl: AnyObject, Sendable {
     var id: String { get }
-    var destination: RecordingSession.Destination { get }
+    var destination: RecordingDestination { get }
     var phase: SessionPhase { get }
     var isFinished: Bool { get }
     /// Opens the screen, the audio and the movie; throws, with nothing kept, when it cannot.
@@ -25,5 +25,3 @@ package protocol RecordingControl: AnyObject, Sendable {
     func waitUntilFinished() -> RecordingSummary
     func progress() -> RecordingProgress
 }
-
-extension RecordingSession: RecordingControl {}

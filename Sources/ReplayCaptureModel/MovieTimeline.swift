@@ -1,4 +1,4 @@
-public import ReplayMedia
+package import ReplayMedia
 
 /// Maps capture times to movie times for a recording that can be paused: what was captured
 /// while paused is left out and what follows moves back by the time paused, so the movie has

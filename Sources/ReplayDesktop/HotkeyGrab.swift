@@ -1,3 +1,4 @@
+public import ReplayCaptureModel
 import CXCB
 import Foundation
 import ReplaySystem

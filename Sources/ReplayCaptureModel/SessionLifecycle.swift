@@ -1,4 +1,4 @@
-public import ReplayIPC
+import ReplayIPC
 
 /// Where a session is in its life. Every recording, broadcast and in-app capture goes
 /// starting → running ⇄ paused → finishing → finished (or failed), and never back.

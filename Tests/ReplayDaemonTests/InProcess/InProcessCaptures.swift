@@ -1,0 +1,62 @@
+import Logging
+import ReplayCapture
+import ReplayCodec
+@testable import ReplayDaemon
+import ReplayIPC
+import ReplaySession
+
+/// Sessions run in the test's own process on fake parts (a capture backend, a movie writer, a
+/// clock), where replayd starts a capture process for each: the daemon's rules and a
+/// session's bookkeeping are then tested in milliseconds.
+struct InProcessCaptures: SessionCaptures {
+    let capture: any CaptureBackend
+    let movies: any MovieSinkFactory
+    let clock: any SessionClock
+
+    func recording(_ plan: CaptureStart, filter: WindowFilter, store: RecordingStore, protectedWindows: ProtectedWindows,
+                   keepToken: @escaping @Sendable (String) -> Void, logger: Logger) -> any RecordingControl {
+        RecordingSession(id: plan.id, options: plan.options, destination: plan.destination, filter: filter, store: store,
+                         parts: RecordingParts(capture: capture, movies: movies, clock: clock), protectedWindows: protectedWindows,
+                         logger: logger)
+    }
+
+    func appCapture(_ plan: AppCaptureStart, client: any CaptureClient, protectedWindows: ProtectedWindows,
+                    keepToken: @escaping @Sendable (String) -> Void, logger: Logger) -> any AppCaptureControl {
+        AppCaptureSession(pid: plan.pid, options: CaptureOptions(fps: plan.fps, showCursor: plan.showCursor), capture: capture,
+                          protectedWindows: protectedWindows, client: client, logger: logger)
+    }
+
+    func broadcastFeed(_ plan: BroadcastCaptureStart, protectedWindows: ProtectedWindows,
+                       keepToken: @escaping @Sendable (String) -> Void, logger: Logger) -> any BroadcastFeed {
+        BroadcastCapture(options: plan.options, backend: capture, protectedWindows: protectedWindows, logger: logger)
+    }
+
+    func remuxToMatroska(_ input: String, to output: String) throws(DaemonError) {
+        do {
+            try MovieRemuxer.remux(input, to: output, container: .matroska)
+        } catch {
+            throw DaemonError(code: .internalError, message: error.description)
+        }
+    }
+}
+
+extension SessionParts {
+    /// Sessions in the test's own process, on `capture`, `movies` and `clock`.
+    init(capture: any CaptureBackend, movies: any MovieSinkFactory = MovieFileFactory(), extensions: any ExtensionHost,
+         clock: any SessionClock = MonotonicSessionClock()) {
+        self.init(desktop: capture, captures: InProcessCaptures(capture: capture, movies: movies, clock: clock),
+                  extensions: extensions, clock: clock)
+    }
+
+    /// Broadcast `id`'s capture, in the test's own process.
+    func inProcessBroadcastFeed(id: String) -> @Sendable (BroadcastCaptureOptions) -> any BroadcastFeed {
+        let captures = self.captures
+        return { options in
+            captures.broadcastFeed(BroadcastCaptureStart(id: id, options: options, backend: .x11(display: nil), protectedWindows: []),
+                                   protectedWindows: ProtectedWindows(), keepToken: { _ in }, logger: Logger(label: "test"))
+        }
+    }
+}
+
+extension BroadcastCapture: BroadcastFeed {}
+extension AppCaptureSession: AppCaptureControl {}
