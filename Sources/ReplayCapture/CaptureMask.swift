@@ -1,7 +1,7 @@
+import ReplayCaptureModel
 #if canImport(Glibc)
 import Glibc
 #endif
-import ReplayCaptureModel
 
 /// Which pixels of a screen picture must be painted black, worked out from the window
 /// stack: everything an in-app capture may not see, and the visible parts of protected

@@ -1,6 +1,6 @@
 import Logging
-import ReplayIPC
 import ReplayCaptureModel
+import ReplayIPC
 
 /// Broadcasts: the person starts, pauses, resumes and stops them; anyone may see their
 /// state, nobody but the extension ever sees their samples.

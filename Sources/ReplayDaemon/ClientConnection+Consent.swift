@@ -1,6 +1,6 @@
 import Logging
-import ReplayIPC
 import ReplayCaptureModel
+import ReplayIPC
 
 /// Consent agents: the person's own tools that answer apps' requests to capture.
 extension ClientConnection {

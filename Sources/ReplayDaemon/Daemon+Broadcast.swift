@@ -3,9 +3,9 @@ import Logging
 import ReplayCaptureModel
 import ReplayDesktop
 import ReplayIPC
+import ReplayLoopbackServer
 import ReplaySystem
 import Synchronization
-import ReplayLoopbackServer
 
 /// Broadcasts: started by the person (CLI) or through an app's picker, one session each.
 extension Daemon {

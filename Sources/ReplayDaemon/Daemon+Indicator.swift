@@ -1,9 +1,9 @@
 import Foundation
 import Logging
+import ReplayCaptureModel
 import ReplayIPC
 import ReplaySystem
 import Synchronization
-import ReplayCaptureModel
 
 /// What the person is shown of pauses, of the indicator, and of saved clips.
 extension Daemon {

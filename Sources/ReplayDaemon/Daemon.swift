@@ -1,9 +1,9 @@
 public import Foundation
 public import Logging
-public import ReplayIPC
 import NIOCore
 import ReplayCaptureModel
 import ReplayDesktop
+public import ReplayIPC
 import ReplaySystem
 import Synchronization
 #if canImport(Glibc)

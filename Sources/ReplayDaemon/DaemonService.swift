@@ -1,6 +1,6 @@
 import Foundation
-public import ServiceLifecycle
 import ReplayCaptureModel
+public import ServiceLifecycle
 
 /// replayd as a swift-service-lifecycle service: it serves until its group shuts down
 /// gracefully (SIGTERM, SIGINT), then finishes and keeps running recordings, ends broadcasts,

@@ -1,6 +1,6 @@
-public import ReplayCaptureModel
 import CXCB
 import Foundation
+public import ReplayCaptureModel
 import ReplaySystem
 #if canImport(Glibc)
 import Glibc

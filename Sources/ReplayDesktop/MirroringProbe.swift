@@ -1,5 +1,5 @@
-public import ReplayCaptureModel
 import CXCB
+public import ReplayCaptureModel
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,5 +1,5 @@
-package import ReplayCaptureModel
 import CPulse
+package import ReplayCaptureModel
 
 /// A connection to the PulseAudio server (or pipewire-pulse) on a threaded main loop of its
 /// own, and the questions replayd asks it. The introspection calls expect the main loop

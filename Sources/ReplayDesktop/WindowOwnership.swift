@@ -1,9 +1,9 @@
-public import ReplayCaptureModel
 import CXCB
+public import ReplayCaptureModel
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
-import Synchronization
 
 /// Answers "which process made this window?" from the X server's own record (X-Resource),
 /// for the daemon's checks outside capture: an app may protect only its own windows.

@@ -1,5 +1,5 @@
-package import ReplayCaptureModel
 package import CXCB
+package import ReplayCaptureModel
 import ReplaySystem
 #if canImport(Glibc)
 import Glibc

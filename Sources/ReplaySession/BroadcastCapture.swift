@@ -1,10 +1,10 @@
-package import Foundation
+import Foundation
 package import Logging
 package import ReplayCapture
 package import ReplayIPC
 package import ReplayMedia
 import ReplayProcessing
-package import ReplaySystem
+import ReplaySystem
 import Synchronization
 
 /// A broadcast's capture: the screen (or an app's windows) and its sound, straight into the

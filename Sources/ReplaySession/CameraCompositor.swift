@@ -1,6 +1,6 @@
-public import ReplayCapture
-public import ReplayIPC
-public import ReplayMedia
+import ReplayCapture
+import ReplayIPC
+import ReplayMedia
 import ReplayProcessing
 
 /// Draws the camera's newest picture into each screen picture on its way to the movie

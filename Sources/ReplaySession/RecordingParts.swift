@@ -1,7 +1,7 @@
-public import ReplayCapture
-public import ReplayCodec
-public import ReplayMedia
-public import ReplaySystem
+package import ReplayCapture
+package import ReplayCodec
+import ReplayMedia
+import ReplaySystem
 
 /// What a recording is built from: its capture backend, its movie writer and its clock. In a
 /// capture process the real ones; in unit tests fakes.

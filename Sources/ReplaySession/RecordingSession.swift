@@ -1,12 +1,12 @@
-public import Foundation
-public import Logging
-public import ReplayCapture
-public import ReplayCaptureModel
-public import ReplayCodec
-public import ReplayIPC
-public import ReplayMedia
+import Foundation
+package import Logging
+import ReplayCapture
+package import ReplayCaptureModel
+import ReplayCodec
+package import ReplayIPC
+package import ReplayMedia
 import ReplayProcessing
-public import ReplaySystem
+import ReplaySystem
 import Synchronization
 
 /// One recording: capture → queue → encode → mux → private store; or a clip buffer, whose

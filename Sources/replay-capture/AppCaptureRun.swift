@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-import ReplayCaptureModel
 import ReplayCapture
+import ReplayCaptureModel
 import ReplayIPC
 import ReplayMedia
 import ReplaySession

@@ -3,9 +3,9 @@ import Logging
 import ReplayCapture
 @testable import ReplayDaemon
 import ReplayIPC
+@testable import ReplaySession
 import Synchronization
 import Testing
-@testable import ReplaySession
 
 /// In-app capture with a fake screen and a fake app connection.
 @Suite struct AppCaptureSessionTests {

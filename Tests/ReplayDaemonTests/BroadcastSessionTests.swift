@@ -4,8 +4,8 @@ import ReplayCapture
 @testable import ReplayDaemon
 import ReplayIPC
 import ReplayMedia
-import Testing
 @testable import ReplaySession
+import Testing
 
 /// A broadcast's life with a fake extension and a fake screen: every way it can end, and
 /// that each way leaves nothing behind (process ended, connection closed, surfaces freed).

@@ -3,8 +3,8 @@ import Logging
 import ReplayCaptureModel
 @testable import ReplayDaemon
 import ReplayIPC
-import Testing
 @testable import ReplaySession
+import Testing
 
 /// What the indicator says and offers, paused or not, and the one path by which pauses reach
 /// both the session and the indicator.

@@ -1,7 +1,7 @@
 import ReplayCaptureModel
+@testable import ReplayDaemon
 import ReplayIPC
 import Testing
-@testable import ReplayDaemon
 
 @Suite struct CaptureMonitorTests {
     @Test func eachWatcherHearsOncePerTransitionInOrderAndNotOfItsOwnCapture() throws {

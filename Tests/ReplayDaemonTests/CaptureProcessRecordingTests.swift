@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-@testable import ReplayDaemon
 import ReplayCapture
+@testable import ReplayDaemon
 import ReplayIPC
 import ReplayMedia
 @testable import ReplaySession

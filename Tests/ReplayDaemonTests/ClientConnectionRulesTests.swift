@@ -4,10 +4,10 @@ import ReplayCapture
 @testable import ReplayDaemon
 import ReplayIPC
 import ReplayMedia
+@testable import ReplaySession
 import ReplaySystem
 import Synchronization
 import Testing
-@testable import ReplaySession
 
 /// Who may do what, through a real `ClientConnection` of a `Daemon` whose sessions are built
 /// from fakes (no display, no audio server, no encoder): the person's tools, an app with and

@@ -2,8 +2,8 @@ import Foundation
 import ReplayCaptureModel
 @testable import ReplayDaemon
 import ReplayIPC
-import Testing
 @testable import ReplaySession
+import Testing
 
 /// The daemon's side of a connection never waits for a client.
 @Suite struct ClientOutboxTests {

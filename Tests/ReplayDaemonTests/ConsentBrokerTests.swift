@@ -2,11 +2,11 @@ import Foundation
 import NIOCore
 import NIOPosix
 import ReplayCaptureModel
+@testable import ReplayDaemon
 import ReplayIPC
 import ReplaySystem
 import Synchronization
 import Testing
-@testable import ReplayDaemon
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,8 +1,8 @@
 import ReplayCaptureModel
+@testable import ReplayDaemon
 import ReplayIPC
 import ReplayMedia
 import Testing
-@testable import ReplayDaemon
 
 /// The fake clock (Fakes/FakeCapture.swift) as the page links read it.
 extension ManualClock {

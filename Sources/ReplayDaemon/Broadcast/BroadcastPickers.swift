@@ -1,8 +1,8 @@
 import Foundation
-import ReplayIPC
-import Synchronization
-import ReplayLoopbackServer
 import ReplayCaptureModel
+import ReplayIPC
+import ReplayLoopbackServer
+import Synchronization
 
 /// Pickers apps asked for, by id. The page is the person's, opened with a one-time link only
 /// agents see; the app only learns what the person started, through `broadcastUpdated`. A

@@ -1,7 +1,7 @@
 import Foundation
 import Logging
-import ReplayIPC
 import ReplayCaptureModel
+import ReplayIPC
 
 /// The installed upload extensions: every `*.json` manifest in the system directory, the
 /// person's own, and any `--extensions-dir`, read afresh on each look (installing one needs

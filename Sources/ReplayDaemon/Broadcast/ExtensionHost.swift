@@ -1,6 +1,6 @@
 public import Logging
-public import ReplayIPC
 public import ReplayCaptureModel
+public import ReplayIPC
 
 /// Starts upload extensions for broadcasts. The real host runs each in a bubblewrap sandbox
 /// (`SandboxedExtensionHost`); sessions see only this, so their logic is tested with a fake.

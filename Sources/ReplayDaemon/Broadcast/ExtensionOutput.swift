@@ -1,11 +1,11 @@
 import Dispatch
 import Foundation
 import Logging
+import ReplayCaptureModel
 import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc
-import ReplayCaptureModel
 #endif
 
 /// An extension's standard error: a pipe replayd reads into its own log, line by line, at

@@ -1,12 +1,12 @@
 import Dispatch
 import Foundation
 import Logging
+import ReplayCaptureModel
 import ReplayIPC
 import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc
-import ReplayCaptureModel
 #endif
 
 /// One upload extension, running in a bubblewrap sandbox: the whole system read-only, no

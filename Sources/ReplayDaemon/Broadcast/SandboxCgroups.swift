@@ -1,9 +1,9 @@
+import Foundation
+import ReplayCaptureModel
+import ReplaySystem
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
-import ReplaySystem
-import ReplayCaptureModel
 
 /// cgroup v2 limits for the extensions' sandboxes, where the kernel offers them: each sandbox
 /// in a cgroup of its own below replayd's, with `memory.max` 50 MiB (no swap) and `pids.max`

@@ -1,8 +1,8 @@
 import Foundation
+import ReplayCaptureModel
 import ReplaySystem
 #if canImport(Glibc)
 import Glibc
-import ReplayCaptureModel
 #endif
 
 /// The network of one sandbox: pasta connects the sandbox's own network namespace to the

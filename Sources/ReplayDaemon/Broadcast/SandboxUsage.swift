@@ -1,10 +1,10 @@
+import Foundation
+import ReplayCaptureModel
+import ReplayIPC
+import ReplaySystem
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
-import ReplayIPC
-import ReplaySystem
-import ReplayCaptureModel
 
 /// What an extension's sandbox holds, walked in /proc, for the watchdog: every process (the
 /// children of every thread, so a child forked from a thread counts too) and its anonymous

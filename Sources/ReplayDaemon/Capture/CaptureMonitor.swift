@@ -1,6 +1,6 @@
+import ReplayCaptureModel
 import ReplayIPC
 import Synchronization
-import ReplayCaptureModel
 
 /// Knows every capture running (recordings, in-app captures, later broadcasts and
 /// mirroring) and tells watching apps when their answer to "is the screen captured?"

@@ -2,12 +2,12 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import ReplayCaptureModel
 import ReplayIPC
 import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc
-import ReplayCaptureModel
 #endif
 
 /// Accepts clients on replayd's socket and hands each to the event loop. One thread

@@ -1,8 +1,8 @@
 import Foundation
 import NIOCore
+import ReplayCaptureModel
 import ReplayIPC
 import Synchronization
-import ReplayCaptureModel
 
 /// What replayd sends one client, queued without ever blocking the sender.
 ///

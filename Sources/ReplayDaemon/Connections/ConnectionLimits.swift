@@ -1,5 +1,5 @@
-import Synchronization
 import ReplayCaptureModel
+import Synchronization
 
 /// How many connections replayd holds, per user and in all. Past a cap a new client is
 /// told why and closed at once: a flood from one user cannot take the daemon, or the

@@ -1,6 +1,6 @@
 import NIOCore
-import ReplayIPC
 import ReplayCaptureModel
+import ReplayIPC
 
 /// Cuts a client's byte stream into framed requests (`FrameCodec`): every length is checked
 /// against the request limits before anything is buffered, so a hostile client cannot make

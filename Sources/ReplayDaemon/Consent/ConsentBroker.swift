@@ -1,10 +1,10 @@
 import Foundation
+public import ReplayCaptureModel
 import ReplayIPC
-import ReplaySystem
-import Synchronization
 import ReplayLoopbackServer
 import ReplayMedia
-public import ReplayCaptureModel
+import ReplaySystem
+import Synchronization
 
 /// Decides whether an app may capture, asking the person out of the app's process.
 ///

@@ -1,6 +1,6 @@
 public import Foundation
-import ReplayIPC
 public import ReplayCaptureModel
+import ReplayIPC
 
 /// Standing answers for unattended machines (kiosks, CI): a JSON file such as
 /// `{"default": "ask", "apps": {"/usr/bin/obs": "allow", "/opt/tracker/bin/tracker": "deny"}}`.

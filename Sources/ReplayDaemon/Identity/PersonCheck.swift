@@ -1,5 +1,5 @@
-import ReplaySystem
 import ReplayCaptureModel
+import ReplaySystem
 
 /// Decides whether a client is the person: their own, unmodified `replay`, run by the owner
 /// in the daemon's own namespaces. Everything else is an app (docs/security.md).

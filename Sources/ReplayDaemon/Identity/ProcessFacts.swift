@@ -1,10 +1,10 @@
+import Foundation
+import ReplayCaptureModel
+import ReplayIPC
+import ReplaySystem
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
-import ReplayIPC
-import ReplaySystem
-import ReplayCaptureModel
 
 /// What the kernel says about a client process, read from `/proc/PID` by whoever may read it
 /// (the daemon itself, or the system daemon's root helper): enough to tell the person's own,

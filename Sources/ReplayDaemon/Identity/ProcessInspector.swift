@@ -1,10 +1,10 @@
 import Foundation
+import ReplayCaptureModel
 import ReplayIPC
 import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
 import Glibc
-import ReplayCaptureModel
 #endif
 
 /// Tells what a client process is (`ProcessFacts`: its executable, namespaces, loader

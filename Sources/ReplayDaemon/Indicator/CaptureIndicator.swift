@@ -1,5 +1,5 @@
-import ReplayIPC
 import ReplayCaptureModel
+import ReplayIPC
 
 /// Tells the person that something captures their screen, naming who, and lets them stop it
 /// from there. replayd shows one for every recording, in-app capture and broadcast, apps'

@@ -1,10 +1,10 @@
 import Foundation
 import Logging
+import ReplayCaptureModel
 import ReplayDBus
 import ReplayIPC
 import ReplaySystem
 import Synchronization
-import ReplayCaptureModel
 
 /// The indicator as desktop notifications (org.freedesktop.Notifications, which GNOME, KDE,
 /// dunst and mako serve): one that stays while a capture runs, with Pause or Resume and Stop

@@ -1,10 +1,10 @@
 import Foundation
 import Hummingbird
 import Logging
+import ReplayCaptureModel
 import ReplayIPC
 import ReplayLoopbackServer
 import Synchronization
-import ReplayCaptureModel
 
 /// The pages replayd serves on loopback, out of every app's process: the consent page
 /// (which app asks, what it will capture, Allow / Don't Allow) and the preview page (watch a

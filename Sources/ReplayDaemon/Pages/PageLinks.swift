@@ -1,8 +1,8 @@
 import Foundation
+import ReplayCaptureModel
 import ReplayLoopbackServer
 import ReplaySystem
 import Synchronization
-import ReplayCaptureModel
 
 /// One-time links to a loopback page and the browser sessions they are exchanged for.
 ///

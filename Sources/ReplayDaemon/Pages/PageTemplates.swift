@@ -1,6 +1,6 @@
 import Foundation
-import ReplayIPC
 import ReplayCaptureModel
+import ReplayIPC
 
 /// The HTML of the loopback pages. Everything that comes from an app (its executable path
 /// above all) is escaped: an app must not be able to restyle the page that asks about it.

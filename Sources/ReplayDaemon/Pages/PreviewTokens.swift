@@ -1,5 +1,5 @@
-import Synchronization
 import ReplayCaptureModel
+import Synchronization
 
 /// Links to the preview page of a recording. A link is handed to the person (the CLI, a
 /// consent agent) and never to an app, so an app that knows a recording's id still cannot

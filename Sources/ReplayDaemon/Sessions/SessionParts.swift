@@ -1,6 +1,6 @@
+import Logging
 public import ReplayCaptureModel
 public import ReplayDesktop
-import Logging
 
 /// What sessions are built from, chosen once when the daemon starts: sessions are handed
 /// these and never make their own capture, extension process or clock.

@@ -1,7 +1,7 @@
 import Logging
+import ReplayCaptureModel
 import ReplayIPC
 import Synchronization
-import ReplayCaptureModel
 
 /// The one way recordings are paused and resumed: the person's `replay`, apps and the
 /// notification's own Pause and Resume all come here, so the indicator follows whichever

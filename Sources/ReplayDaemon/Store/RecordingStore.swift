@@ -1,7 +1,7 @@
 public import Foundation
+public import ReplayCaptureModel
 public import ReplayIPC
 import ReplayMedia
-public import ReplayCaptureModel
 import ReplaySystem
 #if canImport(Glibc)
 import Glibc

@@ -2,8 +2,8 @@ import Dispatch
 import ReplayCaptureModel
 @testable import ReplayDaemon
 import ReplayIPC
-import Synchronization
 @testable import ReplaySession
+import Synchronization
 
 /// An upload extension without a process: it answers the daemon as a well-behaved one
 /// would (ready after hello, pong to every ping, surfaces released, exit on `finished`)

@@ -1,12 +1,12 @@
 import Foundation
 import Logging
 import ReplayCapture
-import ReplayIPC
-import ReplayMedia
-import ReplaySystem
 import ReplayCaptureModel
 @testable import ReplayDaemon
+import ReplayIPC
+import ReplayMedia
 import ReplaySession
+import ReplaySystem
 import Synchronization
 
 /// In-app capture run in the test's own process, on a fake capture backend: the asking
