@@ -8,8 +8,11 @@ import Synchronization
 
 /// Background watches, each on a timer: focus (keeps consent alive), mirroring (a capture
 /// reason) and idleness. X11 has no event for "the focused window's process" or "outputs
-/// now clone each other", so those two are probed; the timers stop with the daemon.
+/// now clone each other", so those two are probed; the timers stop with the daemon. They
+/// share one serial queue: an idle daemon keeps one dispatch worker awake for them, not one each.
 extension Daemon {
+    private static let watchQueue = DispatchQueue(label: "replayd.watches")
+
     enum BackgroundWatch: Equatable {
         case focus
         case mirroring
@@ -29,7 +32,7 @@ extension Daemon {
     /// after 8 minutes in the background). Probed a few times per lapse period.
     func watchFocus() -> RepeatingTimer {
         let period = min(5, max(0.2, Double(configuration.consent.idleLimit.nanoseconds) / 4e9))
-        return RepeatingTimer(interval: period) { [self] in
+        return RepeatingTimer(interval: period, queue: Self.watchQueue) { [self] in
             let consented = consent.consentedProcesses
             guard !consented.isEmpty, let focused = try? windows.focusedProcess(), consented.contains(focused) else { return }
             consent.markActive(pid: focused)
@@ -40,7 +43,7 @@ extension Daemon {
     /// every two seconds while the display is there.
     func watchMirroring() -> RepeatingTimer {
         let probe = Mutex<(probe: MirroringProbe?, mirrored: Bool)>((nil, false))
-        return RepeatingTimer(interval: 2) { [self] in
+        return RepeatingTimer(interval: 2, queue: Self.watchQueue) { [self] in
             let (changed, now) = probe.withLock { state -> (Bool, Bool) in
                 if state.probe == nil { state.probe = try? MirroringProbe(displayName: configuration.displayName) }
                 let now: Bool
@@ -60,7 +63,7 @@ extension Daemon {
     /// Ends a daemon started on demand once nobody has used it for `limit`.
     func watchIdleness(limit: Duration) -> RepeatingTimer {
         let limitNanoseconds = limit.components.seconds * 1_000_000_000
-        return RepeatingTimer(interval: 1) { [self] in
+        return RepeatingTimer(interval: 1, queue: Self.watchQueue) { [self] in
             let idle = state.withLock { state in
                 state.connections == 0 && state.sessions.isEmpty && !state.stopping
                     && state.broadcasts.values.allSatisfy { $0.status.isOver }
