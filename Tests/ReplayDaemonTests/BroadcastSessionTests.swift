@@ -30,10 +30,11 @@ import Testing
             let manifest = ExtensionManifest(id: "fake", displayName: "Fake", executable: "/nonexistent/fake",
                                              extensionPoint: "broadcast-services-upload", setupFields: [])
             let parts = SessionParts(capture: backend, movies: FakeMovieSink(), extensions: fake, clock: clock)
+            let protectedWindows = ProtectedWindows()
             session = BroadcastSession(
                 id: "bc-test", request: BroadcastRequest(extensionID: "fake", setup: setup), host: nil, manifest: manifest,
-                parts: parts, timing: timing, protectedWindows: ProtectedWindows(), logger: Logger(label: "test"),
-                makeFeed: parts.inProcessBroadcastFeed(id: "bc-test"))
+                parts: parts, timing: timing, protectedWindows: protectedWindows, logger: Logger(label: "test"),
+                makeFeed: parts.inProcessBroadcastFeed(id: "bc-test", protectedWindows: protectedWindows))
         }
 
         func start() throws(DaemonError) { try session.start(hidden: [], applicationInfo: ["name": "test"]) }

@@ -7,8 +7,8 @@ import ReplaySystem
 import Synchronization
 
 /// Where a broadcast's samples come from: `BroadcastCapture` in a capture process of its own
-/// (`CaptureProcessBroadcastCapture`), or in process in unit tests. Each sample is the extension message
-/// that names its place in the shared surfaces.
+/// (`CaptureProcessBroadcastCapture`), or in the test's own process in unit tests. Each
+/// sample is the extension message that names its place in the shared surfaces.
 protocol BroadcastFeed: AnyObject, Sendable {
     /// Opens the display and makes the surfaces the extension maps.
     func open() throws(DaemonError) -> BroadcastCaptureOpened

@@ -48,12 +48,12 @@ extension SessionParts {
                   extensions: extensions, clock: clock)
     }
 
-    /// Broadcast `id`'s capture, in the test's own process.
-    func inProcessBroadcastFeed(id: String) -> @Sendable (BroadcastCaptureOptions) -> any BroadcastFeed {
+    /// Broadcast `id`'s capture, in the test's own process, hiding `protectedWindows`.
+    func inProcessBroadcastFeed(id: String, protectedWindows: ProtectedWindows) -> @Sendable (BroadcastCaptureOptions) -> any BroadcastFeed {
         let captures = self.captures
         return { options in
             captures.broadcastFeed(BroadcastCaptureStart(id: id, options: options, backend: .x11(display: nil), protectedWindows: []),
-                                   protectedWindows: ProtectedWindows(), keepToken: { _ in }, logger: Logger(label: "test"))
+                                   protectedWindows: protectedWindows, keepToken: { _ in }, logger: Logger(label: "test"))
         }
     }
 }
