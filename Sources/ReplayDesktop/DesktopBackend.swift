@@ -89,7 +89,7 @@ public struct SourceListing: Sendable {
     public init() {}
 
     /// The audio server's outputs and inputs, or a note saying why there are none.
-    package mutating func addAudioDevices() {
+    mutating func addAudioDevices() {
         do {
             (audioOutputs, audioInputs) = try PulseServer.devices()
         } catch {
@@ -118,4 +118,3 @@ public struct AudioDevice: Sendable, Equatable {
     public let description: String
     public let isDefault: Bool
 }
-

@@ -18,12 +18,8 @@ import Synchronization
 /// while every video surface is out, new pictures are dropped and counted: capture never
 /// waits and memory never grows.
 package final class BroadcastCapture: Sendable {
-    package static let videoSurfaces = BroadcastCaptureOpened.videoSurfaces
 
-    package typealias Options = BroadcastCaptureOptions
-    package typealias Opened = BroadcastCaptureOpened
-
-    private let options: Options
+    private let options: BroadcastCaptureOptions
     private let backend: any CaptureBackend
     private let protectedWindows: ProtectedWindows
     private let logger: Logger
@@ -45,7 +41,7 @@ package final class BroadcastCapture: Sendable {
         var counters: CaptureCounters?
     }
 
-    package init(options: Options, backend: any CaptureBackend, protectedWindows: ProtectedWindows, logger: Logger) {
+    package init(options: BroadcastCaptureOptions, backend: any CaptureBackend, protectedWindows: ProtectedWindows, logger: Logger) {
         self.options = options
         self.backend = backend
         self.protectedWindows = protectedWindows
@@ -59,7 +55,7 @@ package final class BroadcastCapture: Sendable {
     package var surfacesHeld: Int { state.withLock { $0.surfaces.count } }
 
     /// Opens the display and makes the surfaces; throws with nothing left open when either fails.
-    package func open() throws(DaemonError) -> Opened {
+    package func open() throws(DaemonError) -> BroadcastCaptureOpened {
         let filter: WindowFilter = options.onlyProcess.map(WindowFilter.onlyProcess) ?? .everything
         let capture: any ScreenCapturing
         var surfaces: [SharedSurface] = []
@@ -69,7 +65,7 @@ package final class BroadcastCapture: Sendable {
                 fps: options.fps, showCursor: options.showCursor, filter: filter, protectedWindows: protectedWindows))
             let size = capture.frameSize
             let surfaceSize = max(PixelBuffer.byteCount(width: size.width, height: size.height), 1 << 20)
-            for index in 0...Self.videoSurfaces {
+            for index in 0...BroadcastCaptureOpened.videoSurfaces {
                 surfaces.append(try SharedSurface.create(name: "openreplaykit-broadcast-\(index)", size: surfaceSize))
             }
             for surface in surfaces { descriptors.append(try surface.readOnlyDescriptor()) }
@@ -79,14 +75,14 @@ package final class BroadcastCapture: Sendable {
         }
         let size = capture.frameSize
         lendVideoSurfaces(surfaces, to: capture)
-        return Opened(width: size.width, height: size.height, surfaceSize: surfaces[0].size, descriptors: descriptors)
+        return BroadcastCaptureOpened(width: size.width, height: size.height, surfaceSize: surfaces[0].size, descriptors: descriptors)
     }
 
     /// The video surfaces as the capture's fixed pool, each known by its index. The pool must
     /// hold the only references to the storages: it lends one only while nobody else refers to
     /// it (a local array kept alive meanwhile made every frame "in use" and dropped it).
     private func lendVideoSurfaces(_ surfaces: [SharedSurface], to capture: any ScreenCapturing) {
-        let videoStorages = surfaces.prefix(Self.videoSurfaces).map { surface in
+        let videoStorages = surfaces.prefix(BroadcastCaptureOpened.videoSurfaces).map { surface in
             PixelStorage(borrowing: surface.mutableBytes!) {}  // created writable above
         }
         state.withLock { state in

@@ -22,7 +22,7 @@ import Synchronization
 package final class RecordingSession: Sendable {
     package let id: String
     private let options: RecordingOptions
-    package let destination: Destination
+    package let destination: RecordingDestination
     private let store: any RecordingShelf
     private let parts: RecordingParts
     private let protectedWindows: ProtectedWindows
@@ -32,8 +32,6 @@ package final class RecordingSession: Sendable {
     private let stopFlag = StopFlag()
     private let state = Mutex(State())
     private let completion = Completion<RecordingSummary>()
-
-    package typealias Destination = RecordingDestination
 
     /// What the writer thread receives, in order.
     package enum WriterInput: Sendable {
@@ -61,7 +59,7 @@ package final class RecordingSession: Sendable {
     private let filter: WindowFilter
 
     /// - Parameter filter: `.onlyProcess` for an app's clip buffer, which holds its own windows only.
-    package init(id: String, options: RecordingOptions, destination: Destination = .store, filter: WindowFilter = .everything,
+    package init(id: String, options: RecordingOptions, destination: RecordingDestination = .store, filter: WindowFilter = .everything,
          store: any RecordingShelf, parts: RecordingParts, protectedWindows: ProtectedWindows, logger: Logger) {
         self.filter = filter
         self.id = id

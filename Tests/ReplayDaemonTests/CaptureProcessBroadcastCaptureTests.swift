@@ -29,7 +29,7 @@ import Glibc
 
     /// Waits for the start and answers it with `count` surfaces; runs `body` once the broadcast
     /// is live, with the surfaces still mapped.
-    static func serving(_ channel: CaptureChannel, surfaces count: Int = BroadcastCapture.videoSurfaces + 1, restoreToken: String? = nil,
+    static func serving(_ channel: CaptureChannel, surfaces count: Int = BroadcastCaptureOpened.videoSurfaces + 1, restoreToken: String? = nil,
                         _ body: () -> Void) {
         guard let (command, _) = channel.receive(CaptureCommand.self), case .startBroadcastCapture = command else { return }
         let surfaces = (0..<count).compactMap { try? SharedSurface.create(name: "test-broadcast-\($0)", size: surfaceSize) }
@@ -47,7 +47,7 @@ import Glibc
                      time: 1_000_000, additions: .init(isRepeat: true, framesDropped: 3)))
     }
 
-    static let sound = BroadcastMessage.audio(.init(surface: UInt16(BroadcastCapture.videoSurfaces), source: .app, offset: 64, frames: 4,
+    static let sound = BroadcastMessage.audio(.init(surface: UInt16(BroadcastCaptureOpened.videoSurfaces), source: .app, offset: 64, frames: 4,
                                                     channels: 2, sampleRate: 48_000, time: 2_000_000))
 
     static func send(_ message: BroadcastMessage, on channel: CaptureChannel) {
@@ -99,7 +99,7 @@ import Glibc
         }
         let opened = try feed.open()
         defer { opened.descriptors.forEach { close($0) } }
-        #expect(opened.descriptors.count == BroadcastCapture.videoSurfaces + 1 && opened.surfaceSize == Self.surfaceSize)
+        #expect(opened.descriptors.count == BroadcastCaptureOpened.videoSurfaces + 1 && opened.surfaceSize == Self.surfaceSize)
         let heard = Heard()
         // The picture is sent; the sound is not (as while paused), so its place comes back at once.
         run(feed, heard: heard) { message in if case .video = message { true } else { false } }
@@ -114,7 +114,7 @@ import Glibc
     }
 
     @Test(arguments: [
-        ("a picture in the audio ring", picture(in: UInt16(BroadcastCapture.videoSurfaces))),
+        ("a picture in the audio ring", picture(in: UInt16(BroadcastCaptureOpened.videoSurfaces))),
         ("a picture past the surfaces", picture(in: 9)),
         ("a message that is not a sample", BroadcastMessage.ping(7)),
     ])
@@ -170,7 +170,7 @@ import Glibc
         #expect(kept.withLock { $0 } == ["token-from-the-dialog"])
     }
 
-    @Test(arguments: [BroadcastCapture.videoSurfaces, BroadcastCapture.videoSurfaces + 2])
+    @Test(arguments: [BroadcastCaptureOpened.videoSurfaces, BroadcastCaptureOpened.videoSurfaces + 2])
     func surfacesOfTheWrongNumberAreRefusedAndTheProcessEnded(count: Int) throws {
         let feed = feed { channel, _ in
             Self.serving(channel, surfaces: count) {}

@@ -48,9 +48,7 @@ public struct ScreenCastRequest: Sendable {
         case metadata = 4
     }
 
-    public typealias Source = ScreenCastSource
-
-    public var source: Source
+    public var source: ScreenCastSource
     public var showCursor: Bool
     /// Whether the consumer can draw a metadata cursor itself; if so, metadata is preferred,
     /// so the choice to show it stays ours.
@@ -62,7 +60,7 @@ public struct ScreenCastRequest: Sendable {
     /// How long to wait for each Response: a dialog waits for a person.
     public var responseTimeout: Double
 
-    public init(source: Source = .monitor, showCursor: Bool = true, drawsMetadataCursor: Bool = false, restoreToken: String? = nil,
+    public init(source: ScreenCastSource = .monitor, showCursor: Bool = true, drawsMetadataCursor: Bool = false, restoreToken: String? = nil,
                 persistMode: UInt32 = 2, responseTimeout: Double = 30) {
         self.source = source
         self.showCursor = showCursor
