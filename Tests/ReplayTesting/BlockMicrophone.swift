@@ -78,12 +78,15 @@ public final class BlockMicrophone: @unchecked Sendable {
                     return true
                 }
                 if !written { break }
-                // A microphone nobody records keeps nothing: a block the server did not take at
-                // once (it reads only while the source is recorded) is thrown away, so a
-                // recording starts with fresh sound, not a stale block from before it.
-                MonotonicClock.sleep(until: blockStart + blockNanoseconds + 10_000_000)
+                // A microphone nobody records keeps nothing: a block the server left untouched
+                // (a server that reads the pipe only while the source is recorded) is thrown
+                // away, so a recording starts with fresh sound, not a stale block from before
+                // it. A block the server has begun to read is its own: taking the rest would
+                // leave it a head torn off its block (seen on a busy machine, where 10 ms was
+                // not enough for the server to read 2 s), which no microphone delivers.
+                MonotonicClock.sleep(until: blockStart + blockNanoseconds + 100_000_000)
                 var unread: Int32 = 0
-                if ioctl(fifo, UInt(FIONREAD), &unread) == 0, unread > 0 {
+                if ioctl(fifo, UInt(FIONREAD), &unread) == 0, unread == Int32(frames * 8) {
                     var scrap = [UInt8](repeating: 0, count: Int(unread))
                     _ = read(fifo, &scrap, scrap.count)
                 }

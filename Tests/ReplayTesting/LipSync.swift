@@ -10,6 +10,11 @@ public struct LipSync: Sendable {
     public let offsets: [Double]
 
     public var maxAbsoluteOffset: Double { offsets.map(abs).max() ?? .infinity }
+    /// The middle offset by size: where most flashes' beeps are, whatever one outlier did.
+    public var medianAbsoluteOffset: Double {
+        let sorted = offsets.map(abs).sorted()
+        return sorted.isEmpty ? .infinity : sorted[sorted.count / 2]
+    }
 
     /// A beep is found to the millisecond (48-sample windows), so a true offset of exactly one
     /// frame can measure up to 1 ms more.
