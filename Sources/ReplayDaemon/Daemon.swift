@@ -1,6 +1,7 @@
 public import Foundation
 public import Logging
 import NIOCore
+import NIOPosix
 import ReplayCaptureModel
 import ReplayDesktop
 public import ReplayIPC
@@ -92,6 +93,8 @@ public final class Daemon: Sendable, PickerBackend {
     private let pages: LoopbackPages
     private let pagesAddress = PagesAddress()
     private let clients: ClientListener
+    /// One thread reads and writes every client's connection and the pages' too.
+    private let eventLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     /// Signalled when the last client hangs up during a shutdown.
     private let clientsGone = DispatchSemaphore(value: 0)
     private let limits: ConnectionLimits
@@ -152,7 +155,7 @@ public final class Daemon: Sendable, PickerBackend {
         windows = WindowOwnership(displayName: configuration.displayName)
         catalog = ExtensionCatalog(directories: configuration.extensionDirectories + ExtensionCatalog.defaultDirectories(),
                                    logger: logger)
-        let pages = LoopbackPages(consent: consent, previews: previews, store: store, logger: logger)
+        let pages = LoopbackPages(consent: consent, previews: previews, store: store, eventLoop: eventLoop, logger: logger)
         self.pages = pages
         var descriptors = rlimit()
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &descriptors)
@@ -173,7 +176,7 @@ public final class Daemon: Sendable, PickerBackend {
             try ReplayPaths.makePrivateDirectory(socketDirectory)
             listener = try configuration.inheritedListener ?? UnixSocket.listen(path: configuration.socketPath, backlog: 128)
         }
-        clients = ClientListener(listener: listener, inherited: configuration.inheritedListener != nil, logger: logger)
+        clients = ClientListener(listener: listener, inherited: configuration.inheritedListener != nil, group: eventLoop, logger: logger)
         limits = ConnectionLimits(caps: caps)
         personCheck = PersonCheck(ownerUID: configuration.ownerUID, trustedExecutables: configuration.trustedExecutables)
         pages.attach(self)
@@ -201,8 +204,8 @@ public final class Daemon: Sendable, PickerBackend {
     /// The loopback pages' base URL (started on first use); nil with `--no-pages`.
     func pagesBaseURL() throws -> String? { try pagesAddress.url() }
 
-    /// Serves clients until `shutdown()`.
-    public func run() {
+    /// Serves clients until `shutdown()`, holding no thread while it waits.
+    public func run() async {
         logger.info("replayd listening", metadata: [
             "socket": "\(configuration.socketPath)", "store": "\(store.directory.path)", "mode": "\(configuration.mode.rawValue)",
             "pages": "\(pagesAddress.summary)", "capture": "\(parts.desktop.name)",
@@ -214,9 +217,14 @@ public final class Daemon: Sendable, PickerBackend {
             case .idleness(let limit): watchIdleness(limit: limit)
             }
         }
-        clients.serve { [self] fd in admit(fd) }
+        await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
+            clients.serve(admit: { [self] fd in admit(fd) }, stopped: { stopped.resume() })
+        }
         watches.forEach { $0.cancel() }
-        clients.closeAll()
+        // The pages close their connections on the event loop before it ends.
+        await pages.finished()
+        // Ending the event loop closes every client's connection.
+        try? await eventLoop.shutdownGracefully()
         logger.info("replayd stopped")
     }
 

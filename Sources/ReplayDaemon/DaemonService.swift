@@ -15,13 +15,7 @@ public struct DaemonService: Service, CustomStringConvertible {
     public func run() async throws {
         let daemon = self.daemon
         await withGracefulShutdownHandler {
-            // Accepting is a blocking loop on the listening socket: it keeps a thread of its own.
-            await withCheckedContinuation { (served: CheckedContinuation<Void, Never>) in
-                Thread.detachNewThread {
-                    daemon.run()
-                    served.resume()
-                }
-            }
+            await daemon.run()
         } onGracefulShutdown: {
             // Finishing recordings blocks until their movies are closed: not on the caller's task.
             Thread.detachNewThread { daemon.shutdown() }

@@ -2,7 +2,7 @@ import Dispatch
 public import Hummingbird
 import HummingbirdCore
 public import Logging
-import NIOCore
+public import NIOCore
 import Synchronization
 
 /// A Hummingbird server on 127.0.0.1, started from synchronous code: replayd's pages and the
@@ -34,9 +34,11 @@ public enum LoopbackServer {
 
     /// Serves `router` on 127.0.0.1:`port` (0 picks a free one) and returns once it listens:
     /// the port it got and the task running it (cancel it to stop). Throws when it cannot
-    /// listen within 10 s.
+    /// listen within 10 s. On `eventLoopGroup` when given (a daemon's own, so the pages cost
+    /// no thread of their own); otherwise on NIO's shared one, a thread a core.
     public static func start(
-        router: Router<BasicRequestContext>, port: Int, serverName: String, limits: Limits = Limits(), logger: Logger
+        router: Router<BasicRequestContext>, port: Int, serverName: String, limits: Limits = Limits(),
+        eventLoopGroup: (any EventLoopGroup)? = nil, logger: Logger
     ) throws -> (port: Int, task: Task<Void, any Error>) {
         let bound = Mutex<Result<Int, any Error>?>(nil)
         let ready = DispatchSemaphore(value: 0)
@@ -51,6 +53,7 @@ public enum LoopbackServer {
                 bound.withLock { $0 = .success(channel.localAddress?.port ?? port) }
                 ready.signal()
             },
+            eventLoopGroupProvider: eventLoopGroup.map { .shared($0) } ?? .singleton,
             logger: logger)
         let server = SendableApplication(app)
         let task = Task {

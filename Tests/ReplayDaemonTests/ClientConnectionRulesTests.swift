@@ -30,7 +30,7 @@ import Testing
             for manifest in extensions {
                 try JSONEncoder().encode(manifest).write(to: extensionsDirectory.appendingPathComponent("\(manifest.id).json"))
                 let executable = extensionsDirectory.appendingPathComponent(manifest.executable)
-                FileManager.default.createFile(atPath: executable.path, contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o755])
+                _ = FileManager.default.createFile(atPath: executable.path, contents: Data("#!/bin/sh\n".utf8), attributes: [.posixPermissions: 0o755])
             }
             var configuration = Daemon.Configuration(
                 socketPath: directory.appendingPathComponent("replayd.sock").path, store: directory.appendingPathComponent("store"),

@@ -10,67 +10,90 @@ import Synchronization
 import Glibc
 #endif
 
-/// Accepts clients on replayd's socket and hands each to the event loop. One thread
-/// accepts; one event-loop thread reads and writes every connection; a connection's
-/// requests run on its own serial queue, so an idle client costs no thread at all.
+/// Accepts clients on replayd's socket and hands each to the event loop. No thread waits
+/// to accept: the listening socket is non-blocking and a dispatch source on a serial queue
+/// accepts whoever is waiting when it becomes readable (admission may ask a root helper who
+/// the client is, so it stays off the event loop); one event-loop thread reads and writes
+/// every connection; a connection's requests run on its own serial queue, so an idle
+/// client costs no thread at all.
 final class ClientListener: Sendable {
     private let listener: Int32
-    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    private let stopping = Atomic<Bool>(false)
+    /// The daemon's event loop, where each accepted connection is read and written.
+    private let group: any EventLoopGroup
+    private let queue = DispatchQueue(label: "replayd.accept")
     private let logger: Logger
     /// Set for a socket a service manager handed over (socket activation). That socket is
     /// shared with the manager, so stopping must not shut it down (it would refuse every
-    /// later client); instead the accept loop waits in poll() beside `wake`, and connections
-    /// that arrive after the stop stay queued for the next replayd the manager starts.
-    private let wake: (read: Int32, write: Int32)?
+    /// later client): connections that arrive after the stop stay queued for the next
+    /// replayd the manager starts.
+    private let inherited: Bool
+    /// Fires when clients wait. Dispatch's sources are thread-safe, but not marked Sendable.
+    private nonisolated(unsafe) let source: any DispatchSourceRead
+    private let state = Mutex(State())
 
-    init(listener: Int32, inherited: Bool = false, logger: Logger) {
-        self.listener = listener
-        self.logger = logger
-        wake = inherited ? try? Pipe.make() : nil
-    }
-
-    /// For an inherited socket: waits until a client is waiting (true) or `stop()` (false).
-    private func waitForClient() -> Bool {
-        guard let wake else { return true }
-        while !stopping.load(ordering: .acquiring) {
-            var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0), pollfd(fd: wake.read, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 2, -1)
-            if ready < 0 && errno != EINTR { return false }
-            if fds[1].revents != 0 { return false }
-            if fds[0].revents & Int16(POLLIN) != 0 { return true }
-            if fds[0].revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 { return false }
-        }
-        return false
-    }
-
-    /// Accepts until `stop()`. `admit` decides, from the socket, who the client is and whether
-    /// it may stay: it returns what makes its connection, or nil after telling it why and
-    /// closing the socket.
-    func serve(admit: @escaping @Sendable (_ fd: Int32) -> (@Sendable (any Channel) -> ClientConnection)?) {
+    private struct State {
+        /// Whether `serve` started the source (a source is resumed once, and cancelled once).
+        var started = false
+        /// Accepting pauses for a moment when the process is out of descriptors.
+        var paused = false
+        var stopped = false
         var complaints = RateLimit(perSecond: 1)
-        while !stopping.load(ordering: .acquiring) {
-            guard waitForClient() else { break }
+    }
+
+    init(listener: Int32, inherited: Bool = false, group: any EventLoopGroup, logger: Logger) {
+        self.listener = listener
+        self.group = group
+        self.inherited = inherited
+        self.logger = logger
+        source = DispatchSource.makeReadSource(fileDescriptor: listener, queue: queue)
+    }
+
+    deinit {
+        // Dispatch traps on releasing a source that was never resumed (a daemon built, never run).
+        if !state.withLock({ $0.started }) {
+            source.cancel()
+            source.resume()
+        }
+    }
+
+    /// Accepts until `stop()`, then calls `stopped`. `admit` decides, from the socket, who the
+    /// client is and whether it may stay: it returns what makes its connection, or nil after
+    /// telling it why and closing the socket.
+    func serve(admit: @escaping @Sendable (_ fd: Int32) -> (@Sendable (any Channel) -> ClientConnection)?,
+               stopped: @escaping @Sendable () -> Void) {
+        // Accepting until EAGAIN must not block; a handed-over socket may already be non-blocking.
+        _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
+        source.setEventHandler { [self] in acceptWaitingClients(admit: admit) }
+        source.setCancelHandler(handler: stopped)
+        let start = state.withLock { state in
+            defer { state.started = true }
+            return !state.started && !state.stopped
+        }
+        if start {
+            source.resume()
+        } else {
+            stopped()
+        }
+    }
+
+    private func acceptWaitingClients(admit: @Sendable (_ fd: Int32) -> (@Sendable (any Channel) -> ClientConnection)?) {
+        while true {
             let fd: Int32
             do {
                 fd = try UnixSocket.accept(listener)
             } catch {
                 let error = error.errno
-                if stopping.load(ordering: .acquiring) { break }
-                // EAGAIN: an inherited socket may be non-blocking, and its client gone again.
-                if error == EINTR || error == ECONNABORTED || error == EAGAIN { continue }
+                if error == EINTR || error == ECONNABORTED { continue }
+                if error == EAGAIN || error == EWOULDBLOCK { return }
                 // Out of descriptors: a flood. Say so once a second at most, and give closing
                 // connections a moment instead of spinning on the same error.
-                if let unsaid = complaints.admit() {
+                if let unsaid = state.withLock({ $0.complaints.admit() }) {
                     logger.warning("cannot accept a client: \(String(cString: strerror(error)))",
                                    metadata: unsaid > 0 ? ["times since last said": "\(unsaid)"] : [:])
                 }
-                if error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM {
-                    MonotonicClock.sleep(until: MonotonicClock.nanoseconds() + 50_000_000)
-                    continue
-                }
-                if error == EBADF || error == EINVAL { break }
-                continue
+                if error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM { pauseAccepting() }
+                if error == EBADF || error == EINVAL { stop() }
+                return
             }
             guard let connect = admit(fd) else { continue }
             // A client that shuts down its sending side still gets its answers before we close.
@@ -87,15 +110,41 @@ final class ClientListener: Sendable {
         }
     }
 
+    /// Stops reading the socket for 50 ms: the clients wait in its backlog meanwhile.
+    private func pauseAccepting() {
+        let pause = state.withLock { state in
+            defer { if !state.stopped { state.paused = true } }
+            return !state.paused && !state.stopped
+        }
+        guard pause else { return }
+        source.suspend()
+        queue.asyncAfter(deadline: .now() + .milliseconds(50)) { [self] in resumeAccepting() }
+    }
+
+    private func resumeAccepting() {
+        let resume = state.withLock { state in
+            defer { state.paused = false }
+            return state.paused
+        }
+        if resume { source.resume() }
+    }
+
     /// Stops accepting; open connections close with the event loop.
     func stop() {
-        stopping.store(true, ordering: .releasing)
-        if let wake {
-            var byte: UInt8 = 1
-            _ = Glibc.write(wake.write, &byte, 1)
-        } else {
-            Glibc.shutdown(listener, Int32(SHUT_RDWR))
+        let (first, started, paused) = state.withLock { state in
+            defer {
+                state.stopped = true
+                state.paused = false
+            }
+            return (!state.stopped, state.started, state.paused)
         }
+        guard first else { return }
+        // Later clients are refused at once rather than left waiting in the backlog.
+        if !inherited { Glibc.shutdown(listener, Int32(SHUT_RDWR)) }
+        guard started else { return }
+        source.cancel()
+        // A suspended source runs its cancel handler only once resumed.
+        if paused { source.resume() }
     }
 
     /// Tells a client it may not stay, without waiting for it, and closes its socket.
@@ -106,7 +155,4 @@ final class ClientListener: Sendable {
         Glibc.close(fd)
     }
 
-    func closeAll() {
-        try? group.syncShutdownGracefully()
-    }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import ReplayCaptureModel
 import ReplayIPC
 import ReplayLoopbackServer
@@ -32,10 +33,14 @@ final class LoopbackPages: Sendable {
 
     private var daemon: (any PickerBackend)? { backend.withLock { $0.value } }
 
-    init(consent: ConsentBroker, previews: PreviewTokens, store: RecordingStore, logger: Logger) {
+    /// The daemon's event loop, which the pages share with its clients' connections.
+    private let eventLoop: any EventLoopGroup
+
+    init(consent: ConsentBroker, previews: PreviewTokens, store: RecordingStore, eventLoop: any EventLoopGroup, logger: Logger) {
         self.consent = consent
         self.previews = previews
         self.store = store
+        self.eventLoop = eventLoop
         self.logger = logger
     }
 
@@ -47,7 +52,8 @@ final class LoopbackPages: Sendable {
         do {
             let listening = LoopbackRequestGuard<BasicRequestContext>.Port()
             let (bound, runner) = try LoopbackServer.start(router: router(port: listening), port: port, serverName: "replayd",
-                                                           limits: LoopbackServer.Limits(connections: connections), logger: pageLogger)
+                                                           limits: LoopbackServer.Limits(connections: connections),
+                                                           eventLoopGroup: eventLoop, logger: pageLogger)
             listening.set(bound)
             task.withLock { $0 = runner }
             return "http://127.0.0.1:\(bound)"
@@ -58,6 +64,11 @@ final class LoopbackPages: Sendable {
 
     func stop() {
         task.withLock { $0?.cancel() }
+    }
+
+    /// Returns once the pages' server has closed its connections (at once when never started).
+    func finished() async {
+        _ = try? await task.withLock({ $0 })?.value
     }
 }
 
