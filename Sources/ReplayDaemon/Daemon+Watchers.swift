@@ -7,9 +7,10 @@ import ReplaySystem
 import Synchronization
 
 /// Background watches, each on a timer: focus (keeps consent alive), mirroring (a capture
-/// reason) and idleness. X11 has no event for "the focused window's process" or "outputs
-/// now clone each other", so those two are probed; the timers stop with the daemon. They
-/// share one serial queue: an idle daemon keeps one dispatch worker awake for them, not one each.
+/// reason), idleness, and settling after work. X11 has no event for "the focused window's
+/// process" or "outputs now clone each other", so those two are probed; the timers stop with
+/// the daemon. They share one serial queue: an idle daemon keeps one dispatch worker awake
+/// for them, not one each.
 extension Daemon {
     private static let watchQueue = DispatchQueue(label: "replayd.watches")
 
@@ -17,6 +18,7 @@ extension Daemon {
         case focus
         case mirroring
         case idleness(Duration)
+        case settling
     }
 
     /// The watches a daemon runs: the two X11 probes only where X11 is what captures (through
@@ -25,7 +27,7 @@ extension Daemon {
         var watches: [BackgroundWatch] = []
         if case .x11 = capture { watches += [.focus, .mirroring] }
         if let idleExit { watches.append(.idleness(idleExit)) }
-        return watches
+        return watches + [.settling]
     }
 
     /// An app in focus is in use: its consent does not lapse (ReplayKit asks again only
@@ -57,6 +59,26 @@ extension Daemon {
             guard changed else { return }
             if now { captureMonitor.begin(.mirroring) } else { captureMonitor.end(.mirroring) }
             logger.info(now ? "the screen is mirrored to another display" : "the screen is no longer mirrored")
+        }
+    }
+
+    /// Once nothing has run for `quiet` (no recording, clip buffer or broadcast, no client come
+    /// or gone), gives back what the work left behind: malloc's free pages, and the mappings of
+    /// the code it ran (`ProcessMemory.unmapOwnCode`), which a daemon waiting all day for its
+    /// next request does not run. Once per quiet spell.
+    func watchSettling(quiet: Duration = .seconds(10)) -> RepeatingTimer {
+        let quietNanoseconds = quiet.components.seconds * 1_000_000_000
+        let settledAfter = Mutex<Int64?>(nil)
+        return RepeatingTimer(interval: 5, queue: Self.watchQueue) { [self] in
+            let lastActivity = state.withLock { state -> Int64? in
+                guard state.sessions.isEmpty, state.broadcasts.values.allSatisfy({ $0.status.isOver }) else { return nil }
+                return state.lastActivity
+            }
+            guard let lastActivity, MonotonicClock.nanoseconds() - lastActivity > quietNanoseconds,
+                  settledAfter.withLock({ $0 }) != lastActivity else { return }
+            settledAfter.withLock { $0 = lastActivity }
+            ProcessMemory.returnFreedMemory()
+            ProcessMemory.unmapOwnCode()
         }
     }
 

@@ -215,6 +215,7 @@ public final class Daemon: Sendable, PickerBackend {
             case .focus: watchFocus()
             case .mirroring: watchMirroring()
             case .idleness(let limit): watchIdleness(limit: limit)
+            case .settling: watchSettling()
             }
         }
         await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in

@@ -192,6 +192,8 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
         let services = ServiceGroup(configuration: ServiceGroupConfiguration(
             services: [.init(service: DaemonService(daemon: daemon), successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        // Started: the code that only starting up ran need not stay mapped (see Daemon.watchSettling).
+        ProcessMemory.unmapOwnCode()
         try await services.run()
     }
 

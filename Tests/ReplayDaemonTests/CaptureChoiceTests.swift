@@ -28,8 +28,8 @@ import Testing
 
     /// The X11 probes (the focused window's process, RandR mirroring) run only where X11 captures.
     @Test func theX11ProbesRunOnlyForX11Capture() {
-        #expect(Daemon.backgroundWatches(capture: .x11, idleExit: nil) == [.focus, .mirroring])
-        #expect(Daemon.backgroundWatches(capture: .portal(ScreenCastTokens()), idleExit: nil) == [])
-        #expect(Daemon.backgroundWatches(capture: .portal(ScreenCastTokens()), idleExit: .seconds(300)) == [.idleness(.seconds(300))])
+        #expect(Daemon.backgroundWatches(capture: .x11, idleExit: nil) == [.focus, .mirroring, .settling])
+        #expect(Daemon.backgroundWatches(capture: .portal(ScreenCastTokens()), idleExit: nil) == [.settling])
+        #expect(Daemon.backgroundWatches(capture: .portal(ScreenCastTokens()), idleExit: .seconds(300)) == [.idleness(.seconds(300)), .settling])
     }
 }
