@@ -31,6 +31,10 @@ import Testing
         let ids = (0..<50).map { _ in store.newID() }
         #expect(Set(ids).count == 50)
         #expect(ids.allSatisfy(RecordingStore.isValidID))
+        // The date and time are UTC's, digit for digit, whatever the machine's time zone.
+        let dated = store.newID(now: Date(timeIntervalSince1970: 1_795_774_501.7))
+        #expect(dated.hasPrefix("rec-20261127-101501-"), "\(dated)")
+        #expect(store.newID(now: Date(timeIntervalSince1970: 0)).hasPrefix("rec-19700101-000000-"))
     }
 
     @Test func recordingsLeftRunningByADeadDaemonAreMarkedInterrupted() throws {

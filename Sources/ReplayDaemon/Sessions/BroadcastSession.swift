@@ -187,7 +187,7 @@ final class BroadcastSession: Sendable {
         let (ready, ending) = state.withLock { ($0.isReady, $0.isEnding) }
         guard ready && !ending else {
             let why = state.withLock { $0.status.lastError }
-                ?? (ending ? "was stopped before it was ready" : "did not get ready within \(timing.ready.formatted()) seconds")
+                ?? (ending ? "was stopped before it was ready" : "did not get ready within \(String(format: "%g", timing.ready)) seconds")
             end(failure: why)
             _ = waitUntilFinished()
             throw DaemonError(code: .captureFailed, message: "cannot start the broadcast: extension '\(manifest.id)' \(why)")

@@ -53,13 +53,20 @@ public final class RecordingStore: RecordingShelf {
 
     /// A fresh id, such as `rec-20261121-134501-3fa2`: sortable by time, unguessable enough
     /// that ids of other recordings are not trivially enumerable.
+    /// The date is UTC, from the C library: a `DateFormatter` would load ICU's calendar and
+    /// locale data, megabytes that an idle daemon then keeps mapped.
     public func newID(now: Date = Date()) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd-HHmmss"
+        var seconds = time_t(now.timeIntervalSince1970.rounded(.down))
+        var utc = tm()
+        gmtime_r(&seconds, &utc)
+        func digits(_ value: Int32, _ count: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, count - text.count)) + text
+        }
+        let date = digits(utc.tm_year + 1900, 4) + digits(utc.tm_mon + 1, 2) + digits(utc.tm_mday, 2)
+        let time = digits(utc.tm_hour, 2) + digits(utc.tm_min, 2) + digits(utc.tm_sec, 2)
         let suffix = String(UInt32.random(in: 0...0xffff_ffff), radix: 16)
-        return "rec-\(formatter.string(from: now))-\(suffix)"
+        return "rec-\(date)-\(time)-\(suffix)"
     }
 
     /// Ids come from clients: accept only the shape we hand out, so no id can name a path.
