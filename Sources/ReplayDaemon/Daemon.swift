@@ -222,7 +222,9 @@ public final class Daemon: Sendable, PickerBackend {
             clients.serve(admit: { [self] fd in admit(fd) }, stopped: { stopped.resume() })
         }
         watches.forEach { $0.cancel() }
-        // The pages close their connections on the event loop before it ends.
+        // The pages close their connections on the event loop before it ends (stopped here
+        // too, for a listener that ended without a shutdown: its socket gone bad).
+        pages.stop()
         await pages.finished()
         // Ending the event loop closes every client's connection.
         try? await eventLoop.shutdownGracefully()

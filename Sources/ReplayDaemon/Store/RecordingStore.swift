@@ -53,6 +53,7 @@ public final class RecordingStore: RecordingShelf {
 
     /// A fresh id, such as `rec-20261121-134501-3fa2`: sortable by time, unguessable enough
     /// that ids of other recordings are not trivially enumerable.
+    ///
     /// The date is UTC, from the C library: a `DateFormatter` would load ICU's calendar and
     /// locale data, megabytes that an idle daemon then keeps mapped.
     public func newID(now: Date = Date()) -> String {
