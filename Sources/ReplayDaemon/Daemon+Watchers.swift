@@ -9,8 +9,9 @@ import Synchronization
 /// Background watches, each on a timer: focus (keeps consent alive), mirroring (a capture
 /// reason), idleness, and settling after work. X11 has no event for "the focused window's
 /// process" or "outputs now clone each other", so those two are probed; the timers stop with
-/// the daemon. They share one serial queue: an idle daemon keeps one dispatch worker awake
-/// for them, not one each.
+/// the daemon. They share one serial queue, so they never run at once and need one dispatch
+/// worker at a time, not one each (dispatch may still keep a second idle one, waking the idle
+/// workers in turn).
 extension Daemon {
     private static let watchQueue = DispatchQueue(label: "replayd.watches")
 
@@ -67,16 +68,14 @@ extension Daemon {
     /// the code it ran (`ProcessMemory.unmapOwnCode`), which a daemon waiting all day for its
     /// next request does not run. Once per quiet spell.
     func watchSettling(quiet: Duration = .seconds(10)) -> RepeatingTimer {
-        let quietNanoseconds = quiet.components.seconds * 1_000_000_000
         let settledAfter = Mutex<Int64?>(nil)
         return RepeatingTimer(interval: 5, queue: Self.watchQueue) { [self] in
-            let lastActivity = state.withLock { state -> Int64? in
-                guard state.sessions.isEmpty, state.broadcasts.values.allSatisfy({ $0.status.isOver }) else { return nil }
-                return state.lastActivity
-            }
-            guard let lastActivity, MonotonicClock.nanoseconds() - lastActivity > quietNanoseconds,
-                  settledAfter.withLock({ $0 }) != lastActivity else { return }
-            settledAfter.withLock { $0 = lastActivity }
+            guard let lastActivity = state.withLock({ $0.hasNoSessions ? $0.lastActivity : nil }),
+                  MonotonicClock.nanoseconds() - lastActivity > quiet.nanoseconds,
+                  settledAfter.withLock({ settled in
+                      defer { settled = lastActivity }
+                      return settled != lastActivity
+                  }) else { return }
             ProcessMemory.returnFreedMemory()
             ProcessMemory.unmapOwnCode()
         }
@@ -84,12 +83,10 @@ extension Daemon {
 
     /// Ends a daemon started on demand once nobody has used it for `limit`.
     func watchIdleness(limit: Duration) -> RepeatingTimer {
-        let limitNanoseconds = limit.components.seconds * 1_000_000_000
-        return RepeatingTimer(interval: 1, queue: Self.watchQueue) { [self] in
+        RepeatingTimer(interval: 1, queue: Self.watchQueue) { [self] in
             let idle = state.withLock { state in
-                state.connections == 0 && state.sessions.isEmpty && !state.stopping
-                    && state.broadcasts.values.allSatisfy { $0.status.isOver }
-                    && MonotonicClock.nanoseconds() - state.lastActivity > limitNanoseconds
+                state.connections == 0 && state.hasNoSessions && !state.stopping
+                    && MonotonicClock.nanoseconds() - state.lastActivity > limit.nanoseconds
             }
             guard idle else { return }
             logger.info("idle for \(limit), exiting")

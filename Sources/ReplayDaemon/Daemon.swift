@@ -127,6 +127,9 @@ public final class Daemon: Sendable, PickerBackend {
         var nextConnection = 0
         var lastActivity = MonotonicClock.nanoseconds()
         var stopping = false
+
+        /// No recording, clip buffer or broadcast is running.
+        var hasNoSessions: Bool { sessions.isEmpty && broadcasts.values.allSatisfy { $0.status.isOver } }
     }
 
     /// Opens the store and binds the socket; after this, clients can connect.

@@ -18,7 +18,6 @@ import Synchronization
 /// while every video surface is out, new pictures are dropped and counted: capture never
 /// waits and memory never grows.
 package final class BroadcastCapture: Sendable {
-
     private let options: BroadcastCaptureOptions
     private let backend: any CaptureBackend
     private let protectedWindows: ProtectedWindows

@@ -3,7 +3,7 @@ public import Dispatch
 /// Runs an action every `interval` seconds on `queue` (a global queue by default) until
 /// cancelled: the daemon's periodic work (progress reports, watchdogs, probes) waits on a
 /// timer, not in a sleeping thread. Timers that share a serial queue never run at once, so
-/// they keep at most one of dispatch's worker threads awake between them.
+/// they need one of dispatch's worker threads at a time between them.
 public final class RepeatingTimer: @unchecked Sendable {
     // @unchecked: a dispatch source may be resumed and cancelled from any thread.
     private let source: any DispatchSourceTimer
