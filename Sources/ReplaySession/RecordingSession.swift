@@ -422,7 +422,7 @@ package final class RecordingSession: Sendable {
         if let grid, grid.delayed + grid.dropped > 0 {
             // Pictures that came faster than the frame rate: many point at an uneven capture.
             logger.info("constant frame rate corrections", metadata: [
-                "recording": "\(id)", "delayedOneFrame": "\(grid.delayed)", "dropped": "\(grid.dropped)"])
+                "recording": "\(id)", "movedToNextSlot": "\(grid.delayed)", "dropped": "\(grid.dropped)"])
         }
         for (source, timeline) in audioTimelines where timeline.insertedFrames + timeline.droppedFrames > 0 {
             // Silence inserted or audio dropped to keep sync: large numbers point at a capture problem.

@@ -33,22 +33,37 @@ import Testing
         #expect(frames.map(\.isRepeat) == [true, true, false, true, true])
     }
 
-    @Test func aSecondPictureInAFilledSlotTakesTheNextOne() {
-        // 10 fps: 190 ms and 240 ms both round to slot 2; the newer goes to slot 3, 60 ms late.
-        let (frames, grid) = movie(fps: 10, [(1, 0), (2, 190), (3, 240), (4, 400)], end: 500)
+    @Test func aSecondPictureInAFilledSlotJustShortOfTheNextTakesIt() {
+        // 10 fps: 190 ms and 245 ms both round to slot 2; the newer, 5 ms short of where slot 3
+        // would be its nearest, goes there, 55 ms late.
+        let (frames, grid) = movie(fps: 10, [(1, 0), (2, 190), (3, 245), (4, 400)], end: 500)
         #expect(frames.map(\.picture) == [1, 1, 2, 3, 4])
         #expect(frames.map(\.index) == [0, 1, 2, 3, 4])
         #expect(grid.delayed == 1)
         #expect(grid.dropped == 0)
     }
 
-    @Test func aPictureMoreThanAFrameBehindIsDropped() {
-        // 10 fps: pictures at 0, 10 and 20 ms all round to slot 0. The second takes slot 1
-        // (90 ms after its time); slot 2 is 180 ms after the third's: dropped.
-        let (frames, grid) = movie(fps: 10, [(1, 0), (2, 10), (3, 20)], end: 300)
-        #expect(frames.map(\.picture) == [1, 2, 2])
+    @Test func aSecondPictureInAFilledSlotFarFromTheNextIsDropped() {
+        // 10 fps: pictures at 0, 10 and 20 ms all round to slot 0; slot 1 would be 90 and 80 ms
+        // after them, so both are dropped and slot 1 repeats the first.
+        let (frames, grid) = movie(fps: 10, [(1, 0), (2, 10), (3, 20), (4, 200)], end: 300)
+        #expect(frames.map(\.picture) == [1, 1, 4])
         #expect(frames.map(\.index) == [0, 1, 2])
-        #expect(grid.delayed == 1)
+        #expect(grid.delayed == 0)
+        #expect(grid.dropped == 2)
+    }
+
+    @Test func oneDoubleAtTheStartLeavesACaptureOnTheGridOnIt() {
+        // A 30 fps capture right on the grid, whose first two pictures came 5 ms apart. Had the
+        // second taken slot 1, every later picture would have found its own slot taken and the
+        // whole movie would run a frame late.
+        let onGrid: [(Int, Int64)] = (1..<30).map { (index: Int) -> (Int, Int64) in (index + 1, (Int64(index) * 1000 + 15) / 30) }
+        let pictures: [(Int, Int64)] = [(0, 0), (1, 5)] + onGrid
+        let (frames, grid) = movie(fps: 30, pictures, end: 1000)
+        #expect(frames.map(\.index) == Array(0..<30))
+        let expected: [Int] = [0] + Array(2...30)
+        #expect(frames.map(\.picture) == expected)
+        #expect(grid.delayed == 0)
         #expect(grid.dropped == 1)
     }
 

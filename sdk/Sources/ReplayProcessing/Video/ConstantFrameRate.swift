@@ -6,10 +6,12 @@ public import ReplayMedia
 /// A picture goes into the slot nearest its movie time; the slots it skipped (a still screen,
 /// a slow capture) get the previous picture again, the same buffer, which an encoder codes
 /// for next to nothing. A picture whose slot is already filled (capture jitter put two in
-/// one frame's time) takes the next slot if that is at most one frame after its own time,
-/// so the newest picture is kept without holding anything back; later than that it is
-/// dropped. Holding each picture until its slot is over would keep the newest too, but
-/// needs a timer and delays every frame by up to the capture's still repeat.
+/// one frame's time) takes the next slot only when it came within a tenth of a frame of where
+/// that slot would have been its nearest: a capture paced half a frame off the grid keeps
+/// every picture, at most 0.6 of a frame late. Any other such picture is dropped: moved a
+/// whole frame, it would take the next picture's slot, that one the one after, and the rest
+/// of the movie would be a frame late. Holding each picture until its slot is over would keep
+/// the newest, but needs a timer and delays every frame by up to the capture's still repeat.
 public struct ConstantFrameRate<Picture> {
     /// One frame to encode.
     public struct Frame {
@@ -27,10 +29,13 @@ public struct ConstantFrameRate<Picture> {
     public let fps: Int
     /// The first slot not filled yet: also how many frames were handed out.
     public private(set) var nextIndex: Int64 = 0
-    /// Pictures left out because they came more than one frame after their slot was filled.
+    /// Pictures left out because their slot was filled and the next one was too far.
     public private(set) var dropped = 0
     /// Pictures put one slot after their own, which was taken.
     public private(set) var delayed = 0
+    /// How close to the next slot a picture whose own slot was taken must have come to be put
+    /// in it: a tenth of a frame (in the 1/(fps · 10⁹) s of `place`), room for capture jitter.
+    private static var jitterTolerance: Int64 { 100_000_000 }
     private var last: Picture?
 
     /// A grid of `fps` frames a second, starting at movie time zero.
@@ -46,7 +51,9 @@ public struct ConstantFrameRate<Picture> {
         let ticks = max(0, time.nanoseconds) * Int64(fps)  // the time in 1/(fps · 10⁹) s
         var slot = (ticks + 500_000_000) / 1_000_000_000
         if slot < nextIndex {
-            guard nextIndex * 1_000_000_000 - ticks <= 1_000_000_000 else {
+            // Slot nextIndex starts being the nearest at nextIndex - ½ frames.
+            let early = (nextIndex * 1_000_000_000 - 500_000_000) - ticks
+            guard early <= Self.jitterTolerance else {
                 dropped += 1
                 return []
             }
