@@ -29,6 +29,24 @@ package final class Completion<Value: Sendable>: Sendable {
         if let ready { handler(ready) }
     }
 
+    /// Waits, holding no thread, until it happens.
+    package func finished() async -> Value {
+        await withCheckedContinuation { waiter in onComplete { waiter.resume(returning: $0) } }
+    }
+
+    /// Waits, holding no thread, until it happens or `seconds` have passed (then nil).
+    package func finished(within seconds: Double) async -> Value? {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Value?, Never>) in
+            let resumed = Atomic(false)
+            onComplete { value in
+                if !resumed.exchange(true, ordering: .relaxed) { waiter.resume(returning: value) }
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+                if !resumed.exchange(true, ordering: .relaxed) { waiter.resume(returning: nil) }
+            }
+        }
+    }
+
     /// Blocks the calling thread until it happens.
     package func wait() -> Value {
         if let value { return value }

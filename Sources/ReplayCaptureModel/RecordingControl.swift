@@ -25,3 +25,10 @@ package protocol RecordingControl: AnyObject, Sendable {
     func waitUntilFinished() -> RecordingSummary
     func progress() -> RecordingProgress
 }
+
+extension RecordingControl {
+    /// Waits, holding no thread, until the movie is closed.
+    package func finished() async -> RecordingSummary {
+        await withCheckedContinuation { waiter in onFinish { waiter.resume(returning: $0) } }
+    }
+}

@@ -20,8 +20,26 @@ extension ClientConnection {
         try channel.send(DaemonEvent.broadcastStarted(status: status))
     }
 
-    /// The person controls any broadcast; an app only the ones it started through the picker.
+    /// Pauses or resumes a broadcast and says its state.
     func controlBroadcast(_ id: String?, _ action: (BroadcastSession) -> Void) throws {
+        let session = try controllableBroadcast(id)
+        action(session)
+        try channel.send(DaemonEvent.broadcasts(list: [session.status]))
+    }
+
+    /// Stops a broadcast and says its final state once the extension is gone: the connection's
+    /// later requests wait till then, and no thread does (`holdRequests`).
+    func stopBroadcast(_ id: String?) throws {
+        let session = try controllableBroadcast(id)
+        session.stop()
+        let resume = holdRequests()
+        session.onFinish { [self] status in
+            resume { [self] in try channel.send(DaemonEvent.broadcasts(list: [status])) }
+        }
+    }
+
+    /// The person controls any broadcast; an app only the ones it started through the picker.
+    private func controllableBroadcast(_ id: String?) throws -> BroadcastSession {
         guard let session = daemon.broadcast(id), !session.status.isOver else {
             throw Refusal(code: .notFound, message: id.map { "no broadcast '\($0)' is running" } ?? "no broadcast is running")
         }
@@ -30,8 +48,7 @@ extension ClientConnection {
                 throw Refusal(code: .notPermitted, message: "apps can control only the broadcasts they started through the picker")
             }
         }
-        action(session)
-        try channel.send(DaemonEvent.broadcasts(list: [session.status]))
+        return session
     }
 
     /// The app's way to go live: the person picks the service and its setup on a page the

@@ -13,30 +13,31 @@ extension ClientConnection {
             throw Refusal(code: .outOfOrder, message: "startCapture while this connection is already capturing", closing: true)
         }
         guard let peer else { throw Refusal(code: .captureFailed, message: "the app's process could not be identified") }
-        try requireConsent(.screen)
-        let indicated = "capture-\(peer.pid)-\(number)"
-        try daemon.admitCapture(indicated, by: quotaOwner)
-        let session = daemon.makeAppCapture(id: indicated, pid: peer.pid, options: options, client: ChannelCaptureClient(channel: channel))
-        let size: (width: Int, height: Int)
-        do {
-            size = try session.start()
-        } catch {
-            daemon.releaseCapture(indicated)
-            throw error
+        try withConsent(.screen) { [self] in
+            let indicated = "capture-\(peer.pid)-\(number)"
+            try daemon.admitCapture(indicated, by: quotaOwner)
+            let session = daemon.makeAppCapture(id: indicated, pid: peer.pid, options: options, client: ChannelCaptureClient(channel: channel))
+            let size: (width: Int, height: Int)
+            do {
+                size = try session.start()
+            } catch {
+                daemon.releaseCapture(indicated)
+                throw error
+            }
+            capture = session
+            let activity = CaptureMonitor.Activity.appCapture(pid: peer.pid, id: number)
+            daemon.captureMonitor.begin(activity)
+            let daemon = self.daemon
+            daemon.indicator.began(IndicatedCapture(id: indicated, kind: .appCapture, who: capturerName), stop: { session.stop() })
+            session.onFinish {
+                daemon.releaseCapture(indicated)
+                daemon.indicator.ended(indicated)
+                daemon.captureMonitor.end(activity)
+                daemon.consent.markActive(pid: peer.pid)
+            }
+            daemon.logger.info("in-app capture started", metadata: ["peer": "\(peerDescription)", "fps": "\(options.fps)"])
+            try channel.send(DaemonEvent.captureStarted(width: size.width, height: size.height, fps: options.fps))
         }
-        capture = session
-        let activity = CaptureMonitor.Activity.appCapture(pid: peer.pid, id: number)
-        daemon.captureMonitor.begin(activity)
-        let daemon = self.daemon
-        daemon.indicator.began(IndicatedCapture(id: indicated, kind: .appCapture, who: capturerName), stop: { session.stop() })
-        session.onFinish {
-            daemon.releaseCapture(indicated)
-            daemon.indicator.ended(indicated)
-            daemon.captureMonitor.end(activity)
-            daemon.consent.markActive(pid: peer.pid)
-        }
-        daemon.logger.info("in-app capture started", metadata: ["peer": "\(peerDescription)", "fps": "\(options.fps)"])
-        try channel.send(DaemonEvent.captureStarted(width: size.width, height: size.height, fps: options.fps))
     }
 
     func stopCapture() throws {

@@ -36,67 +36,68 @@ extension ClientConnection {
             }
             chord = parsed
         }
-        try requireConsent(Self.capabilities(of: options))
-        try tellWhoChooses(options.area)
+        try withConsent(Self.capabilities(of: options)) { [self, chord] in
+            try tellWhoChooses(options.area)
 
-        var buffered = options
-        buffered.duration = nil
-        // An app keeps its own windows only, as its in-app capture sees them: it may be sent the clip.
-        let filter: WindowFilter = role == .app ? .onlyProcess(peer?.pid ?? -1) : areaFilter
-        let session = daemon.makeRecording(
-            id: "clips-" + LoopbackServer.randomToken(bytes: 6), options: buffered,
-            destination: .clipBuffer(length: MediaTime(seconds: length), byteBudget: budget), filter: filter)
-        try daemon.register(session, by: quotaOwner, clipBytes: budget)
-        do {
-            _ = try session.start()
-        } catch {
-            daemon.unregister(session)
-            throw error
-        }
-        let announced = role != .person || options.notify != false
-        var grab: (any HotkeyRelease)?
-        if let chord {
-            let daemon = self.daemon
+            var buffered = options
+            buffered.duration = nil
+            // An app keeps its own windows only, as its in-app capture sees them: it may be sent the clip.
+            let filter: WindowFilter = role == .app ? .onlyProcess(peer?.pid ?? -1) : areaFilter
+            let session = daemon.makeRecording(
+                id: "clips-" + LoopbackServer.randomToken(bytes: 6), options: buffered,
+                destination: .clipBuffer(length: MediaTime(seconds: length), byteBudget: budget), filter: filter)
+            try daemon.register(session, by: quotaOwner, clipBytes: budget)
             do {
-                grab = try daemon.parts.desktop.grabHotkey(chord) {
-                    do throws(DaemonError) {
-                        let saved = try session.saveClip(last: nil, trigger: .hotkey, as: daemon.store.newID())
-                        daemon.logger.info("hotkey saved a clip", metadata: ["recording": "\(saved.id)"])
-                        // A key press has no window to answer in: the desktop says what it saved.
-                        if announced { daemon.indicator.tell(.clipSaved(saved, open: daemon.openPreviewAction(for: saved.id))) }
-                    } catch {
-                        daemon.logger.warning("hotkey: \(error.description)")
-                    }
-                }
+                _ = try session.start()
             } catch {
-                session.stop()
-                _ = session.waitUntilFinished()
                 daemon.unregister(session)
-                throw Refusal(code: .captureFailed, message: "cannot use \(hotkey ?? "the hotkey"): \(error.description)")
+                throw error
             }
-        }
-        if role == .person {
-            daemon.state.withLock { $0.personClipBuffer = session }
-        } else {
-            clipBuffer = session
-        }
-        if announced {
-            daemon.indicator.began(IndicatedCapture(id: session.id, kind: .clipBuffer, who: capturerName),
-                                   controls: daemon.pausing.controls(for: session))
-        }
-        let daemon = self.daemon
-        session.onFinish { [grab] summary in
-            grab?.release()
-            if announced { daemon.indicator.ended(summary.id) }
-            daemon.unregister(session)
-            daemon.state.withLock { state in
-                if state.personClipBuffer === session { state.personClipBuffer = nil }
+            let announced = role != .person || options.notify != false
+            var grab: (any HotkeyRelease)?
+            if let chord {
+                let daemon = self.daemon
+                do {
+                    grab = try daemon.parts.desktop.grabHotkey(chord) {
+                        do throws(DaemonError) {
+                            let saved = try session.saveClip(last: nil, trigger: .hotkey, as: daemon.store.newID())
+                            daemon.logger.info("hotkey saved a clip", metadata: ["recording": "\(saved.id)"])
+                            // A key press has no window to answer in: the desktop says what it saved.
+                            if announced { daemon.indicator.tell(.clipSaved(saved, open: daemon.openPreviewAction(for: saved.id))) }
+                        } catch {
+                            daemon.logger.warning("hotkey: \(error.description)")
+                        }
+                    }
+                } catch {
+                    session.stop()
+                    _ = session.waitUntilFinished()
+                    daemon.unregister(session)
+                    throw Refusal(code: .captureFailed, message: "cannot use \(hotkey ?? "the hotkey"): \(error)")
+                }
             }
-            daemon.logger.info("clip buffering ended", metadata: ["clipBuffer": "\(summary.id)", "error": "\(summary.error ?? "none")"])
+            if role == .person {
+                daemon.state.withLock { $0.personClipBuffer = session }
+            } else {
+                clipBuffer = session
+            }
+            if announced {
+                daemon.indicator.began(IndicatedCapture(id: session.id, kind: .clipBuffer, who: capturerName),
+                                       controls: daemon.pausing.controls(for: session))
+            }
+            let daemon = self.daemon
+            session.onFinish { [grab] summary in
+                grab?.release()
+                if announced { daemon.indicator.ended(summary.id) }
+                daemon.unregister(session)
+                daemon.state.withLock { state in
+                    if state.personClipBuffer === session { state.personClipBuffer = nil }
+                }
+                daemon.logger.info("clip buffering ended", metadata: ["clipBuffer": "\(summary.id)", "error": "\(summary.error ?? "none")"])
+            }
+            daemon.logger.info("clip buffering started", metadata: [
+                "clipBuffer": "\(session.id)", "length": "\(length)", "budget": "\(budget)", "peer": "\(peerDescription)"])
+            try channel.send(DaemonEvent.clipBufferingStarted(status: try clipStatus(of: session)))
         }
-        daemon.logger.info("clip buffering started", metadata: [
-            "clipBuffer": "\(session.id)", "length": "\(length)", "budget": "\(budget)", "peer": "\(peerDescription)"])
-        try channel.send(DaemonEvent.clipBufferingStarted(status: try clipStatus(of: session)))
     }
 
     func saveClip(last: Double?) throws {

@@ -53,47 +53,48 @@ extension ClientConnection {
         }
         let filter = try areaFilter(options.area)
         try requireRoomInStore(for: options.video)
-        try requireConsent(Self.capabilities(of: options))
-        try tellWhoChooses(options.area)
+        try withConsent(Self.capabilities(of: options)) { [self] in
+            try tellWhoChooses(options.area)
 
-        let session = daemon.makeRecording(id: daemon.store.newID(), options: options, filter: filter)
-        try daemon.register(session, by: quotaOwner)
-        var started: RecordingStarted
-        do {
-            started = try session.start()
-        } catch {
-            daemon.unregister(session)
-            throw error
-        }
-        if role == .app, let peer { daemon.recordAppRecording(started.id, by: peer) }
-        // Only the person's own tools may record unannounced (`--no-notify`, for scripts).
-        let announced = role != .person || options.notify != false
-        if announced, let warning = daemon.unannouncedWarning { started.warnings.append(warning) }
-        daemon.logger.info("recording started", metadata: [
-            "recording": "\(started.id)", "size": "\(started.width)x\(started.height)", "fps": "\(options.fps)",
-            "peer": "\(peerDescription)",
-        ])
-        try channel.send(DaemonEvent.recordingStarted(recording: started))
-        recording = session
-        if announced {
-            daemon.indicator.began(IndicatedCapture(id: started.id, kind: .recording, who: capturerName),
-                                   controls: daemon.pausing.controls(for: session))
-        }
+            let session = daemon.makeRecording(id: daemon.store.newID(), options: options, filter: filter)
+            try daemon.register(session, by: quotaOwner)
+            var started: RecordingStarted
+            do {
+                started = try session.start()
+            } catch {
+                daemon.unregister(session)
+                throw error
+            }
+            if role == .app, let peer { daemon.recordAppRecording(started.id, by: peer) }
+            // Only the person's own tools may record unannounced (`--no-notify`, for scripts).
+            let announced = role != .person || options.notify != false
+            if announced, let warning = daemon.unannouncedWarning { started.warnings.append(warning) }
+            daemon.logger.info("recording started", metadata: [
+                "recording": "\(started.id)", "size": "\(started.width)x\(started.height)", "fps": "\(options.fps)",
+                "peer": "\(peerDescription)",
+            ])
+            try channel.send(DaemonEvent.recordingStarted(recording: started))
+            recording = session
+            if announced {
+                daemon.indicator.began(IndicatedCapture(id: started.id, kind: .recording, who: capturerName),
+                                       controls: daemon.pausing.controls(for: session))
+            }
 
-        // Progress once a second until the movie is closed, then the summary.
-        let channel = self.channel, daemon = self.daemon, pid = peer?.pid
-        let isApp = role == .app
-        let progress = RepeatingTimer(interval: 1) {
-            try? channel.send(DaemonEvent.progress(progress: session.progress()))
-            // An app's recording stops, kept, before the disk is full for everyone.
-            if isApp, let disk = daemon.store.diskSpace(), let why = Self.appOverStoreReserve(disk) { session.end(because: why) }
-        }
-        session.onFinish { summary in
-            progress.cancel()
-            if announced { daemon.indicator.ended(summary.id) }
-            daemon.unregister(session)
-            if let pid { daemon.consent.markActive(pid: pid) }
-            try? channel.send(DaemonEvent.recordingFinished(summary: summary))
+            // Progress once a second until the movie is closed, then the summary.
+            let channel = self.channel, daemon = self.daemon, pid = peer?.pid
+            let isApp = role == .app
+            let progress = RepeatingTimer(interval: 1) {
+                try? channel.send(DaemonEvent.progress(progress: session.progress()))
+                // An app's recording stops, kept, before the disk is full for everyone.
+                if isApp, let disk = daemon.store.diskSpace(), let why = Self.appOverStoreReserve(disk) { session.end(because: why) }
+            }
+            session.onFinish { summary in
+                progress.cancel()
+                if announced { daemon.indicator.ended(summary.id) }
+                daemon.unregister(session)
+                if let pid { daemon.consent.markActive(pid: pid) }
+                try? channel.send(DaemonEvent.recordingFinished(summary: summary))
+            }
         }
     }
 

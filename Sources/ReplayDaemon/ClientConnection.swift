@@ -14,7 +14,8 @@ import Synchronization
 /// the store's owner) may read the store and answer consent; every other client is an app,
 /// which must get consent to capture and only ever sees opaque recording ids.
 final class ClientConnection: @unchecked Sendable {
-    // @unchecked: the mutable state below is touched only on `queue`.
+    // @unchecked: the mutable state below is touched only on `queue`, or while it is
+    // suspended for a request that waits (`holdRequests`).
     enum Role {
         case person
         case app
@@ -126,9 +127,16 @@ final class ClientConnection: @unchecked Sendable {
         guard case .message(let request) = decoded else { return }  // an unknown request never gets .handle
         do {
             try handle(request)
-        } catch let refusal as Refusal {
-            refuse(refusal)
         } catch {
+            answer(error)
+        }
+    }
+
+    /// A request that failed: a refusal is said as it is, anything else as an internal error.
+    private func answer(_ error: any Error) {
+        if let refusal = error as? Refusal {
+            refuse(refusal)
+        } else {
             daemon.logger.warning("request failed: \(error)")
             try? channel.send(DaemonEvent.error(code: .internalError, message: "\(error)"))
         }
@@ -171,11 +179,7 @@ final class ClientConnection: @unchecked Sendable {
         case .startBroadcast(let request): try startBroadcast(request)
         case .pauseBroadcast(let id): try controlBroadcast(id) { $0.pause() }
         case .resumeBroadcast(let id): try controlBroadcast(id) { $0.resume() }
-        case .stopBroadcast(let id):
-            try controlBroadcast(id) { session in
-                session.stop()
-                _ = session.waitUntilFinished()
-            }
+        case .stopBroadcast(let id): try stopBroadcast(id)
         case .broadcastStatus: try sendBroadcastStatus()
         case .showBroadcastPicker(let preferred, let microphone, let scope, let setup):
             try showBroadcastPicker(preferredExtension: preferred, microphone: microphone, scope: scope ?? .screen, setup: setup ?? [:])
@@ -214,13 +218,55 @@ final class ClientConnection: @unchecked Sendable {
         return base
     }
 
-    /// Asks for consent when the client is an app; throws `userDeclined` on a refusal.
-    func requireConsent(_ capabilities: ConsentBroker.Capabilities) throws {
-        guard role == .app else { return }
-        guard let peer else { throw Refusal(code: .userDeclined, message: "the app's process could not be identified") }
-        let decision = daemon.consent.authorize(peer, capabilities: capabilities) {
-            try? channel.send(DaemonEvent.waitingForConsent)
+    /// Holds this connection's later requests until the returned function is called with
+    /// what is left of this one: a request that waits for something (the person's consent, a
+    /// broadcast's end) holds no thread meanwhile. What is left runs on a global queue, alone
+    /// with the connection's state as on `queue`, its errors answered as a request's are; then
+    /// the requests held run on. Only the first call counts.
+    func holdRequests() -> @Sendable (_ rest: @escaping @Sendable () throws -> Void) -> Void {
+        queue.suspend()
+        let resumed = Atomic(false)
+        return { [self] rest in
+            guard !resumed.exchange(true, ordering: .relaxed) else { return }
+            DispatchQueue.global().async { [self] in
+                defer { queue.resume() }
+                guard !isOver else { return }
+                do { try rest() } catch { answer(error) }
+            }
         }
+    }
+
+    /// Runs `body` once the client may capture `capabilities`: at once for the person; for an
+    /// app once the broker has decided, which may mean the person's answer (`holdRequests`).
+    func withConsent(_ capabilities: ConsentBroker.Capabilities, then body: @escaping @Sendable () throws -> Void) throws {
+        guard role == .app else { return try body() }
+        guard let peer else { throw Refusal(code: .userDeclined, message: "the app's process could not be identified") }
+        // Held before asking, so an answer that comes at once finds the requests held.
+        let resume = holdRequests()
+        // An answer's work starts once `authorize` has returned, and so said "waiting".
+        let asked = DispatchGroup()
+        asked.enter()
+        let decision = daemon.consent.authorize(peer, capabilities: capabilities, waiting: {
+            try? channel.send(DaemonEvent.waitingForConsent)
+        }, decided: { [self] decision in
+            asked.notify(queue: .global()) {
+                resume { [self] in
+                    try consented(decision)
+                    try body()
+                }
+            }
+        })
+        asked.leave()
+        if let decision {
+            resume { [self] in
+                try consented(decision)
+                try body()
+            }
+        }
+    }
+
+    /// Throws `userDeclined` (or `quotaExceeded`) unless the broker allowed the capture.
+    private func consented(_ decision: ConsentBroker.Decision) throws {
         if case .tooManyPending(let why) = decision {
             daemon.logRateLimited("consent not asked: \(why)", peer: peer, .refusal)
             throw Refusal(code: .quotaExceeded, message: why)
@@ -230,6 +276,7 @@ final class ClientConnection: @unchecked Sendable {
             throw Refusal(code: .userDeclined, message: "the person did not allow this app to capture: \(why)")
         }
         daemon.logger.info("capture allowed", metadata: ["peer": "\(peerDescription)"])
+        daemon.updateProbes()  // an app holds consent: its focus is watched
     }
 
     private func sendStatus() throws {

@@ -69,6 +69,7 @@ extension Daemon {
             if state.finishedBroadcasts.count > Self.broadcastHistory { state.finishedBroadcasts.removeFirst() }
             state.lastActivity = MonotonicClock.nanoseconds()
         }
+        noteActivity()
         captureMonitor.end(.broadcast(session.id))
     }
 

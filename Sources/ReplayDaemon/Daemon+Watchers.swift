@@ -6,12 +6,16 @@ import ReplayIPC
 import ReplaySystem
 import Synchronization
 
-/// Background watches, each on a timer: focus (keeps consent alive), mirroring (a capture
-/// reason), idleness, and settling after work. X11 has no event for "the focused window's
-/// process" or "outputs now clone each other", so those two are probed; the timers stop with
-/// the daemon. They share one serial queue, so they never run at once and need one dispatch
-/// worker at a time, not one each (dispatch may still keep a second idle one, waking the idle
-/// workers in turn).
+/// Background watches: focus (keeps consent alive), mirroring (a capture reason), idleness,
+/// and settling after work. None ticks while it has nothing to watch, so a daemon left alone
+/// wakes no thread and dispatch's idle workers end:
+/// - X11 has no event for "the focused window's process" or "outputs now clone each other",
+///   so those two are probed on a timer, but only while there is someone to serve: focus
+///   while an app holds consent, mirroring while a client is connected (only watching
+///   clients are told about it).
+/// - Idleness and settling wait for a deadline that each activity (a client or a session
+///   come or gone, `noteActivity`) sets again.
+/// They share one serial queue, so they never run at once; they stop with the daemon.
 extension Daemon {
     private static let watchQueue = DispatchQueue(label: "replayd.watches")
 
@@ -20,6 +24,21 @@ extension Daemon {
         case mirroring
         case idleness(Duration)
         case settling
+    }
+
+    /// The running watches' timers.
+    struct Watches {
+        var focus: RepeatingTimer?
+        var mirroring: RepeatingTimer?
+        var idleness: (timer: DeadlineTimer, limit: Duration)?
+        var settling: (timer: DeadlineTimer, quiet: Duration)?
+
+        fileprivate func cancel() {
+            focus?.cancel()
+            mirroring?.cancel()
+            idleness?.timer.cancel()
+            settling?.timer.cancel()
+        }
     }
 
     /// The watches a daemon runs: the two X11 probes only where X11 is what captures (through
@@ -31,22 +50,72 @@ extension Daemon {
         return watches + [.settling]
     }
 
+    /// Starts the watches `backgroundWatches` names; `stopWatches` ends them.
+    func startWatches() {
+        var watches = Watches()
+        for watch in Self.backgroundWatches(capture: configuration.capture, idleExit: configuration.idleExit) {
+            switch watch {
+            case .focus: watches.focus = watchFocus()
+            case .mirroring: watches.mirroring = watchMirroring()
+            case .idleness(let limit): watches.idleness = (watchIdleness(limit: limit), limit)
+            case .settling:
+                let quiet = Duration.seconds(10)
+                watches.settling = (watchSettling(quiet: quiet), quiet)
+            }
+        }
+        self.watches.withLock { $0 = watches }
+        noteActivity()
+        updateProbes()
+    }
+
+    func stopWatches() {
+        watches.withLock { watches in
+            watches?.cancel()
+            watches = nil
+        }
+    }
+
+    /// A client or a session came or went (`State.lastActivity` was just set): idleness and
+    /// settling are counted from now.
+    func noteActivity() {
+        watches.withLock { watches in
+            if let (timer, limit) = watches?.idleness { timer.fire(after: limit.inSeconds + 0.05) }
+            if let (timer, quiet) = watches?.settling { timer.fire(after: quiet.inSeconds + 0.05) }
+        }
+    }
+
+    /// Runs each X11 probe only while it has someone to serve. Called whenever that may have
+    /// changed (a client connected or left, an app was granted consent, a focus tick found
+    /// no app holding it); under one lock, so the last call, which saw the latest state, wins.
+    func updateProbes() {
+        watches.withLock { watches in
+            guard let watches else { return }
+            if let focus = watches.focus {
+                if consent.consentedProcesses.isEmpty { focus.pause() } else { focus.resume(immediately: true) }
+            }
+            if let mirroring = watches.mirroring {
+                if state.withLock({ $0.connections == 0 }) { mirroring.pause() } else { mirroring.resume(immediately: true) }
+            }
+        }
+    }
+
     /// An app in focus is in use: its consent does not lapse (ReplayKit asks again only
     /// after 8 minutes in the background). Probed a few times per lapse period.
-    func watchFocus() -> RepeatingTimer {
+    private func watchFocus() -> RepeatingTimer {
         let period = min(5, max(0.2, Double(configuration.consent.idleLimit.nanoseconds) / 4e9))
-        return RepeatingTimer(interval: period, queue: Self.watchQueue) { [self] in
+        return RepeatingTimer(interval: period, queue: Self.watchQueue, paused: true) { [self] in
             let consented = consent.consentedProcesses
-            guard !consented.isEmpty, let focused = try? windows.focusedProcess(), consented.contains(focused) else { return }
+            guard !consented.isEmpty else { return updateProbes() }
+            guard let focused = try? windows.focusedProcess(), consented.contains(focused) else { return }
             consent.markActive(pid: focused)
         }
     }
 
     /// Mirroring to a second screen counts as capture for apps that watch: probed from RandR
-    /// every two seconds while the display is there.
-    func watchMirroring() -> RepeatingTimer {
+    /// every two seconds while a client is connected, at once when the first one comes.
+    private func watchMirroring() -> RepeatingTimer {
         let probe = Mutex<(probe: MirroringProbe?, mirrored: Bool)>((nil, false))
-        return RepeatingTimer(interval: 2, queue: Self.watchQueue) { [self] in
+        return RepeatingTimer(interval: 2, queue: Self.watchQueue, paused: true) { [self] in
             let (changed, now) = probe.withLock { state -> (Bool, Bool) in
                 if state.probe == nil { state.probe = try? MirroringProbe(displayName: configuration.displayName) }
                 let now: Bool
@@ -66,31 +135,34 @@ extension Daemon {
     /// Once nothing has run for `quiet` (no recording, clip buffer or broadcast, no client come
     /// or gone), gives back what the work left behind: malloc's free pages, and the mappings of
     /// the code it ran (`ProcessMemory.unmapOwnCode`), which a daemon waiting all day for its
-    /// next request does not run. Once per quiet spell.
-    func watchSettling(quiet: Duration = .seconds(10)) -> RepeatingTimer {
-        let settledAfter = Mutex<Int64?>(nil)
-        return RepeatingTimer(interval: 5, queue: Self.watchQueue) { [self] in
-            guard let lastActivity = state.withLock({ $0.hasNoSessions ? $0.lastActivity : nil }),
-                  MonotonicClock.nanoseconds() - lastActivity > quiet.nanoseconds,
-                  settledAfter.withLock({ settled in
-                      defer { settled = lastActivity }
-                      return settled != lastActivity
-                  }) else { return }
+    /// next request does not run. Once per quiet spell: a session still running when the
+    /// deadline comes sets it again as it ends.
+    private func watchSettling(quiet: Duration) -> DeadlineTimer {
+        DeadlineTimer(queue: Self.watchQueue) { [self] in
+            let quietNow = state.withLock { state in
+                state.hasNoSessions && MonotonicClock.nanoseconds() - state.lastActivity >= quiet.nanoseconds
+            }
+            guard quietNow else { return }
             ProcessMemory.returnFreedMemory()
             ProcessMemory.unmapOwnCode()
         }
     }
 
     /// Ends a daemon started on demand once nobody has used it for `limit`.
-    func watchIdleness(limit: Duration) -> RepeatingTimer {
-        RepeatingTimer(interval: 1, queue: Self.watchQueue) { [self] in
+    private func watchIdleness(limit: Duration) -> DeadlineTimer {
+        DeadlineTimer(queue: Self.watchQueue) { [self] in
             let idle = state.withLock { state in
                 state.connections == 0 && state.hasNoSessions && !state.stopping
-                    && MonotonicClock.nanoseconds() - state.lastActivity > limit.nanoseconds
+                    && MonotonicClock.nanoseconds() - state.lastActivity >= limit.nanoseconds
             }
             guard idle else { return }
             logger.info("idle for \(limit), exiting")
-            Thread.detachNewThread { [self] in shutdown() }
+            Task { await shutdown() }
         }
     }
+}
+
+extension Duration {
+    /// In seconds, for dispatch's deadlines.
+    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

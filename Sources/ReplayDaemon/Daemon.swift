@@ -95,8 +95,8 @@ public final class Daemon: Sendable, PickerBackend {
     private let clients: ClientListener
     /// One thread reads and writes every client's connection and the pages' too.
     private let eventLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-    /// Signalled when the last client hangs up during a shutdown.
-    private let clientsGone = DispatchSemaphore(value: 0)
+    /// Happens when the last client hangs up during a shutdown.
+    private let clientsGone = Completion<Void>()
     private let limits: ConnectionLimits
     private let personCheck: PersonCheck
     /// Warnings about admitted or refused clients, a few a second at most.
@@ -110,6 +110,8 @@ public final class Daemon: Sendable, PickerBackend {
         case refusal
     }
     let state = Mutex(State())
+    /// The background watches, while `run()` runs (Daemon+Watchers).
+    let watches = Mutex<Watches?>(nil)
 
     struct State {
         var sessions: [String: any RecordingControl] = [:]
@@ -213,18 +215,11 @@ public final class Daemon: Sendable, PickerBackend {
             "socket": "\(configuration.socketPath)", "store": "\(store.directory.path)", "mode": "\(configuration.mode.rawValue)",
             "pages": "\(pagesAddress.summary)", "capture": "\(parts.desktop.name)",
         ])
-        let watches = Self.backgroundWatches(capture: configuration.capture, idleExit: configuration.idleExit).map { watch in
-            switch watch {
-            case .focus: watchFocus()
-            case .mirroring: watchMirroring()
-            case .idleness(let limit): watchIdleness(limit: limit)
-            case .settling: watchSettling()
-            }
-        }
+        startWatches()
         await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
             clients.serve(admit: { [self] fd in admit(fd) }, stopped: { stopped.resume() })
         }
-        watches.forEach { $0.cancel() }
+        stopWatches()
         // The pages close their connections on the event loop before it ends (stopped here
         // too, for a listener that ended without a shutdown: its socket gone bad).
         pages.stop()
@@ -256,6 +251,8 @@ public final class Daemon: Sendable, PickerBackend {
             $0.lastActivity = MonotonicClock.nanoseconds()
             return $0.nextConnection
         }
+        noteActivity()
+        updateProbes()
         return { [self] channel in
             let connection = ClientConnection(daemon: self, channel: ClientOutbox(channel: channel, limit: configuration.outboxLimit),
                                               number: number, peer: peer, role: isPerson ? .person : .app,
@@ -296,27 +293,30 @@ public final class Daemon: Sendable, PickerBackend {
             state.lastActivity = MonotonicClock.nanoseconds()
             return state.connections == 0 && state.stopping
         }
-        if last { clientsGone.signal() }
+        noteActivity()
+        updateProbes()
+        if last { clientsGone.complete(()) }
     }
 
-    /// Stops accepting, ends every recording (keeping it) and returns when their files are closed.
-    public func shutdown() {
+    /// Stops accepting, ends every recording (keeping it) and returns when their files are
+    /// closed, holding no thread while it waits.
+    public func shutdown() async {
         let (sessions, broadcasts) = state.withLock { state in
             state.stopping = true
             return (Array(state.sessions.values), Array(state.broadcasts.values))
         }
         logger.info("shutting down", metadata: ["recordings": "\(sessions.count)", "broadcasts": "\(broadcasts.count)"])
         for broadcast in broadcasts { broadcast.stop() }
-        for broadcast in broadcasts { _ = broadcast.waitUntilFinished() }
+        for broadcast in broadcasts { _ = await broadcast.finished() }
         for session in sessions { session.stop() }
-        for session in sessions { _ = session.waitUntilFinished() }
+        for session in sessions { _ = await session.finished() }
         if configuration.inheritedListener == nil { unlink(configuration.socketPath) }
         // Give each recording's client a moment to receive its summary and hang up.
-        if !sessions.isEmpty && state.withLock({ $0.connections > 0 }) { _ = clientsGone.wait(timeout: .now() + 2) }
+        if !sessions.isEmpty && state.withLock({ $0.connections > 0 }) { _ = await clientsGone.finished(within: 2) }
         clients.stop()
         pages.stop()
         // The recordings' ends are announced before the daemon goes.
-        (indicator as? DesktopNotifications)?.close()
+        await (indicator as? DesktopNotifications)?.close()
     }
 
     /// Takes `session`'s place in the quota and lists it; `unregister` gives both back.
@@ -337,6 +337,7 @@ public final class Daemon: Sendable, PickerBackend {
             $0.quota.release(session.id)
             $0.lastActivity = MonotonicClock.nanoseconds()
         }
+        noteActivity()
         captureMonitor.end(.recording(session.id))
     }
 

@@ -59,8 +59,23 @@ import Testing
         }
 
         func cleanUp() {
-            daemon.shutdown()
+            // Waited for from a test's thread, which is the cooperative pool's: the shutdown
+            // runs on dispatch's threads, so tests waiting at once cannot starve it.
+            let daemon = self.daemon, done = DispatchSemaphore(value: 0)
+            Task(executorPreference: DispatchTaskExecutor()) {
+                await daemon.shutdown()
+                done.signal()
+            }
+            done.wait()
             try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    /// Runs a task's jobs on dispatch's global queue instead of the cooperative pool.
+    final class DispatchTaskExecutor: TaskExecutor {
+        func enqueue(_ job: consuming ExecutorJob) {
+            let job = UnownedJob(job)
+            DispatchQueue.global().async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
         }
     }
 
@@ -176,6 +191,29 @@ import Testing
             Issue.record("the person's recording did not start under a policy that denies apps")
             return
         }
+    }
+
+    /// While the person is asked, the app's later requests wait their turn (answered after
+    /// its recording has started), and the daemon serves everyone else meanwhile.
+    @Test func anAppWaitingForTheAnswerHoldsItsLaterRequestsOnly() throws {
+        let rig = try Rig()
+        defer { rig.cleanUp() }
+        let agent = try rig.connect(as: .person)
+        #expect(try agent.ask(.registerConsentAgent) == .consentAgentRegistered)
+        let app = try rig.connect(as: .app)
+        for request in [ClientRequest.startRecording(options: RecordingOptions(appAudio: false)), .status] {
+            app.connection.received([UInt8](try JSONEncoder().encode(request)))
+        }
+        #expect(try app.next() == .waitingForConsent)
+        guard case .consentRequested(let prompt) = try agent.next() else { throw Failure(description: "the agent was not asked") }
+        // Served while the app waits: another client, and the agent itself.
+        let other = try rig.connect(as: .person)
+        #expect(try other.ask(.listRecordings) == .recordings(list: []))
+        #expect(rig.daemon.activeRecordings.isEmpty)
+        _ = try agent.ask(.answerConsent(requestID: prompt.requestID, allow: true))
+        guard case .recordingStarted(let started) = try app.next() else { throw Failure(description: "the recording did not start") }
+        guard case .status = try app.next() else { throw Failure(description: "the request held was not answered after it") }
+        #expect(rig.daemon.activeRecordings == [started.id])
     }
 
     /// An app pauses, stops and discards only what its own connection started; picking a

@@ -41,6 +41,22 @@ final class ScriptedAgent: Sendable {
     var asked: Int { prompts.withLock { $0.count } }
 }
 
+extension ConsentBroker {
+    /// The decision, waiting for the person's answer when one is asked (a test may wait).
+    func decide(_ peer: PeerIdentity, capabilities: Capabilities, waiting: () -> Void) -> Decision {
+        let answer = Mutex<Decision?>(nil)
+        let answered = DispatchSemaphore(value: 0)
+        if let now = authorize(peer, capabilities: capabilities, waiting: waiting, decided: { decision in
+            answer.withLock { $0 = decision }
+            answered.signal()
+        }) {
+            return now
+        }
+        answered.wait()
+        return answer.withLock { $0 } ?? .declined("no decision")
+    }
+}
+
 @Suite struct ConsentBrokerTests {
     /// This test process, as the daemon would see it on a socket.
     let me: PeerIdentity
@@ -59,7 +75,7 @@ final class ScriptedAgent: Sendable {
     }
 
     @Test func withNoAgentAndNoPolicyNobodyIsAskedAndTheAppIsDeclined() {
-        let decision = broker().authorize(me, capabilities: .screen) {}
+        let decision = broker().decide(me, capabilities: .screen) {}
         guard case .declined(let why) = decision else {
             Issue.record("allowed with nobody to ask")
             return
@@ -70,20 +86,20 @@ final class ScriptedAgent: Sendable {
     @Test func thePolicyAnswersForItsApps() throws {
         let executable = try #require(me.executable)
         let allowing = broker(ConsentPolicy(default: .deny, apps: [executable: .allow]))
-        #expect(allowing.authorize(me, capabilities: [.screen, .microphone]) {} == .allowed)
+        #expect(allowing.decide(me, capabilities: [.screen, .microphone]) {} == .allowed)
         let denying = broker(ConsentPolicy(default: .allow, apps: [executable: .deny]))
-        #expect(denying.authorize(me, capabilities: .screen) {} != .allowed)
+        #expect(denying.decide(me, capabilities: .screen) {} != .allowed)
     }
 
     @Test func consentLastsForTheProcessAndCoversOnlyWhatWasAsked() throws {
         let broker = broker()
         let agent = try ScriptedAgent(broker: broker, allow: true)
         var waited = 0
-        #expect(broker.authorize(me, capabilities: .screen) { waited += 1 } == .allowed)
-        #expect(broker.authorize(me, capabilities: .screen) { waited += 1 } == .allowed)
+        #expect(broker.decide(me, capabilities: .screen) { waited += 1 } == .allowed)
+        #expect(broker.decide(me, capabilities: .screen) { waited += 1 } == .allowed)
         #expect(agent.asked == 1 && waited == 1)
         // The microphone was not part of the first answer: ask again.
-        #expect(broker.authorize(me, capabilities: [.screen, .microphone]) {} == .allowed)
+        #expect(broker.decide(me, capabilities: [.screen, .microphone]) {} == .allowed)
         #expect(agent.asked == 2)
         let prompt = try #require(agent.prompts.withLock { $0.last })
         #expect(prompt.microphone && prompt.screen && !prompt.appAudio)
@@ -96,23 +112,61 @@ final class ScriptedAgent: Sendable {
         clock.set(100)
         let broker = broker(idle: .seconds(1), clock: clock)
         let agent = try ScriptedAgent(broker: broker, allow: true)
-        #expect(broker.authorize(me, capabilities: .screen) {} == .allowed)
+        #expect(broker.decide(me, capabilities: .screen) {} == .allowed)
         clock.set(100.6)
         broker.markActive(pid: me.pid)
         clock.set(101.2)
-        #expect(broker.authorize(me, capabilities: .screen) {} == .allowed)
+        #expect(broker.decide(me, capabilities: .screen) {} == .allowed)
         #expect(agent.asked == 1, "activity keeps consent alive")
         clock.set(102.7)
-        #expect(broker.authorize(me, capabilities: .screen) {} == .allowed)
+        #expect(broker.decide(me, capabilities: .screen) {} == .allowed)
         #expect(agent.asked == 2, "idle past the limit: asked again")
     }
 
     @Test func aRefusalIsUserDeclinedAndNotRemembered() throws {
         let broker = broker()
         let agent = try ScriptedAgent(broker: broker, allow: false)
-        #expect(broker.authorize(me, capabilities: .screen) {} == .declined("the person declined"))
-        #expect(broker.authorize(me, capabilities: .screen) {} != .allowed)
+        #expect(broker.decide(me, capabilities: .screen) {} == .declined("the person declined"))
+        #expect(broker.decide(me, capabilities: .screen) {} != .allowed)
         #expect(agent.asked == 2)
+    }
+
+    @Test func aQuestionForThePersonReturnsAtOnceAndItsAnswerComesOnce() throws {
+        let broker = broker()
+        let (daemonSide, clientSide) = try socketPair()
+        _ = broker.addAgent(daemonSide)
+        let decisions = Mutex<[ConsentBroker.Decision]>([])
+        let decided = DispatchSemaphore(value: 0)
+        var waited = 0
+        let now = broker.authorize(me, capabilities: .screen, waiting: { waited += 1 }) { decision in
+            decisions.withLock { $0.append(decision) }
+            decided.signal()
+        }
+        // Nobody has answered yet, and nothing waited for them: the call is back, undecided.
+        #expect(now == nil && waited == 1 && decisions.withLock { $0.isEmpty })
+        guard case .consentRequested(let prompt)? = try clientSide.receive(DaemonEvent.self)?.message else {
+            Issue.record("the agent was not asked")
+            return
+        }
+        #expect(broker.answer(requestID: prompt.requestID, allow: true, session: nil))
+        #expect(decided.wait(timeout: .now() + 10) == .success)
+        #expect(!broker.answer(requestID: prompt.requestID, allow: false, session: nil), "a second answer counted")
+        #expect(decisions.withLock { $0 } == [.allowed])
+        #expect(broker.decide(me, capabilities: .screen) {} == .allowed, "the answer was not kept")
+    }
+
+    @Test func aQuestionNobodyAnswersIsDeclinedWhenItsTimeRunsOut() throws {
+        let broker = ConsentBroker(settings: .init(timeout: .milliseconds(100))) { id, token in
+            "http://127.0.0.1:1/consent/\(id)?token=\(token)"
+        }
+        let (daemonSide, clientSide) = try socketPair()
+        _ = broker.addAgent(daemonSide)
+        #expect(broker.decide(me, capabilities: .screen) {} == .declined("nobody answered within 0.1 seconds"))
+        guard case .consentRequested(let prompt)? = try clientSide.receive(DaemonEvent.self)?.message else {
+            Issue.record("the agent was not asked")
+            return
+        }
+        #expect(!broker.answer(requestID: prompt.requestID, allow: true, session: nil), "an answer after the time ran out counted")
     }
 
     @Test func thePageOpensOnceWithTheRequestsOwnLinkAndOnlyItsSessionAnswers() throws {
@@ -121,7 +175,7 @@ final class ScriptedAgent: Sendable {
         _ = broker.addAgent(daemonSide)
         let decision = Mutex<ConsentBroker.Decision?>(nil)
         let me = self.me
-        Thread.detachNewThread { decision.withLock { $0 = broker.authorize(me, capabilities: .screen) {} } }
+        Thread.detachNewThread { decision.withLock { $0 = broker.decide(me, capabilities: .screen) {} } }
         guard case .consentRequested(let prompt)? = try clientSide.receive(DaemonEvent.self)?.message,
               let url = prompt.pageURL, let token = url.split(separator: "=").last.map(String.init) else {
             Issue.record("no prompt with a page URL")
@@ -151,7 +205,7 @@ final class ScriptedAgent: Sendable {
         let (daemonSide, clientSide) = try socketPair()
         _ = broker.addAgent(daemonSide)
         let me = self.me
-        Thread.detachNewThread { _ = broker.authorize(me, capabilities: .screen) {} }
+        Thread.detachNewThread { _ = broker.decide(me, capabilities: .screen) {} }
         guard case .consentRequested(let prompt)? = try clientSide.receive(DaemonEvent.self)?.message,
               let token = prompt.pageURL?.split(separator: "=").last.map(String.init) else {
             Issue.record("no prompt with a page URL")

@@ -290,7 +290,7 @@ final class ExtensionProcess: ExtensionLink {
         var arguments = [
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm",
-            // bwrap is started from a thread that lives as long as replayd (`SpawnThread`):
+            // bwrap is started from a thread that lives as long as replayd (`WatcherThread`):
             // the sandbox dies with replayd, even by SIGKILL.
             "--die-with-parent", "--unshare-all", "--new-session", "--cap-drop", "ALL",
         ]

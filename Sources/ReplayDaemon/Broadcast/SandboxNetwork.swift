@@ -75,7 +75,7 @@ final class SandboxNetwork: Sendable {
         }
         defer { for (fd, number) in inherited where number == 4 { close(fd) } }
         do {
-            // setpriv sets the parent-death signal (SpawnThread's thread is the parent), which
+            // setpriv sets the parent-death signal (the WatcherThread is the parent), which
             // pasta keeps: it dies with replayd, even by SIGKILL. No Landlock domain: one that
             // is not the sandbox's ancestor may not open the sandbox's namespaces; the sandbox's
             // own domain already limits what it connects to through pasta.

@@ -60,13 +60,12 @@ public final class ConsentBroker: Sendable {
         var lastActive: Int64
     }
 
-    private final class Pending: Sendable {
+    /// A question waiting for the person; `decided` is told the outcome once.
+    private struct Pending: Sendable {
         let prompt: ConsentPrompt
-        let answered = DispatchSemaphore(value: 0)
-        let answer = Mutex<Bool?>(nil)
-        init(prompt: ConsentPrompt) {
-            self.prompt = prompt
-        }
+        let key: ProcessKey
+        let capabilities: Capabilities
+        let decided: @Sendable (Decision) -> Void
     }
 
     private struct State {
@@ -92,8 +91,12 @@ public final class ConsentBroker: Sendable {
         self.pageLinks = pageLinks ?? PageLinks(lifetimes: PageLinks.Lifetimes(link: lifetime, session: lifetime).capped())
     }
 
-    /// Blocks until the app may capture, or is refused. `waiting` runs once if a person is asked.
-    func authorize(_ peer: PeerIdentity, capabilities: Capabilities, waiting: () -> Void) -> Decision {
+    /// Whether the app may capture. Decided at once (a grant it holds, the policy, nobody to
+    /// ask, too many questions waiting): that decision is returned. Otherwise the person is
+    /// asked, `waiting` runs, nil is returned, and `decided` is called once with the answer,
+    /// or a refusal after `timeout`, on the answering thread. Nothing waits meanwhile.
+    func authorize(_ peer: PeerIdentity, capabilities: Capabilities, waiting: () -> Void,
+                   decided: @escaping @Sendable (Decision) -> Void) -> Decision? {
         guard let startTime = peer.startTime else { return .declined("the app's process could not be identified") }
         let key = ProcessKey(pid: peer.pid, startTime: startTime)
         let now = settings.clock.now().nanoseconds
@@ -124,7 +127,7 @@ public final class ConsentBroker: Sendable {
             screen: capabilities.contains(.screen), appAudio: capabilities.contains(.appAudio),
             microphone: capabilities.contains(.microphone), pageURL: pageURL(requestID, token),
             camera: capabilities.contains(.camera) ? true : nil)
-        let pending = Pending(prompt: prompt)
+        let pending = Pending(prompt: prompt, key: key, capabilities: capabilities, decided: decided)
         let agents = state.withLock { state -> [ClientOutbox]? in
             let waiting = state.pending.values
             guard waiting.count < Self.pendingInAll,
@@ -137,44 +140,42 @@ public final class ConsentBroker: Sendable {
             return .tooManyPending("\(Self.pendingPerUser) consent prompts of this user's apps (or \(Self.pendingInAll) in all) "
                 + "are already waiting for the person; ask again once they are answered")
         }
-        defer {
-            _ = state.withLock { $0.pending.removeValue(forKey: requestID) }
-            pageLinks.revoke(requestID)
-        }
         var reached = 0
         for agent in agents where (try? agent.send(DaemonEvent.consentRequested(prompt: prompt))) != nil { reached += 1 }
         guard reached > 0 else {
+            _ = state.withLock { $0.pending.removeValue(forKey: requestID) }
+            pageLinks.revoke(requestID)
             return .declined("nobody was asked: no consent agent is running (start 'replay consent-agent', or give replayd a --consent-policy)")
         }
         waiting()
-        let timeout = Double(settings.timeout.nanoseconds) / 1e9
-        let allowed: Bool
-        if pending.answered.wait(timeout: .now() + timeout) == .timedOut {
-            allowed = false
-        } else {
-            allowed = pending.answer.withLock { $0 } ?? false
+        // An answer that came already finds the request gone: this does nothing then.
+        let timeout = settings.timeout
+        DispatchQueue.global().asyncAfter(deadline: .now() + Double(timeout.nanoseconds) / 1e9) { [self] in
+            resolve(requestID, answer: nil)
         }
-        notifyAgents(.consentResolved(requestID: requestID, allowed: allowed))
-        guard allowed else {
-            return .declined(pending.answer.withLock { $0 } == nil
-                ? "nobody answered within \(Int(timeout)) seconds" : "the person declined")
-        }
-        grant(key, capabilities)
-        return .allowed
+        return nil
     }
 
     /// An answer from an agent (no session needed: agents are the person's own tools) or from
     /// the page (which must show the session its one-time link was exchanged for). Returns
-    /// false for an unknown request or a wrong session.
+    /// false for an unknown or already answered request, or a wrong session.
     func answer(requestID: String, allow: Bool, session: String?) -> Bool {
-        guard let pending = state.withLock({ $0.pending[requestID] }) else { return false }
+        guard state.withLock({ $0.pending[requestID] }) != nil else { return false }
         if let session, !pageLinks.isSession(session, for: requestID) { return false }
-        let first = pending.answer.withLock { answer -> Bool in
-            guard answer == nil else { return false }
-            answer = allow
-            return true
-        }
-        if first { pending.answered.signal() }
+        return resolve(requestID, answer: allow)
+    }
+
+    /// Ends a request with the person's answer, or nil when time ran out: the first to come
+    /// decides; false for a request already decided.
+    @discardableResult
+    private func resolve(_ requestID: String, answer: Bool?) -> Bool {
+        guard let pending = state.withLock({ $0.pending.removeValue(forKey: requestID) }) else { return false }
+        pageLinks.revoke(requestID)
+        let allowed = answer ?? false
+        notifyAgents(.consentResolved(requestID: requestID, allowed: allowed))
+        if allowed { grant(pending.key, pending.capabilities) }
+        pending.decided(allowed ? .allowed : .declined(answer == nil
+            ? String(format: "nobody answered within %g seconds", Double(settings.timeout.nanoseconds) / 1e9) : "the person declined"))
         return true
     }
 

@@ -41,7 +41,7 @@ final class DesktopNotifications: CaptureIndicator {
     /// Why the notification service is no longer reached, once it went away.
     private let lost = Mutex<String?>(nil)
     private let logger: Logger
-    private let finished = DispatchSemaphore(value: 0)
+    private let finished = Completion<Void>()
 
     /// Desktop notifications on `busAddress` (nil: this session's), or no indicator, saying why,
     /// when there is no bus or no notification server on it (the log warns once).
@@ -66,7 +66,7 @@ final class DesktopNotifications: CaptureIndicator {
         let owned = UncheckedBox((connection, actions, closes))
         Thread.detachNewThread { [self] in
             run(connection: owned.value.0, actions: owned.value.1, closes: owned.value.2)
-            finished.signal()
+            finished.complete(())
         }
     }
 
@@ -90,10 +90,10 @@ final class DesktopNotifications: CaptureIndicator {
         requests.withLock { $0.append(.tell(notice)) }
     }
 
-    /// Sends what is queued (the ends too) and stops the thread.
-    func close() {
+    /// Sends what is queued (the ends too) and stops the thread: waits for it up to 3 s.
+    func close() async {
         stopping.raise()
-        _ = finished.wait(timeout: .now() + 3)
+        _ = await finished.finished(within: 3)
     }
 
     static let interface = "org.freedesktop.Notifications"

@@ -204,12 +204,8 @@ extension LoopbackPages {
                   let broadcastID = daemon.pickers.broadcastID(of: id), let broadcast = daemon.broadcast(broadcastID) else {
                 return Self.notFound()
             }
-            let final = await withCheckedContinuation { continuation in
-                Thread.detachNewThread {
-                    broadcast.stop()
-                    continuation.resume(returning: broadcast.waitUntilFinished())
-                }
-            }
+            broadcast.stop()
+            let final = await broadcast.finished()
             return Self.html(PageTemplates.pickerResult(final, error: nil))
         }
         return router

@@ -258,6 +258,9 @@ final class BroadcastSession: Sendable {
     /// Blocks until the extension is gone and the status is final.
     func waitUntilFinished() -> BroadcastStatus { completion.wait() }
 
+    /// Waits, holding no thread, until the extension is gone and the status is final.
+    func finished() async -> BroadcastStatus { await completion.finished() }
+
     private func setPaused(_ paused: Bool) {
         let now = parts.clock.now()
         let changed = state.withLock { state -> Bool in

@@ -269,6 +269,8 @@ void CShims_malloc_fix_mmap_threshold(void) { mallopt(M_MMAP_THRESHOLD, 128 * 10
 
 void CShims_malloc_trim(void) { malloc_trim(0); }
 
+void CShims_malloc_one_arena(void) { mallopt(M_ARENA_MAX, 1); }
+
 size_t CShims_malloc_in_use(void) {
     struct mallinfo2 info = mallinfo2();
     return info.uordblks + info.hblkhd;

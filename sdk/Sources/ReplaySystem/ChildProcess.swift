@@ -71,7 +71,7 @@ public final class ChildProcess: Sendable {
     /// against ptrace and reading other processes' memory, with `landlockScopes` no abstract
     /// unix socket or signal beyond its own Landlock domain, and with `tcpConnectPorts` TCP
     /// connects to those ports only (on any address); everything it execs inherits these. It
-    /// is started from `SpawnThread`, which lives as long as this process, so a parent-death
+    /// is started from `WatcherThread`, which lives as long as this process, so a parent-death
     /// signal it sets fires only when this process ends.
     public init(confinedPath path: String, arguments: [String], environment: [String: String], landlockScopes: Bool,
                 tcpConnectPorts: [UInt16]? = nil, stderr: Stream = .null, inheriting: [(Int32, Int32)] = []) throws(SystemError) {
@@ -81,7 +81,7 @@ public final class ChildProcess: Sendable {
         defer { close(null) }
         let stderrSource: Int32 = if case .descriptor(let fd) = stderr { fd } else { null }
         let handed = [(null, Int32(0)), (null, 1), (stderrSource, 2)] + inheriting
-        let result = SpawnThread.shared.run {
+        let result = WatcherThread.shared.run {
             let argv = ([path] + arguments).map { strdup($0) } + [nil]
             let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
             defer {

@@ -36,6 +36,11 @@ public enum ProcessMemory {
 
     private static let fixedThreshold: Void = CShims_malloc_fix_mmap_threshold()
 
+    /// Every thread allocates from one malloc arena: for a process whose threads rarely
+    /// allocate at the same time, where an arena per thread would only keep more free pages.
+    /// Best called before threads start: a thread keeps the arena it already has.
+    public static func useOneArena() { CShims_malloc_one_arena() }
+
     /// Unmaps the program's own code, to be mapped back a page at a time as it runs again: for
     /// a daemon that has started, or finished its work, and now waits. A page fault on a file's
     /// page maps the 64 KB around it too ("fault-around"), so work that ran code all over a

@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 
 /* The CMSG_* macros as functions, for SCM_RIGHTS descriptor passing. */
 struct cmsghdr *CShims_CMSG_FIRSTHDR(const struct msghdr *message);
@@ -90,6 +91,9 @@ int CShims_sock_diag_socket_of(int pid);
 void CShims_malloc_fix_mmap_threshold(void);
 /* malloc_trim(0): gives the free pages of every arena back to the system. */
 void CShims_malloc_trim(void);
+
+/* mallopt(M_ARENA_MAX, 1): one malloc arena for every thread. */
+void CShims_malloc_one_arena(void);
 /* Bytes the program holds from malloc now (mallinfo2: in use in the arenas plus mmapped blocks). */
 size_t CShims_malloc_in_use(void);
 
