@@ -36,14 +36,18 @@ package final class Completion<Value: Sendable>: Sendable {
 
     /// Waits, holding no thread, until it happens or `seconds` have passed (then nil).
     package func finished(within seconds: Double) async -> Value? {
-        await withCheckedContinuation { (waiter: CheckedContinuation<Value?, Never>) in
-            let resumed = Atomic(false)
-            onComplete { value in
-                if !resumed.exchange(true, ordering: .relaxed) { waiter.resume(returning: value) }
-            }
-            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
-                if !resumed.exchange(true, ordering: .relaxed) { waiter.resume(returning: nil) }
-            }
+        await withCheckedContinuation { waiter in onComplete(within: seconds) { waiter.resume(returning: $0) } }
+    }
+
+    /// Runs `handler` once: with the value when it happens, or with nil once `seconds` have
+    /// passed first (on a global queue). No thread waits meanwhile.
+    package func onComplete(within seconds: Double, _ handler: @escaping @Sendable (Value?) -> Void) {
+        let handled = Atomic(false)
+        onComplete { value in
+            if !handled.exchange(true, ordering: .relaxed) { handler(value) }
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+            if !handled.exchange(true, ordering: .relaxed) { handler(nil) }
         }
     }
 

@@ -15,9 +15,20 @@ extension ClientConnection {
         guard request.scope == .screen else {
             throw Refusal(code: .malformedRequest, message: "the person broadcasts the screen; only an app can broadcast its own windows, through the picker")
         }
-        let status = try daemon.startBroadcast(request)
-        daemon.logger.info("broadcast requested", metadata: ["broadcast": "\(status.id)", "peer": "\(peerDescription)"])
-        try channel.send(DaemonEvent.broadcastStarted(status: status))
+        // Answered once the extension is live (up to its readiness time): the connection's
+        // later requests wait till then, and no thread does (`holdRequests`).
+        let resume = holdRequests()
+        do {
+            try daemon.startBroadcast(request) { [self] result in
+                resume { [self] in
+                    let status = try result.get()
+                    daemon.logger.info("broadcast requested", metadata: ["broadcast": "\(status.id)", "peer": "\(peerDescription)"])
+                    try channel.send(DaemonEvent.broadcastStarted(status: status))
+                }
+            }
+        } catch {
+            resume { throw error }
+        }
     }
 
     /// Pauses or resumes a broadcast and says its state.

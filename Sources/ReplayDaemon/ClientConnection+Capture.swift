@@ -44,9 +44,12 @@ extension ClientConnection {
         guard let session = capture else {
             throw Refusal(code: .outOfOrder, message: "stopCapture without a capture running on this connection", closing: true)
         }
-        capture = nil
         session.stop()
-        session.waitUntilFinished()
+        // Its later requests wait for the capture's end, and no thread does (`holdRequests`).
+        // The connection keeps the session until then: nothing else holds it, and its
+        // process's end is heard only while it lives.
+        let resume = holdRequests()
+        session.onFinish { resume { [self] in capture = nil } }
     }
 
     func watchCaptureState() throws {

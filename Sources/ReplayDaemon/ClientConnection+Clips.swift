@@ -125,9 +125,14 @@ extension ClientConnection {
             throw Refusal(code: .outOfOrder, message: "clip buffering is not on")
         }
         session.stop()
-        _ = session.waitUntilFinished()
-        if role == .app { clipBuffer = nil }
-        try channel.send(DaemonEvent.clipBufferingStopped)
+        // Said once its capture process is gone; no thread waits meanwhile (`holdRequests`).
+        let resume = holdRequests()
+        session.onFinish { [self] _ in
+            resume { [self] in
+                if role == .app { clipBuffer = nil }
+                try channel.send(DaemonEvent.clipBufferingStopped)
+            }
+        }
     }
 
     /// The person's buffer (in the daemon), or this app connection's own.

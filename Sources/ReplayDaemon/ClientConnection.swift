@@ -7,8 +7,10 @@ import ReplaySystem
 import Synchronization
 
 /// Serves one client: its requests are handled one at a time, in order, on `queue`, its
-/// serial executor (no thread while it is idle). A malformed or out-of-order request is
-/// answered with an error and the connection is closed; the daemon carries on.
+/// serial executor (no thread while it is idle). A request that waits for something (consent,
+/// a broadcast's start, a session's end) suspends the queue instead of a thread
+/// (`holdRequests`). A malformed or out-of-order request is answered with an error and the
+/// connection is closed; the daemon carries on.
 ///
 /// Who the client is comes from the kernel: the person's own tools (the replay CLI run by
 /// the store's owner) may read the store and answer consent; every other client is an app,
@@ -295,19 +297,33 @@ final class ClientConnection: @unchecked Sendable {
         guard !cleanedUp else { return }
         cleanedUp = true
         isOver = true
-        // A client that goes away mid-recording ends it; the movie is kept.
+        // A client that goes away mid-capture ends what it started (a movie is kept); the rest
+        // of the clean-up waits for their ends with the queue suspended, holding no thread.
+        let ended = DispatchGroup()
         if let recording {
             recording.stop()
-            _ = recording.waitUntilFinished()
+            ended.enter()
+            recording.onFinish { _ in ended.leave() }
         }
         if let capture {
             capture.stop()
-            capture.waitUntilFinished()
+            ended.enter()
+            capture.onFinish { ended.leave() }
         }
         if let clipBuffer {
             clipBuffer.stop()
-            _ = clipBuffer.waitUntilFinished()
+            ended.enter()
+            clipBuffer.onFinish { _ in ended.leave() }
         }
+        queue.suspend()
+        ended.notify(queue: .global()) { [self] in
+            releaseEverything()
+            queue.resume()
+        }
+    }
+
+    /// What the client held besides its captures, once those have ended.
+    private func releaseEverything() {
         if let agentID { daemon.consent.removeAgent(agentID) }
         if let watcherID { daemon.captureMonitor.unwatch(watcherID) }
         daemon.protectedWindows.release(owner: number)

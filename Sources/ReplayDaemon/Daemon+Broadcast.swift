@@ -9,11 +9,13 @@ import Synchronization
 
 /// Broadcasts: started by the person (CLI) or through an app's picker, one session each.
 extension Daemon {
-    /// Starts a broadcast through an installed extension; throws a message for the person.
+    /// Starts a broadcast through an installed extension: throws at once what is wrong with
+    /// the request; else `started` gets its status once the extension is live, or why it
+    /// could not start (a message for the person). Nothing waits meanwhile.
     /// - Parameters:
     ///   - host: the app whose picker started it, which then gets its status on `hostChannel`.
-    func startBroadcast(_ request: BroadcastRequest, host: PeerIdentity? = nil,
-                        hostChannel: ClientOutbox? = nil) throws -> BroadcastStatus {
+    func startBroadcast(_ request: BroadcastRequest, host: PeerIdentity? = nil, hostChannel: ClientOutbox? = nil,
+                        started: @escaping @Sendable (Result<BroadcastStatus, DaemonError>) -> Void) throws {
         guard let info = catalog.find(request.extensionID) else {
             let installed = catalog.list().map(\.manifest.id)
             throw ClientConnection.Refusal(code: .notFound, message: "no extension '\(request.extensionID)' is installed"
@@ -52,12 +54,14 @@ extension Daemon {
         if let hostChannel { session.observe { status in try? hostChannel.send(DaemonEvent.broadcastUpdated(status: status)) } }
         let hidden = [store.directory.path, URL(fileURLWithPath: configuration.socketPath).deletingLastPathComponent().path]
             + configuration.privateStateDirectories.map(\.path)
-        try session.start(hidden: hidden, applicationInfo: host.map(Self.applicationInfo(of:)) ?? focusedApplication())
-        // Announced once it is live (a start that fails was never on screen).
-        indicator.began(IndicatedCapture(id: session.id, kind: .broadcast(service: info.manifest.displayName),
-                                         who: host.map { IndicatedCapture.name(ofApp: $0.executable) } ?? IndicatedCapture.person),
-                        stop: { session.stop() })
-        return session.status
+        session.start(hidden: hidden, applicationInfo: host.map(Self.applicationInfo(of:)) ?? focusedApplication()) { [self] failure in
+            if let failure { return started(.failure(failure)) }
+            // Announced once it is live (a start that fails was never on screen).
+            indicator.began(IndicatedCapture(id: session.id, kind: .broadcast(service: info.manifest.displayName),
+                                             who: host.map { IndicatedCapture.name(ofApp: $0.executable) } ?? IndicatedCapture.person),
+                            stop: { session.stop() })
+            started(.success(session.status))
+        }
     }
 
     /// A finished broadcast leaves the live table, and with it its extension process,

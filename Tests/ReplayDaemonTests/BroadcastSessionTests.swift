@@ -5,6 +5,7 @@ import ReplayCapture
 import ReplayIPC
 import ReplayMedia
 @testable import ReplaySession
+import Synchronization
 import Testing
 
 /// A broadcast's life with a fake extension and a fake screen: every way it can end, and
@@ -37,7 +38,17 @@ import Testing
                 makeFeed: parts.inProcessBroadcastFeed(id: "bc-test", protectedWindows: protectedWindows))
         }
 
-        func start() throws(DaemonError) { try session.start(hidden: [], applicationInfo: ["name": "test"]) }
+        /// Starts it and waits for the outcome (the session itself holds no thread meanwhile).
+        func start() throws(DaemonError) {
+            let outcome = Mutex<DaemonError??>(nil)
+            let done = DispatchSemaphore(value: 0)
+            session.start(hidden: [], applicationInfo: ["name": "test"]) { failure in
+                outcome.withLock { $0 = .some(failure) }
+                done.signal()
+            }
+            done.wait()
+            if let failure = outcome.withLock({ $0 }) ?? nil { throw failure }
+        }
 
         /// Everything the session held for this broadcast is gone.
         func expectNothingLeft(_ sourceLocation: SourceLocation = #_sourceLocation) {

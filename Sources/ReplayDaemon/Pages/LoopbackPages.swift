@@ -76,7 +76,8 @@ final class LoopbackPages: Sendable {
 protocol PickerBackend: AnyObject, Sendable {
     var catalog: ExtensionCatalog { get }
     var pickers: BroadcastPickers { get }
-    func startBroadcast(_ request: BroadcastRequest, host: PeerIdentity?, hostChannel: ClientOutbox?) throws -> BroadcastStatus
+    func startBroadcast(_ request: BroadcastRequest, host: PeerIdentity?, hostChannel: ClientOutbox?,
+                        started: @escaping @Sendable (Result<BroadcastStatus, DaemonError>) -> Void) throws
     func broadcast(_ id: String?) -> BroadcastSession?
 }
 
@@ -176,14 +177,15 @@ extension LoopbackPages {
             // The scope is the app's request, shown on the page; nothing in the form changes it.
             let broadcast = BroadcastRequest(extensionID: extensionID, setup: setup, microphone: form["microphone"] == "on" || picker.microphone,
                                              scope: picker.scope)
-            // Starting waits for the extension to be ready: off the server's threads.
-            let outcome = await withCheckedContinuation { continuation in
-                Thread.detachNewThread {
+            // Opening the capture and launching the extension block a moment: off the server's
+            // tasks, on a dispatch thread; the wait for the extension to be ready holds none.
+            let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<BroadcastStatus, DaemonError>, Never>) in
+                DispatchQueue.global().async {
                     do {
-                        continuation.resume(returning: Result<BroadcastStatus, any Error>.success(
-                            try daemon.startBroadcast(broadcast, host: picker.hostPeer, hostChannel: picker.host)))
+                        try daemon.startBroadcast(broadcast, host: picker.hostPeer, hostChannel: picker.host) { continuation.resume(returning: $0) }
                     } catch {
-                        continuation.resume(returning: .failure(error))
+                        continuation.resume(returning: .failure(error as? DaemonError
+                            ?? DaemonError(code: .internalError, message: "\(error)")))
                     }
                 }
             }
@@ -193,8 +195,7 @@ extension LoopbackPages {
                 return Self.html(PageTemplates.pickerResult(status, error: nil, pickerID: id))
             case .failure(let error):
                 daemon.pickers.finishStart(id, broadcastID: nil)
-                let message = (error as? ClientConnection.Refusal)?.message ?? "\(error)"
-                return Self.html(PageTemplates.pickerResult(nil, error: message))
+                return Self.html(PageTemplates.pickerResult(nil, error: error.message))
             }
         }
         router.post("picker/:picker/stop") { [self] request, context -> Response in

@@ -68,9 +68,10 @@ final class BroadcastSession: Sendable {
     private let state: Mutex<State>
     /// Makes the feed, for the capture options this broadcast asks for.
     private let makeFeed: @Sendable (BroadcastCaptureOptions) -> any BroadcastFeed
-    private let readiness = DispatchSemaphore(value: 0)
-    /// Signalled when the extension has handled `started` (or the broadcast ended first).
-    private let acceptance = DispatchSemaphore(value: 0)
+    /// Happens when the extension says it is ready (or the broadcast ended first).
+    private let readiness = Completion<Void>()
+    /// Happens when the extension has handled `started` (or the broadcast ended first).
+    private let acceptance = Completion<Void>()
     private let completion = Completion<BroadcastStatus>()
     /// Told of every change of state, service info, URL or error (the host app's connection).
     private let observers = Mutex<[@Sendable (BroadcastStatus) -> Void]>([])
@@ -136,13 +137,15 @@ final class BroadcastSession: Sendable {
     /// Shared surfaces still mapped for this broadcast (none once it is over).
     var heldSurfaces: Int { state.withLock { $0.feed?.surfacesHeld ?? 0 } }
 
-    /// Opens the display, starts the extension and waits for it to be ready; throws with
-    /// nothing left running when any of that fails.
-    func start(hidden: [String], applicationInfo: [String: String]) throws(DaemonError) {
+    /// Opens the display and starts the extension; once it is ready and has taken the start,
+    /// `started` is called with nil, or with why it could not start, nothing left running
+    /// then. The waits for the extension (up to `timing.ready` each) hold no thread: what
+    /// follows each runs when the extension answers, or on a global queue when time is up.
+    func start(hidden: [String], applicationInfo: [String: String], started: @escaping @Sendable (DaemonError?) -> Void) {
         var onlyProcess: Int32?
         if request.scope == .app {
             // Only the host app's own windows, as in-app capture: never the screen by default.
-            guard let host else { throw failStart("only an app can broadcast its own windows") }
+            guard let host else { return started(failStart("only an app can broadcast its own windows")) }
             onlyProcess = host.pid
         }
         let feed = makeFeed(BroadcastCaptureOptions(
@@ -153,7 +156,7 @@ final class BroadcastSession: Sendable {
             opened = try feed.open()
         } catch {
             feed.stop()
-            throw failStart(error.message)
+            return started(failStart(error.message))
         }
         defer { opened.descriptors.forEach { close($0) } }
         let writable = manifest.setupFields.filter { $0.kind == .directory }.compactMap { request.setup[$0.key] }
@@ -163,14 +166,14 @@ final class BroadcastSession: Sendable {
                                          network: ExtensionNetworkPolicy(setup: request.setup))
         } catch {
             feed.stop()
-            throw failStart(error.message)
+            return started(failStart(error.message))
         }
         let hello = BroadcastCodec.encode(.hello(.init(surfaceCount: UInt16(opened.descriptors.count), surfaceSize: UInt64(opened.surfaceSize))))
         guard link.send(hello, descriptors: opened.descriptors) else {
             feed.stop()
             link.kill()
             link.close()
-            throw failStart("cannot hand the shared surfaces to extension '\(manifest.id)'")
+            return started(failStart("cannot hand the shared surfaces to extension '\(manifest.id)'"))
         }
         state.withLock {
             $0.link = link
@@ -183,14 +186,22 @@ final class BroadcastSession: Sendable {
         state.withLock { $0.watchdog = watchdog }
 
         // The extension must say it is ready before anything else happens.
-        _ = readiness.wait(timeout: .now() + timing.ready)
+        let size = "\(opened.width)x\(opened.height)"
+        readiness.onComplete(within: timing.ready) { [self] _ in
+            whenReady(feed: feed, size: size, applicationInfo: applicationInfo, started: started)
+        }
+    }
+
+    /// The extension said it is ready, the broadcast ended, or time ran out: the start goes on.
+    private func whenReady(feed: any BroadcastFeed, size: String, applicationInfo: [String: String],
+                           started: @escaping @Sendable (DaemonError?) -> Void) {
         let (ready, ending) = state.withLock { ($0.isReady, $0.isEnding) }
         guard ready && !ending else {
             let why = state.withLock { $0.status.lastError }
                 ?? (ending ? "was stopped before it was ready" : "did not get ready within \(String(format: "%g", timing.ready)) seconds")
             end(failure: why)
-            _ = waitUntilFinished()
-            throw DaemonError(code: .captureFailed, message: "cannot start the broadcast: extension '\(manifest.id)' \(why)")
+            let failure = DaemonError(code: .captureFailed, message: "cannot start the broadcast: extension '\(manifest.id)' \(why)")
+            return onFinish { _ in started(failure) }
         }
         send(.started(setupInfo: request.setup))
         send(.annotated(applicationInfo: applicationInfo))
@@ -203,25 +214,26 @@ final class BroadcastSession: Sendable {
             return state.pingSequence
         }
         send(.ping(probe))
-        _ = acceptance.wait(timeout: .now() + timing.ready)
-        if let why = state.withLock({ $0.isEnding ? ($0.status.lastError ?? "was stopped") : nil }) {
-            _ = waitUntilFinished()
-            throw DaemonError(code: .captureFailed, message: "cannot start the broadcast: \(why)")
-        }
-        // Not over an end that came meanwhile (a malformed message right after `ready`):
-        // a failed broadcast stays failed, and its stop flag keeps capture from starting.
-        state.withLock { state in
-            if state.lifecycle.didStart() == .running { state.status.state = .live }
-        }
-        notifyObservers()
+        acceptance.onComplete(within: timing.ready) { [self] _ in
+            if let why = state.withLock({ $0.isEnding ? ($0.status.lastError ?? "was stopped") : nil }) {
+                let failure = DaemonError(code: .captureFailed, message: "cannot start the broadcast: \(why)")
+                return onFinish { _ in started(failure) }
+            }
+            // Not over an end that came meanwhile (a malformed message right after `ready`):
+            // a failed broadcast stays failed, and its stop flag keeps capture from starting.
+            state.withLock { state in
+                if state.lifecycle.didStart() == .running { state.status.state = .live }
+            }
+            notifyObservers()
 
-        // Every audio source's periods lie on one grid from here (SteadyAudioTrack).
-        feed.run(audioOrigin: parts.clock.now(), deliver: { [self] message in forward(message) }) { [self] failure in
-            if let failure { end(failure: failure) }
+            // Every audio source's periods lie on one grid from here (SteadyAudioTrack).
+            feed.run(audioOrigin: parts.clock.now(), deliver: { [self] message in forward(message) }) { [self] failure in
+                if let failure { end(failure: failure) }
+            }
+            logger.info("broadcast started", metadata: ["broadcast": "\(id)", "extension": "\(manifest.id)", "size": "\(size)",
+                                                        "scope": "\(request.scope.rawValue)"])
+            started(nil)
         }
-        logger.info("broadcast started", metadata: ["broadcast": "\(id)", "extension": "\(manifest.id)",
-                                                    "size": "\(opened.width)x\(opened.height)",
-                                                    "scope": "\(request.scope.rawValue)"])
     }
 
     private func failStart(_ why: String) -> DaemonError {
@@ -354,13 +366,13 @@ final class BroadcastSession: Sendable {
                 state.isReady = true
                 state.minorVersion = min(minorVersion ?? 0, BroadcastCodec.minorVersion)
             }
-            readiness.signal()
+            readiness.complete(())
         case .pong(let sequence):
             let accepted = state.withLock { state in
                 state.lastPong = MonotonicClock.nanoseconds()
                 return state.acceptancePing == sequence
             }
-            if accepted { acceptance.signal() }
+            if accepted { acceptance.complete(()) }
         case .release(let surface): state.withLock { $0.feed }?.release(surface: Int(surface))
         // The extension chose to end: it is told `finished` and given the time to close its
         // stream, as at a stop.
@@ -422,8 +434,8 @@ final class BroadcastSession: Sendable {
         }
         guard first else { return }
         state.withLock { $0.feed }?.stop()
-        readiness.signal()
-        acceptance.signal()
+        readiness.complete(())
+        acceptance.complete(())
         if let failure { logger.error("broadcast failed: \(failure)", metadata: ["broadcast": "\(id)"]) }
         notifyObservers()
         guard let link, !exited else { return }
@@ -444,7 +456,7 @@ final class BroadcastSession: Sendable {
         if !ending { end(failure: "the extension \(how) before the broadcast ended") }
         let feed = state.withLock { $0.feed }
         feed?.stop()
-        readiness.signal()
+        readiness.complete(())
         // Surfaces are unmapped once nothing can write into them any more.
         if let feed { feed.whenDone { [self] in release() } } else { release() }
     }
