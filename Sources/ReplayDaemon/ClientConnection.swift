@@ -245,26 +245,22 @@ final class ClientConnection: @unchecked Sendable {
         guard let peer else { throw Refusal(code: .userDeclined, message: "the app's process could not be identified") }
         // Held before asking, so an answer that comes at once finds the requests held.
         let resume = holdRequests()
-        // An answer's work starts once `authorize` has returned, and so said "waiting".
-        let asked = DispatchGroup()
-        asked.enter()
-        let decision = daemon.consent.authorize(peer, capabilities: capabilities, waiting: {
-            try? channel.send(DaemonEvent.waitingForConsent)
-        }, decided: { [self] decision in
-            asked.notify(queue: .global()) {
-                resume { [self] in
-                    try consented(decision)
-                    try body()
-                }
-            }
-        })
-        asked.leave()
-        if let decision {
+        let proceed: @Sendable (ConsentBroker.Decision) -> Void = { [self] decision in
             resume { [self] in
                 try consented(decision)
                 try body()
             }
         }
+        // An answer's work starts once `authorize` has returned, and so said "waiting".
+        let asked = DispatchGroup()
+        asked.enter()
+        let decision = daemon.consent.authorize(peer, capabilities: capabilities, waiting: {
+            try? channel.send(DaemonEvent.waitingForConsent)
+        }, decided: { decision in
+            asked.notify(queue: .global()) { proceed(decision) }
+        })
+        asked.leave()
+        if let decision { proceed(decision) }
     }
 
     /// Throws `userDeclined` (or `quotaExceeded`) unless the broker allowed the capture.

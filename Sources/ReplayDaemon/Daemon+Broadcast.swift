@@ -15,7 +15,7 @@ extension Daemon {
     /// - Parameters:
     ///   - host: the app whose picker started it, which then gets its status on `hostChannel`.
     func startBroadcast(_ request: BroadcastRequest, host: PeerIdentity? = nil, hostChannel: ClientOutbox? = nil,
-                        started: @escaping @Sendable (Result<BroadcastStatus, DaemonError>) -> Void) throws {
+                        started: @escaping @Sendable (Result<BroadcastStatus, DaemonError>) -> Void) throws(DaemonError) {
         guard let info = catalog.find(request.extensionID) else {
             let installed = catalog.list().map(\.manifest.id)
             throw ClientConnection.Refusal(code: .notFound, message: "no extension '\(request.extensionID)' is installed"

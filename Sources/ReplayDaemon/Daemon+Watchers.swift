@@ -102,7 +102,7 @@ extension Daemon {
     /// An app in focus is in use: its consent does not lapse (ReplayKit asks again only
     /// after 8 minutes in the background). Probed a few times per lapse period.
     private func watchFocus() -> RepeatingTimer {
-        let period = min(5, max(0.2, Double(configuration.consent.idleLimit.nanoseconds) / 4e9))
+        let period = min(5, max(0.2, configuration.consent.idleLimit.inSeconds / 4))
         return RepeatingTimer(interval: period, queue: Self.watchQueue, paused: true) { [self] in
             let consented = consent.consentedProcesses
             guard !consented.isEmpty else { return updateProbes() }
@@ -160,9 +160,4 @@ extension Daemon {
             Task { await shutdown() }
         }
     }
-}
-
-extension Duration {
-    /// In seconds, for dispatch's deadlines.
-    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

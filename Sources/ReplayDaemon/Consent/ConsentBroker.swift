@@ -149,8 +149,7 @@ public final class ConsentBroker: Sendable {
         }
         waiting()
         // An answer that came already finds the request gone: this does nothing then.
-        let timeout = settings.timeout
-        DispatchQueue.global().asyncAfter(deadline: .now() + Double(timeout.nanoseconds) / 1e9) { [self] in
+        DispatchQueue.global().asyncAfter(deadline: .now() + settings.timeout.inSeconds) { [self] in
             resolve(requestID, answer: nil)
         }
         return nil
@@ -175,7 +174,7 @@ public final class ConsentBroker: Sendable {
         notifyAgents(.consentResolved(requestID: requestID, allowed: allowed))
         if allowed { grant(pending.key, pending.capabilities) }
         pending.decided(allowed ? .allowed : .declined(answer == nil
-            ? String(format: "nobody answered within %g seconds", Double(settings.timeout.nanoseconds) / 1e9) : "the person declined"))
+            ? String(format: "nobody answered within %g seconds", settings.timeout.inSeconds) : "the person declined"))
         return true
     }
 
@@ -239,4 +238,6 @@ public final class ConsentBroker: Sendable {
 
 extension Duration {
     var nanoseconds: Int64 { components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000 }
+    /// In seconds, for dispatch's deadlines.
+    var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }

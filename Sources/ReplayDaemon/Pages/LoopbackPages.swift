@@ -77,7 +77,7 @@ protocol PickerBackend: AnyObject, Sendable {
     var catalog: ExtensionCatalog { get }
     var pickers: BroadcastPickers { get }
     func startBroadcast(_ request: BroadcastRequest, host: PeerIdentity?, hostChannel: ClientOutbox?,
-                        started: @escaping @Sendable (Result<BroadcastStatus, DaemonError>) -> Void) throws
+                        started: @escaping @Sendable (Result<BroadcastStatus, DaemonError>) -> Void) throws(DaemonError)
     func broadcast(_ id: String?) -> BroadcastSession?
 }
 
@@ -181,11 +181,10 @@ extension LoopbackPages {
             // tasks, on a dispatch thread; the wait for the extension to be ready holds none.
             let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<BroadcastStatus, DaemonError>, Never>) in
                 DispatchQueue.global().async {
-                    do {
+                    do throws(DaemonError) {
                         try daemon.startBroadcast(broadcast, host: picker.hostPeer, hostChannel: picker.host) { continuation.resume(returning: $0) }
                     } catch {
-                        continuation.resume(returning: .failure(error as? DaemonError
-                            ?? DaemonError(code: .internalError, message: "\(error)")))
+                        continuation.resume(returning: .failure(error))
                     }
                 }
             }

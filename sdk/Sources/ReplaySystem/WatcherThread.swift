@@ -16,7 +16,7 @@ import Synchronization
 final class WatcherThread: Sendable {
     static let shared = WatcherThread()
     private let epoll: Int32
-    /// Readable while jobs wait; watched under number 0 (watches count from 1).
+    /// Readable while jobs wait; watched under number 0 (watches count from 1); -1 without one.
     private let wakeup: Int32
     private let watches = Mutex<[UInt64: ReadableWatch]>([:])
     private let jobs = Mutex<[@Sendable () -> Void]>([])
@@ -28,14 +28,21 @@ final class WatcherThread: Sendable {
 
     private init() {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
-        wakeup = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
-        // Without epoll every `add` fails, and its handler says why; without the thread, jobs
-        // run on their callers' threads.
-        guard epoll >= 0, wakeup >= 0 else { return }
+        // Without epoll every `add` fails, and its handler says why.
+        guard epoll >= 0 else {
+            wakeup = -1
+            return
+        }
+        // Without an eventfd in epoll, jobs run on their callers' threads; watches are served all the same.
+        var wakeup = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
         var event = epoll_event()
         event.events = EPOLLIN.rawValue
         event.data.u64 = Self.wakeupNumber
-        guard epoll_ctl(epoll, EPOLL_CTL_ADD, wakeup, &event) == 0 else { return }
+        if wakeup >= 0 && epoll_ctl(epoll, EPOLL_CTL_ADD, wakeup, &event) != 0 {
+            close(wakeup)
+            wakeup = -1
+        }
+        self.wakeup = wakeup
         var thread = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
         let created = pthread_create(&thread, nil, { context in
@@ -50,10 +57,10 @@ final class WatcherThread: Sendable {
     }
 
     /// Runs `body` on this thread and returns its result, waiting for it (on the thread
-    /// itself, or with no thread, right away).
+    /// itself, or with no thread or no eventfd to reach it, right away).
     func run(_ body: @escaping @Sendable () -> Int32) -> Int32 {
         let thread = thread.load(ordering: .acquiring)
-        guard thread != 0, pthread_equal(pthread_self(), thread) == 0 else { return body() }
+        guard thread != 0, wakeup >= 0, pthread_equal(pthread_self(), thread) == 0 else { return body() }
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<Int32>(0)
         jobs.withLock {
