@@ -9,16 +9,20 @@ package protocol RecordingControl: AnyObject, Sendable {
     var destination: RecordingDestination { get }
     var phase: SessionPhase { get }
     var isFinished: Bool { get }
-    /// Opens the screen, the audio and the movie; throws, with nothing kept, when it cannot.
-    func start() throws(DaemonError) -> RecordingStarted
-    func pause() throws(DaemonError)
-    func resume() throws(DaemonError)
+    /// Opens the screen, the audio and the movie, then calls `started` once, with what started
+    /// or why it could not (nothing kept then). Through the portal that includes the person
+    /// choosing a screen: no thread waits meanwhile.
+    func start(then started: @escaping @Sendable (Result<RecordingStarted, DaemonError>) -> Void)
+    /// Pauses (true) or resumes (false) it, then calls `done` with nil or why it could not.
+    func setPaused(_ paused: Bool, then done: @escaping @Sendable (DaemonError?) -> Void)
     /// Ends it; what was captured is kept. Any phase, any number of times.
     func stop()
     /// Ends it for `why` (its summary says so); what was captured is kept.
     func end(because why: String)
-    /// A clip buffer's last `duration` (nil: all of it) as recording `clipID` in the store.
-    func saveClip(last duration: MediaTime?, trigger: ClipSaveRecord.Trigger, as clipID: String) throws(DaemonError) -> ClipSaved
+    /// Saves a clip buffer's last `duration` (nil: all of it) as recording `clipID` in the
+    /// store, then calls `saved` with it or why not; no thread waits for the writing.
+    func saveClip(last duration: MediaTime?, trigger: ClipSaveRecord.Trigger, as clipID: String,
+                  then saved: @escaping @Sendable (Result<ClipSaved, DaemonError>) -> Void)
     func clipStatus() -> ClipStatus?
     /// Runs `handler` once the movie is closed (at once if it is).
     func onFinish(_ handler: @escaping @Sendable (RecordingSummary) -> Void)

@@ -16,7 +16,7 @@ final class FileSink {
     private(set) var context: UnsafeMutablePointer<AVIOContext>!
 
     init(path: String) throws(SystemError) {
-        fd = try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
+        fd = try Self.openForWriting(path)
         let bufferSize = 256 * 1024
         guard let buffer = av_malloc(bufferSize) else { throw SystemError(call: "av_malloc", errno: ENOMEM) }
         let opaque = Unmanaged.passUnretained(self).toOpaque()
@@ -29,6 +29,19 @@ final class FileSink {
                 guard let opaque else { return Int64(CFFmpeg_AVERROR(EINVAL)) }
                 return Unmanaged<FileSink>.fromOpaque(opaque).takeUnretainedValue().seek(offset, whence: whence)
             })
+    }
+
+    /// `/proc/self/fd/N`, a movie this process was handed open (a capture process's), is
+    /// duplicated, not reopened: a reopen goes by the file's own path, which a capture process
+    /// may not open (its Landlock rules hide the store).
+    private static func openForWriting(_ path: String) throws(SystemError) -> FileDescriptor {
+        let handed = "/proc/self/fd/"
+        guard path.hasPrefix(handed), let number = Int32(path.dropFirst(handed.count)) else {
+            return try FileDescriptor.open(path, flags: O_WRONLY | O_CREAT | O_TRUNC, mode: 0o600)
+        }
+        let copy = fcntl(number, F_DUPFD_CLOEXEC, 0)
+        guard copy >= 0 else { throw SystemError(call: "dup(\(path))", errno: errno) }
+        return FileDescriptor(owning: copy)
     }
 
     deinit {

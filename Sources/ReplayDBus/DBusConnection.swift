@@ -59,6 +59,11 @@ public final class DBusConnection {
 
     deinit { sd_bus_flush_close_unref(bus) }
 
+    /// The bus's socket: readable when a message has come, for an event loop to watch (then
+    /// `DBusSubscription.drainSignals` reads what came). A call may read signals meanwhile and
+    /// keep them: drain after each call too.
+    public var descriptor: Int32 { sd_bus_get_fd(bus) }
+
     /// Calls `interface.member` and returns the reply's values; a descriptor in the reply
     /// is a duplicate the caller owns.
     public func call(destination: String, path: String, interface: String, member: String,

@@ -17,27 +17,43 @@ extension ClientConnection {
             let indicated = "capture-\(peer.pid)-\(number)"
             try daemon.admitCapture(indicated, by: quotaOwner)
             let session = daemon.makeAppCapture(id: indicated, pid: peer.pid, options: options, client: ChannelCaptureClient(channel: channel))
-            let size: (width: Int, height: Int)
-            do {
-                size = try session.start()
-            } catch {
-                daemon.releaseCapture(indicated)
-                throw error
-            }
-            capture = session
-            let activity = CaptureMonitor.Activity.appCapture(pid: peer.pid, id: number)
-            daemon.captureMonitor.begin(activity)
             let daemon = self.daemon
-            daemon.indicator.began(IndicatedCapture(id: indicated, kind: .appCapture, who: capturerName), stop: { session.stop() })
-            session.onFinish {
-                daemon.releaseCapture(indicated)
-                daemon.indicator.ended(indicated)
-                daemon.captureMonitor.end(activity)
-                daemon.consent.markActive(pid: peer.pid)
+            let resume = holdRequests(ifOver: {
+                // The app was cut off meanwhile: what started ends, and its allowance goes back.
+                session.stop()
+                session.onFinish { daemon.releaseCapture(indicated) }
+            })
+            session.start { result in
+                resume { [self] in
+                    let size: (width: Int, height: Int)
+                    do {
+                        size = try result.get()
+                    } catch {
+                        daemon.releaseCapture(indicated)
+                        throw error
+                    }
+                    try captureStarted(session, indicated: indicated, peer: peer, size: size, fps: options.fps)
+                }
             }
-            daemon.logger.info("in-app capture started", metadata: ["peer": "\(peerDescription)", "fps": "\(options.fps)"])
-            try channel.send(DaemonEvent.captureStarted(width: size.width, height: size.height, fps: options.fps))
         }
+    }
+
+    /// The capture runs: the connection owns it, and the indicator and the capture state say so.
+    private func captureStarted(_ session: any AppCaptureControl, indicated: String, peer: PeerIdentity,
+                                size: (width: Int, height: Int), fps: Int) throws {
+        capture = session
+        let activity = CaptureMonitor.Activity.appCapture(pid: peer.pid, id: number)
+        daemon.captureMonitor.begin(activity)
+        let daemon = self.daemon
+        daemon.indicator.began(IndicatedCapture(id: indicated, kind: .appCapture, who: capturerName), stop: { session.stop() })
+        session.onFinish {
+            daemon.releaseCapture(indicated)
+            daemon.indicator.ended(indicated)
+            daemon.captureMonitor.end(activity)
+            daemon.consent.markActive(pid: peer.pid)
+        }
+        daemon.logger.info("in-app capture started", metadata: ["peer": "\(peerDescription)", "fps": "\(fps)"])
+        try channel.send(DaemonEvent.captureStarted(width: size.width, height: size.height, fps: fps))
     }
 
     func stopCapture() throws {

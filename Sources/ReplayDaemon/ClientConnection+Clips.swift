@@ -47,57 +47,67 @@ extension ClientConnection {
                 id: "clips-" + LoopbackServer.randomToken(bytes: 6), options: buffered,
                 destination: .clipBuffer(length: MediaTime(seconds: length), byteBudget: budget), filter: filter)
             try daemon.register(session, by: quotaOwner, clipBytes: budget)
-            do {
-                _ = try session.start()
-            } catch {
-                daemon.unregister(session)
-                throw error
+            start(session) { [self] _ in
+                try clipBufferStarted(session, options: options, length: length, budget: budget, hotkey: hotkey, chord: chord)
             }
-            let announced = role != .person || options.notify != false
-            var grab: (any HotkeyRelease)?
-            if let chord {
-                let daemon = self.daemon
-                do {
-                    grab = try daemon.parts.desktop.grabHotkey(chord) {
-                        do throws(DaemonError) {
-                            let saved = try session.saveClip(last: nil, trigger: .hotkey, as: daemon.store.newID())
+        }
+    }
+
+    /// The buffer runs: its hotkey is grabbed, its owner keeps it, the client and the indicator hear of it.
+    private func clipBufferStarted(_ session: any RecordingControl, options: RecordingOptions, length: Double, budget: Int,
+                                   hotkey: String?, chord: KeyChord?) throws {
+        let announced = role != .person || options.notify != false
+        var grab: (any HotkeyRelease)?
+        if let chord {
+            let daemon = self.daemon
+            do {
+                grab = try daemon.parts.desktop.grabHotkey(chord) {
+                    session.saveClip(last: nil, trigger: .hotkey, as: daemon.store.newID()) { result in
+                        switch result {
+                        case .success(let saved):
                             daemon.logger.info("hotkey saved a clip", metadata: ["recording": "\(saved.id)"])
                             // A key press has no window to answer in: the desktop says what it saved.
                             if announced { daemon.indicator.tell(.clipSaved(saved, open: daemon.openPreviewAction(for: saved.id))) }
-                        } catch {
+                        case .failure(let error):
                             daemon.logger.warning("hotkey: \(error.description)")
                         }
                     }
-                } catch {
-                    session.stop()
-                    _ = session.waitUntilFinished()
-                    daemon.unregister(session)
-                    throw Refusal(code: .captureFailed, message: "cannot use \(hotkey ?? "the hotkey"): \(error)")
                 }
-            }
-            if role == .person {
-                daemon.state.withLock { $0.personClipBuffer = session }
-            } else {
-                clipBuffer = session
-            }
-            if announced {
-                daemon.indicator.began(IndicatedCapture(id: session.id, kind: .clipBuffer, who: capturerName),
-                                       controls: daemon.pausing.controls(for: session))
-            }
-            let daemon = self.daemon
-            session.onFinish { [grab] summary in
-                grab?.release()
-                if announced { daemon.indicator.ended(summary.id) }
-                daemon.unregister(session)
-                daemon.state.withLock { state in
-                    if state.personClipBuffer === session { state.personClipBuffer = nil }
+            } catch {
+                // Refused once the buffer has ended, so a new one may start at once.
+                session.stop()
+                let resume = holdRequests(ifOver: { daemon.unregister(session) })
+                session.onFinish { _ in
+                    resume {
+                        daemon.unregister(session)
+                        throw Refusal(code: .captureFailed, message: "cannot use \(hotkey ?? "the hotkey"): \(error)")
+                    }
                 }
-                daemon.logger.info("clip buffering ended", metadata: ["clipBuffer": "\(summary.id)", "error": "\(summary.error ?? "none")"])
+                return
             }
-            daemon.logger.info("clip buffering started", metadata: [
-                "clipBuffer": "\(session.id)", "length": "\(length)", "budget": "\(budget)", "peer": "\(peerDescription)"])
-            try channel.send(DaemonEvent.clipBufferingStarted(status: try clipStatus(of: session)))
         }
+        if role == .person {
+            daemon.state.withLock { $0.personClipBuffer = session }
+        } else {
+            clipBuffer = session
+        }
+        if announced {
+            daemon.indicator.began(IndicatedCapture(id: session.id, kind: .clipBuffer, who: capturerName),
+                                   controls: daemon.pausing.controls(for: session))
+        }
+        let daemon = self.daemon
+        session.onFinish { [grab] summary in
+            grab?.release()
+            if announced { daemon.indicator.ended(summary.id) }
+            daemon.unregister(session)
+            daemon.state.withLock { state in
+                if state.personClipBuffer === session { state.personClipBuffer = nil }
+            }
+            daemon.logger.info("clip buffering ended", metadata: ["clipBuffer": "\(summary.id)", "error": "\(summary.error ?? "none")"])
+        }
+        daemon.logger.info("clip buffering started", metadata: [
+            "clipBuffer": "\(session.id)", "length": "\(length)", "budget": "\(budget)", "peer": "\(peerDescription)"])
+        try channel.send(DaemonEvent.clipBufferingStarted(status: try clipStatus(of: session)))
     }
 
     func saveClip(last: Double?) throws {
@@ -107,12 +117,18 @@ extension ClientConnection {
         guard let session = runningClipBuffer() else {
             throw Refusal(code: .outOfOrder, message: "clip buffering is not on")
         }
-        let saved = try session.saveClip(last: last.map { MediaTime(seconds: $0) }, trigger: .command, as: daemon.store.newID())
-        try channel.send(DaemonEvent.clipSaved(clip: saved))
-        guard role == .app, let path = daemon.store.moviePath(id: saved.id) else { return }
-        // An app's clip is its own windows: it is sent the movie, and the store keeps nothing.
-        defer { _ = daemon.store.delete(id: saved.id) }
-        try sendMovie(at: path, id: saved.id)
+        // Writing a long clip takes a while: this connection's later requests wait, no thread does.
+        let resume = holdRequests()
+        session.saveClip(last: last.map { MediaTime(seconds: $0) }, trigger: .command, as: daemon.store.newID()) { result in
+            resume { [self] in
+                let saved = try result.get()
+                try channel.send(DaemonEvent.clipSaved(clip: saved))
+                guard role == .app, let path = daemon.store.moviePath(id: saved.id) else { return }
+                // An app's clip is its own windows: it is sent the movie, and the store keeps nothing.
+                let store = daemon.store
+                try sendMovie(at: path, id: saved.id) { _ = store.delete(id: saved.id) }
+            }
+        }
     }
 
     func sendClipStatus() throws {

@@ -58,44 +58,70 @@ extension ClientConnection {
 
             let session = daemon.makeRecording(id: daemon.store.newID(), options: options, filter: filter)
             try daemon.register(session, by: quotaOwner)
-            var started: RecordingStarted
-            do {
-                started = try session.start()
-            } catch {
-                daemon.unregister(session)
-                throw error
-            }
-            if role == .app, let peer { daemon.recordAppRecording(started.id, by: peer) }
-            // Only the person's own tools may record unannounced (`--no-notify`, for scripts).
-            let announced = role != .person || options.notify != false
-            if announced, let warning = daemon.unannouncedWarning { started.warnings.append(warning) }
-            daemon.logger.info("recording started", metadata: [
-                "recording": "\(started.id)", "size": "\(started.width)x\(started.height)", "fps": "\(options.fps)",
-                "peer": "\(peerDescription)",
-            ])
-            try channel.send(DaemonEvent.recordingStarted(recording: started))
-            recording = session
-            if announced {
-                daemon.indicator.began(IndicatedCapture(id: started.id, kind: .recording, who: capturerName),
-                                       controls: daemon.pausing.controls(for: session))
-            }
+            start(session) { [self] started in try recordingStarted(started, session, options: options) }
+        }
+    }
 
-            // Progress once a second until the movie is closed, then the summary.
-            let channel = self.channel, daemon = self.daemon, pid = peer?.pid
-            let isApp = role == .app
-            let progress = RepeatingTimer(interval: 1) {
-                try? channel.send(DaemonEvent.progress(progress: session.progress()))
-                // An app's recording stops, kept, before the disk is full for everyone.
-                if isApp, let disk = daemon.store.diskSpace(), let why = Self.appOverStoreReserve(disk) { session.end(because: why) }
-            }
-            session.onFinish { summary in
-                progress.cancel()
-                if announced { daemon.indicator.ended(summary.id) }
-                daemon.unregister(session)
-                if let pid { daemon.consent.markActive(pid: pid) }
-                try? channel.send(DaemonEvent.recordingFinished(summary: summary))
+    /// Starts `session`, registered with the daemon, and holds this connection's later requests
+    /// until it has started or failed: through the portal the person may be choosing a screen
+    /// meanwhile, and no thread waits for it. `started` runs then, as the rest of the request;
+    /// a session that could not start is unregistered and its error answered.
+    func start(_ session: any RecordingControl, then started: @escaping @Sendable (RecordingStarted) throws -> Void) {
+        let daemon = self.daemon
+        let resume = holdRequests(ifOver: {
+            // The client was cut off meanwhile: what started ends, and nobody hears of it.
+            session.stop()
+            session.onFinish { _ in daemon.unregister(session) }
+        })
+        session.start { result in
+            resume {
+                switch result {
+                case .success(let value):
+                    try started(value)
+                case .failure(let error):
+                    daemon.unregister(session)
+                    throw error
+                }
             }
         }
+    }
+
+    /// The recording runs: the connection owns it (its end stops it), the client and the
+    /// indicator hear of it, and its progress goes to the client until its summary.
+    private func recordingStarted(_ started: RecordingStarted, _ session: any RecordingControl, options: RecordingOptions) throws {
+        recording = session
+        var started = started
+        if role == .app, let peer { daemon.recordAppRecording(started.id, by: peer) }
+        // Only the person's own tools may record unannounced (`--no-notify`, for scripts).
+        let announced = role != .person || options.notify != false
+        if announced, let warning = daemon.unannouncedWarning { started.warnings.append(warning) }
+        daemon.logger.info("recording started", metadata: [
+            "recording": "\(started.id)", "size": "\(started.width)x\(started.height)", "fps": "\(options.fps)",
+            "peer": "\(peerDescription)",
+        ])
+        // Said before anything that may say its end; the rest is set up even if the client is gone.
+        let told = Result { try self.channel.send(DaemonEvent.recordingStarted(recording: started)) }
+        if announced {
+            daemon.indicator.began(IndicatedCapture(id: started.id, kind: .recording, who: capturerName),
+                                   controls: daemon.pausing.controls(for: session))
+        }
+
+        // Progress once a second until the movie is closed, then the summary.
+        let channel = self.channel, daemon = self.daemon, pid = peer?.pid
+        let isApp = role == .app
+        let progress = RepeatingTimer(interval: 1) {
+            try? channel.send(DaemonEvent.progress(progress: session.progress()))
+            // An app's recording stops, kept, before the disk is full for everyone.
+            if isApp, let disk = daemon.store.diskSpace(), let why = Self.appOverStoreReserve(disk) { session.end(because: why) }
+        }
+        session.onFinish { summary in
+            progress.cancel()
+            if announced { daemon.indicator.ended(summary.id) }
+            daemon.unregister(session)
+            if let pid { daemon.consent.markActive(pid: pid) }
+            try? channel.send(DaemonEvent.recordingFinished(summary: summary))
+        }
+        try told.get()
     }
 
     /// A store whose disk cannot hold the first second refuses the recording before it starts,
@@ -180,8 +206,13 @@ extension ClientConnection {
             }
             session = own
         }
-        try daemon.pausing.setPaused(pause, session, by: peerDescription)
-        try channel.send(pause ? DaemonEvent.recordingPaused(id: session.id) : DaemonEvent.recordingResumed(id: session.id))
+        let resume = holdRequests()
+        daemon.pausing.setPaused(pause, session, by: peerDescription) { error in
+            resume { [self] in
+                if let error { throw error }
+                try channel.send(pause ? DaemonEvent.recordingPaused(id: session.id) : DaemonEvent.recordingResumed(id: session.id))
+            }
+        }
     }
 
     func listRecordings() throws {
@@ -191,39 +222,76 @@ extension ClientConnection {
 
     func export(id: String, container: MovieContainer) throws {
         try requirePerson("export recordings")
-        guard daemon.store.info(id: id) != nil, var path = daemon.store.moviePath(id: id) else {
+        guard daemon.store.info(id: id) != nil, let path = daemon.store.moviePath(id: id) else {
             throw Refusal(code: .notFound, message: "no recording with id '\(id)'")
         }
-        if container == .matroska {
-            // The streams copied into a file of the store's own, sent, then removed.
-            let copy = daemon.store.directory.appendingPathComponent(".export-\(UUID().uuidString).mkv")
-            do {
-                // In a short-lived process of its own: FFmpeg's demuxer reads the file, and replayd links no FFmpeg.
-                try daemon.parts.captures.remuxToMatroska(path.path, to: copy.path)
-            } catch {
-                try? FileManager.default.removeItem(at: copy)
-                throw Refusal(code: .internalError, message: "cannot export \(id) as Matroska: \(error)")
+        guard container == .matroska else { return try sendMovie(at: path, id: id) }
+        // The streams copied into a file of the store's own, sent, then removed. In a
+        // short-lived process of its own: FFmpeg's demuxer reads the file, and replayd links no
+        // FFmpeg. This connection's later requests wait for it, no thread does.
+        let copy = daemon.store.directory.appendingPathComponent(".export-\(UUID().uuidString).mkv")
+        let removeCopy: @Sendable () -> Void = { try? FileManager.default.removeItem(at: copy) }
+        let resume = holdRequests(ifOver: removeCopy)
+        daemon.parts.captures.remuxToMatroska(path.path, to: copy.path) { error in
+            resume { [self] in
+                if let error {
+                    removeCopy()
+                    throw Refusal(code: .internalError, message: "cannot export \(id) as Matroska: \(error)")
+                }
+                try sendMovie(at: copy, id: id, then: removeCopy)
             }
-            path = copy
         }
-        defer { if container == .matroska { try? FileManager.default.removeItem(at: path) } }
-        try sendMovie(at: path, id: id)
     }
 
-    /// Streams the file at `path` as `exportBegin`, `exportChunk`s and `exportEnd`.
-    func sendMovie(at path: URL, id: String) throws {
+    /// Streams the file at `path` as `exportBegin`, `exportChunk`s and `exportEnd`, at the pace
+    /// the client reads: a few chunks queued at most, this connection's later requests held
+    /// meanwhile, no thread waiting. `finished` runs once it is all sent, or failed.
+    func sendMovie(at path: URL, id: String, then finished: @escaping @Sendable () -> Void = {}) throws {
         guard let handle = FileHandle(forReadingAtPath: path.path),
               let size = (try? FileManager.default.attributesOfItem(atPath: path.path)[.size] as? NSNumber)?.int64Value else {
+            finished()
             throw Refusal(code: .notFound, message: "no recording with id '\(id)'")
         }
-        defer { try? handle.close() }
-        try channel.send(DaemonEvent.exportBegin(size: size))
-        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-            // At the pace the client reads: a few chunks queued at most.
-            guard channel.waitForRoom(below: 4 << 20) else { return }
-            try channel.send(DaemonEvent.exportChunk, body: [UInt8](chunk))
+        let over: @Sendable () -> Void = {
+            try? handle.close()
+            finished()
         }
-        try channel.send(DaemonEvent.exportEnd)
+        do {
+            try channel.send(DaemonEvent.exportBegin(size: size))
+        } catch {
+            over()
+            throw error
+        }
+        let resume = holdRequests(ifOver: over)
+        sendChunks(from: handle) { error in
+            resume {
+                over()
+                if let error { throw error }
+            }
+        }
+    }
+
+    /// Sends the rest of `handle` a chunk at a time, each once the client has read enough of
+    /// the ones before; then `exportEnd`. `done` hears the error that stopped it, if any (a
+    /// client that hung up is no error: it is gone).
+    private func sendChunks(from handle: FileHandle, then done: @escaping @Sendable ((any Error)?) -> Void) {
+        let channel = self.channel
+        channel.whenRoom(below: 4 << 20) { [self] room in
+            guard room else { return done(nil) }
+            // Off the event loop, where the room is made: reading the file takes a while.
+            DispatchQueue.global().async { [self] in
+                do {
+                    guard let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty else {
+                        try channel.send(DaemonEvent.exportEnd)
+                        return done(nil)
+                    }
+                    try channel.send(DaemonEvent.exportChunk, body: [UInt8](chunk))
+                    sendChunks(from: handle, then: done)
+                } catch {
+                    done(error)
+                }
+            }
+        }
     }
 
     func delete(id: String) throws {

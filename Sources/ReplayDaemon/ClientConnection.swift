@@ -224,15 +224,16 @@ final class ClientConnection: @unchecked Sendable {
     /// what is left of this one: a request that waits for something (the person's consent, a
     /// broadcast's end) holds no thread meanwhile. What is left runs on a global queue, alone
     /// with the connection's state as on `queue`, its errors answered as a request's are; then
-    /// the requests held run on. Only the first call counts.
-    func holdRequests() -> @Sendable (_ rest: @escaping @Sendable () throws -> Void) -> Void {
+    /// the requests held run on. Only the first call counts. A connection closed meanwhile
+    /// runs `ifOver` instead of the rest.
+    func holdRequests(ifOver: (@Sendable () -> Void)? = nil) -> @Sendable (_ rest: @escaping @Sendable () throws -> Void) -> Void {
         queue.suspend()
         let resumed = Atomic(false)
         return { [self] rest in
             guard !resumed.exchange(true, ordering: .relaxed) else { return }
             DispatchQueue.global().async { [self] in
                 defer { queue.resume() }
-                guard !isOver else { return }
+                guard !isOver else { ifOver?(); return }
                 do { try rest() } catch { answer(error) }
             }
         }

@@ -146,6 +146,10 @@ public final class Daemon: Sendable, PickerBackend {
                     + "(\(CommandLine.arguments.first ?? "replayd")): replayd runs every capture in it")
             }
             launcher.logLevel = logger.logLevel.rawValue
+            // Its movie is handed to it: the store, and replayd's own state (the portal's
+            // tokens), are not its to open. (Its sockets are reached by connecting, which
+            // Landlock leaves alone, so the runtime folder stays open to it.)
+            launcher.hidden = ([configuration.store] + configuration.privateStateDirectories).map(\.path)
             parts = SessionParts(desktop: configuration.capture.desktop(displayName: configuration.displayName),
                                  captures: CaptureProcesses(launcher: launcher), extensions: SandboxedExtensionHost(logger: logger))
         }

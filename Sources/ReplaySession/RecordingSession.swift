@@ -468,4 +468,23 @@ struct WriterOutput: CaptureOutput {
     func formatChanged(width: Int, height: Int) { inbox.append(.formatChanged(width: width, height: height)) }
 }
 
-extension RecordingSession: RecordingControl {}
+/// In one process (the capture process's own, or a unit test's) the session answers at once.
+extension RecordingSession: RecordingControl {
+    package func start(then started: @escaping @Sendable (Result<RecordingStarted, DaemonError>) -> Void) {
+        started(Result { () throws(DaemonError) in try start() })
+    }
+
+    package func setPaused(_ paused: Bool, then done: @escaping @Sendable (DaemonError?) -> Void) {
+        do throws(DaemonError) {
+            if paused { try pause() } else { try resume() }
+            done(nil)
+        } catch {
+            done(error)
+        }
+    }
+
+    package func saveClip(last duration: MediaTime?, trigger: ClipSaveRecord.Trigger, as clipID: String,
+                          then saved: @escaping @Sendable (Result<ClipSaved, DaemonError>) -> Void) {
+        saved(Result { () throws(DaemonError) in try saveClip(last: duration, trigger: trigger, as: clipID) })
+    }
+}

@@ -55,7 +55,7 @@ import Testing
         let id = rig.session.id
         indicator.began(IndicatedCapture(id: id, kind: .recording, who: "x"), controls: pausing.controls(for: rig.session))
 
-        try pausing.setPaused(true, rig.session, by: "a client")
+        try pausing.setPausedAndWait(true, rig.session, by: "a client")
         #expect(rig.session.phase == .paused)
         let controls = try #require(indicator.controls(of: id))
         controls.setPaused?(false)
@@ -66,7 +66,7 @@ import Testing
 
         controls.stop()
         _ = rig.session.waitUntilFinished()
-        #expect(throws: DaemonError.self) { try pausing.setPaused(false, rig.session, by: "a client") }
+        #expect(throws: DaemonError.self) { try pausing.setPausedAndWait(false, rig.session, by: "a client") }
         controls.setPaused?(false)
         #expect(indicator.told.count == 4, "a refused resume is not announced: \(indicator.told)")
     }

@@ -29,8 +29,8 @@ struct ScriptedCaptureLauncher: CaptureProcessLauncher {
         return (CaptureProcessHandle(process), ours)
     }
 
-    func remuxToMatroska(_ input: String, to output: String) throws(DaemonError) {
-        throw DaemonError(code: .internalError, message: "no remux in these tests")
+    func remuxToMatroska(_ input: String, to output: String, then done: @escaping @Sendable (DaemonError?) -> Void) {
+        done(DaemonError(code: .internalError, message: "no remux in these tests"))
     }
 }
 
@@ -94,6 +94,51 @@ struct ScriptedCaptureLauncher: CaptureProcessLauncher {
             #expect(error.message == "no X display ':9'")
         }
         #expect(store.list().isEmpty)
+    }
+
+    /// The start returns at once; its answer comes when the process gives it (through the
+    /// portal, once the person has chosen a screen), and no thread waits meanwhile.
+    @Test func theStartIsAnsweredWhenTheProcessStartsNotBefore() throws {
+        let chosen = Completion<Void>()
+        let session = recording { channel, process in
+            guard let plan = Self.awaitStart(channel) else { return }
+            chosen.wait()
+            try? channel.send(Self.status(.running))
+            try? channel.send(CaptureReport.started(RecordingStarted(id: plan.id, width: 64, height: 48, warnings: [])))
+            while let (command, _) = channel.receive(CaptureCommand.self), command != .stop {}
+            try? channel.send(CaptureReport.finished(RecordingSummary(id: plan.id, duration: 1, frames: 30, dropped: 0, error: nil)))
+            process.signal(SIGTERM)
+        }
+        let answer = Completion<Result<RecordingStarted, DaemonError>>()
+        session.start { answer.complete($0) }
+        // Returned while the process has not answered: nobody holds a thread for the answer.
+        #expect(answer.value == nil)
+        #expect(session.phase == .starting)
+        chosen.complete(())
+        let started = try answer.wait().get()
+        #expect(started.width == 64)
+        session.stop()
+        #expect(session.waitUntilFinished().error == nil)
+    }
+
+    /// A stop that comes before the start is answered is passed on once it is.
+    @Test func aStopWhileStartingEndsTheRecordingOnceStarted() throws {
+        let chosen = Completion<Void>()
+        let session = recording { channel, process in
+            guard let plan = Self.awaitStart(channel) else { return }
+            chosen.wait()
+            try? channel.send(Self.status(.running))
+            try? channel.send(CaptureReport.started(RecordingStarted(id: plan.id, width: 64, height: 48, warnings: [])))
+            while let (command, _) = channel.receive(CaptureCommand.self), command != .stop {}
+            try? channel.send(CaptureReport.finished(RecordingSummary(id: plan.id, duration: 0.5, frames: 15, dropped: 0, error: nil)))
+            process.signal(SIGTERM)
+        }
+        let answer = Completion<Result<RecordingStarted, DaemonError>>()
+        session.start { answer.complete($0) }
+        session.stop()
+        chosen.complete(())
+        _ = try answer.wait().get()
+        #expect(session.waitUntilFinished().frames == 15)
     }
 
     @Test func aProcessThatDiesMidWayEndsItsSessionWithTheSignalAndKeepsNoEmptyMovie() throws {

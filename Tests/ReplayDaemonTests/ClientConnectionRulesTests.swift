@@ -216,6 +216,60 @@ import Testing
         #expect(rig.daemon.activeRecordings == [started.id])
     }
 
+    /// While a recording waits for its capture process to start (the person choosing a screen
+    /// in the portal's dialog), its connection's later requests wait their turn and everyone
+    /// else is served; once it starts they are answered, after it.
+    @Test func aRecordingWaitingForItsScreenHoldsItsOwnConnectionOnly() throws {
+        let chosen = Completion<Void>()
+        let launcher = ScriptedCaptureLauncher { channel, process in
+            guard let plan = CaptureProcessRecordingTests.awaitStart(channel) else { return }
+            chosen.wait()
+            try? channel.send(CaptureProcessRecordingTests.status(.running))
+            try? channel.send(CaptureReport.started(RecordingStarted(id: plan.id, width: 64, height: 48, warnings: [])))
+            while let (command, _) = channel.receive(CaptureCommand.self), command != .stop {}
+            try? channel.send(CaptureReport.finished(RecordingSummary(id: plan.id, duration: 1, frames: 30, dropped: 0, error: nil)))
+            process.signal(SIGTERM)
+        }
+        let rig = try Rig(launcher: launcher)
+        defer { rig.cleanUp() }
+        let person = try rig.connect(as: .person)
+        for request in [ClientRequest.startRecording(options: RecordingOptions(appAudio: false)), .listRecordings] {
+            person.connection.received([UInt8](try JSONEncoder().encode(request)))
+        }
+        let other = try rig.connect(as: .person)
+        guard case .status(let status) = try other.ask(.status) else { throw Failure(description: "the other client was not served") }
+        #expect(status.activeRecordings.count == 1, "the starting recording is the daemon's already")
+        chosen.complete(())
+        guard case .recordingStarted(let started) = try person.next() else { throw Failure(description: "the recording did not start") }
+        guard case .recordings = try person.next() else { throw Failure(description: "the request held was not answered after it") }
+        #expect(rig.daemon.activeRecordings == [started.id])
+        person.connection.received([UInt8](try JSONEncoder().encode(ClientRequest.stopRecording)))
+        var finished: RecordingSummary?
+        while finished == nil {
+            if case .recordingFinished(let summary) = try person.next() { finished = summary }
+        }
+        #expect(finished?.error == nil, "\(String(describing: finished))")
+    }
+
+    /// A capture process killed while its start is awaited: the client hears which signal,
+    /// its requests held meanwhile are served after, and the daemon holds nothing of it.
+    @Test func aCaptureProcessKilledWhileStartingFailsThatStartAlone() throws {
+        let launcher = ScriptedCaptureLauncher { channel, process in
+            _ = CaptureProcessRecordingTests.awaitStart(channel)
+            process.signal(SIGKILL)
+        }
+        let rig = try Rig(launcher: launcher)
+        defer { rig.cleanUp() }
+        let person = try rig.connect(as: .person)
+        for request in [ClientRequest.startRecording(options: RecordingOptions(appAudio: false)), .listRecordings] {
+            person.connection.received([UInt8](try JSONEncoder().encode(request)))
+        }
+        guard case .error(let code, let message) = try person.next() else { throw Failure(description: "the start did not fail") }
+        #expect(code == .captureFailed && message.contains("SIGKILL") && message.hasSuffix("while starting"), "\(message)")
+        #expect(try person.next() == .recordings(list: []), "the request held is answered, and no movie is kept")
+        #expect(rig.daemon.activeRecordings.isEmpty)
+    }
+
     /// An app pauses, stops and discards only what its own connection started; picking a
     /// window by click is the person's.
     @Test func anAppControlsOnlyItsOwnRecording() throws {

@@ -17,7 +17,8 @@ public final class ClientOutbox: Sendable {
     private let channel: any Channel
     private let limit: Int
     private let pending = Atomic<Int>(0)
-    private let roomMade = Mutex<[DispatchSemaphore]>([])
+    /// Bulk senders waiting for the queue to drain below their mark.
+    private let roomWaiters = Mutex<[(below: Int, handler: @Sendable (Bool) -> Void)]>([])
     private let closed = Atomic<Bool>(false)
     /// The most recent write: a close waits for it, so a last error still reaches the client.
     private let lastWrite = Mutex<EventLoopFuture<Void>?>(nil)
@@ -57,23 +58,33 @@ public final class ClientOutbox: Sendable {
         }
         written.whenComplete { [self] _ in
             pending.subtract(size, ordering: .relaxed)
-            for waiter in roomMade.withLock({ waiters in defer { waiters = [] }; return waiters }) { waiter.signal() }
+            wakeRoomWaiters()
         }
     }
 
     /// True when at most `bytes` are still queued: bulk senders check before sending.
     public func hasRoom(below bytes: Int) -> Bool { pendingBytes < bytes }
 
-    /// Blocks until at most `bytes` are queued, or the connection closed (false).
-    public func waitForRoom(below bytes: Int) -> Bool {
-        while !isClosed {
-            let waiter = DispatchSemaphore(value: 0)
-            roomMade.withLock { $0.append(waiter) }
-            if pendingBytes < bytes { return true }
-            // Woken by the next completed write; a close completes every write.
-            _ = waiter.wait(timeout: .now() + 1)
+    /// Calls `handler` once fewer than `bytes` are queued (at once if so) with true, or once the
+    /// connection has closed with false. No thread waits: it runs when a write completes, on
+    /// the connection's event loop, so long work goes elsewhere.
+    public func whenRoom(below bytes: Int, _ handler: @escaping @Sendable (Bool) -> Void) {
+        roomWaiters.withLock { $0.append((bytes, handler)) }
+        wakeRoomWaiters()
+    }
+
+    private func wakeRoomWaiters() {
+        let closed = isClosed
+        let ready = roomWaiters.withLock { waiters -> [(room: Bool, handler: @Sendable (Bool) -> Void)] in
+            var ready: [(room: Bool, handler: @Sendable (Bool) -> Void)] = []
+            waiters.removeAll { waiter in
+                guard closed || pendingBytes < waiter.below else { return false }
+                ready.append((!closed, waiter.handler))
+                return true
+            }
+            return ready
         }
-        return false
+        for (room, handler) in ready { handler(room) }
     }
 
     /// Closes the connection once what is queued is written (a protocol error's last word).
@@ -85,5 +96,6 @@ public final class ClientOutbox: Sendable {
         } else {
             channel.close(promise: nil)
         }
+        wakeRoomWaiters()
     }
 }

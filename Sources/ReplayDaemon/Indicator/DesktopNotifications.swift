@@ -11,9 +11,12 @@ import Synchronization
 /// actions, replaced in place when it is paused or resumed; a short one when it ends, and
 /// short notices (a clip saved by the hotkey).
 ///
-/// sd-bus connections belong to one thread: this one owns its connection on a thread of its
-/// own, which sends what is queued and hears the actions and closes, ten times a second.
-final class DesktopNotifications: CaptureIndicator {
+/// sd-bus connections belong to one thread at a time: this one's connection is used only on
+/// its serial queue, which sends each request as it comes, and hears the actions and closes
+/// when the bus's socket has something for it (a `ReadableWatch`). No thread waits and no
+/// timer ticks while nothing happens.
+final class DesktopNotifications: CaptureIndicator, @unchecked Sendable {
+    // @unchecked: `bus` and `shown` are touched only on `queue`.
     private enum Request {
         case show(IndicatedCapture, IndicatorControls)
         case paused(String, Bool)
@@ -36,8 +39,18 @@ final class DesktopNotifications: CaptureIndicator {
         let id: UInt32
     }
 
-    private let requests = Mutex<[Request]>([])
-    private let stopping = StopFlag()
+    /// The connection and its two subscriptions: ActionInvoked and NotificationClosed.
+    private struct Bus {
+        let connection: DBusConnection
+        let actions: DBusSubscription
+        let closes: DBusSubscription
+    }
+
+    private let queue = DispatchQueue(label: "replayd.notifications")
+    /// Nil once closed, or once the notification service went away.
+    private var bus: Bus?
+    private var shown: [ShownID: Shown] = [:]
+    private let watch = Mutex<ReadableWatch?>(nil)
     /// Why the notification service is no longer reached, once it went away.
     private let lost = Mutex<String?>(nil)
     private let logger: Logger
@@ -58,98 +71,106 @@ final class DesktopNotifications: CaptureIndicator {
         self.logger = logger
         let connection = try DBusConnection(address: busAddress)
         // The bus delivers only the name owner's broadcasts; signals sent straight to this
-        // connection are checked against the server that showed the notification (`run`).
+        // connection are checked against the server that showed the notification (`hear`).
         let actions = try connection.subscribe(path: Self.path, interface: Self.interface, member: "ActionInvoked", sender: Self.interface)
         let closes = try connection.subscribe(path: Self.path, interface: Self.interface, member: "NotificationClosed", sender: Self.interface)
         _ = try connection.call(destination: Self.interface, path: Self.path, interface: Self.interface,
                                 member: "GetServerInformation", [], timeout: 2)
-        let owned = UncheckedBox((connection, actions, closes))
-        Thread.detachNewThread { [self] in
-            run(connection: owned.value.0, actions: owned.value.1, closes: owned.value.2)
-            finished.complete(())
+        bus = Bus(connection: connection, actions: actions, closes: closes)
+        // The socket is sd-bus's own: the connection closes it once let go, after the watch.
+        let watch = ReadableWatch(descriptor: connection.descriptor, label: "notifications", whenCancelled: { [self] in
+            queue.async { [self] in
+                bus = nil
+                shown = [:]
+                finished.complete(())
+            }
+        }) { [self] _ in
+            queue.sync { hear() }
         }
+        self.watch.withLock { $0 = watch }
     }
 
     var reach: IndicatorStatus {
         lost.withLock { $0 }.map { IndicatorStatus(kind: .none, reason: $0) } ?? IndicatorStatus(kind: .notifications)
     }
 
-    func began(_ capture: IndicatedCapture, controls: IndicatorControls) {
-        requests.withLock { $0.append(.show(capture, controls)) }
-    }
+    func began(_ capture: IndicatedCapture, controls: IndicatorControls) { send(.show(capture, controls)) }
 
-    func paused(_ id: String, _ paused: Bool) {
-        requests.withLock { $0.append(.paused(id, paused)) }
-    }
+    func paused(_ id: String, _ paused: Bool) { send(.paused(id, paused)) }
 
-    func ended(_ id: String) {
-        requests.withLock { $0.append(.hide(id)) }
-    }
+    func ended(_ id: String) { send(.hide(id)) }
 
-    func tell(_ notice: IndicatedNotice) {
-        requests.withLock { $0.append(.tell(notice)) }
-    }
+    func tell(_ notice: IndicatedNotice) { send(.tell(notice)) }
 
-    /// Sends what is queued (the ends too) and stops the thread: waits for it up to 3 s.
+    /// Sends what is queued (the ends too), then lets the bus go: waits for that up to 3 s.
     func close() async {
-        stopping.raise()
+        queue.async { [self] in watch.withLock { $0 }?.cancel() }
         _ = await finished.finished(within: 3)
     }
 
     static let interface = "org.freedesktop.Notifications"
     static let path = "/org/freedesktop/Notifications"
 
-    private func run(connection: DBusConnection, actions: DBusSubscription, closes: DBusSubscription) {
-        var shown: [ShownID: Shown] = [:]
-        while true {
-            let last = stopping.isRaised
-            for request in requests.withLock({ queued in defer { queued = [] }; return queued }) {
-                switch request {
-                case .show(let capture, let controls):
-                    if let id = notify(capture, controls, on: connection) { shown[id] = .capture(capture, controls) }
-                case .paused(let captureID, let paused):
-                    // The same notification, replaced: its text and its Pause/Resume action follow.
-                    for case (let id, .capture(var capture, let controls)) in shown where capture.id == captureID && capture.paused != paused {
-                        capture.paused = paused
-                        if let replaced = notify(capture, controls, replacing: id, on: connection) {
-                            shown[id] = nil
-                            shown[replaced] = .capture(capture, controls)
-                        }
-                    }
-                case .hide(let captureID):
-                    for case (let id, .capture(let capture, _)) in shown where capture.id == captureID {
-                        shown[id] = nil
-                        _ = try? connection.call(destination: id.server, path: Self.path, interface: Self.interface,
-                                                 member: "CloseNotification", [.uint32(id.id)], timeout: 2)
-                        _ = notify(capture.endedSummary, "", actions: [], resident: false, on: connection)
-                    }
-                case .tell(let notice):
-                    // Long enough to reach for its button.
-                    if let id = notify(notice.summary, notice.body, actions: notice.actions, resident: false, timeout: 10_000, on: connection),
-                       notice.action != nil {
-                        shown[id] = .notice(notice)
-                    }
+    /// Sends `request` in turn, then hears what the bus kept meanwhile (a call reads the
+    /// signals that come before its reply).
+    private func send(_ request: Request) {
+        queue.async { [self] in
+            guard let connection = bus?.connection else { return }
+            handle(request, on: connection)
+            hear()
+        }
+    }
+
+    private func handle(_ request: Request, on connection: DBusConnection) {
+        switch request {
+        case .show(let capture, let controls):
+            if let id = notify(capture, controls, on: connection) { shown[id] = .capture(capture, controls) }
+        case .paused(let captureID, let paused):
+            // The same notification, replaced: its text and its Pause/Resume action follow.
+            for case (let id, .capture(var capture, let controls)) in shown where capture.id == captureID && capture.paused != paused {
+                capture.paused = paused
+                if let replaced = notify(capture, controls, replacing: id, on: connection) {
+                    shown[id] = nil
+                    shown[replaced] = .capture(capture, controls)
                 }
             }
-            if last { return }
-            do {
-                // ActionInvoked (id, action key), heeded only from the server that showed that id.
-                while let signal = try actions.nextSignal(timeout: 0.1) {
-                    guard let number = signal.values.first?.uint32 else { continue }
-                    let id = ShownID(server: signal.sender, id: number)
-                    guard let entry = shown[id] else { continue }
-                    act(on: entry, key: signal.values.dropFirst().first?.string ?? "default")
-                    if case .notice = entry { shown[id] = nil }
-                }
-                // NotificationClosed (id, reason): dismissed; the capture goes on, unannounced.
-                for signal in try closes.drainSignals() {
-                    if let number = signal.values.first?.uint32 { shown[ShownID(server: signal.sender, id: number)] = nil }
-                }
-            } catch {
-                logger.warning("the desktop's notification service went away: captures are no longer announced (\(error))")
-                lost.withLock { $0 = "the desktop's notification service went away: \(error)" }
-                return
+        case .hide(let captureID):
+            for case (let id, .capture(let capture, _)) in shown where capture.id == captureID {
+                shown[id] = nil
+                _ = try? connection.call(destination: id.server, path: Self.path, interface: Self.interface,
+                                         member: "CloseNotification", [.uint32(id.id)], timeout: 2)
+                _ = notify(capture.endedSummary, "", actions: [], resident: false, on: connection)
             }
+        case .tell(let notice):
+            // Long enough to reach for its button.
+            if let id = notify(notice.summary, notice.body, actions: notice.actions, resident: false, timeout: 10_000, on: connection),
+               notice.action != nil {
+                shown[id] = .notice(notice)
+            }
+        }
+    }
+
+    /// Reads every signal that has come: actions are acted on, closes forgotten. A bus that
+    /// broke ends the notifications (captures go on, unannounced).
+    private func hear() {
+        guard let bus else { return }
+        do {
+            // ActionInvoked (id, action key), heeded only from the server that showed that id.
+            for signal in try bus.actions.drainSignals() {
+                guard let number = signal.values.first?.uint32 else { continue }
+                let id = ShownID(server: signal.sender, id: number)
+                guard let entry = shown[id] else { continue }
+                act(on: entry, key: signal.values.dropFirst().first?.string ?? "default")
+                if case .notice = entry { shown[id] = nil }
+            }
+            // NotificationClosed (id, reason): dismissed; the capture goes on, unannounced.
+            for signal in try bus.closes.drainSignals() {
+                if let number = signal.values.first?.uint32 { shown[ShownID(server: signal.sender, id: number)] = nil }
+            }
+        } catch {
+            logger.warning("the desktop's notification service went away: captures are no longer announced (\(error))")
+            lost.withLock { $0 = "the desktop's notification service went away: \(error)" }
+            watch.withLock { $0 }?.cancel()
         }
     }
 

@@ -10,8 +10,9 @@ import Synchronization
 /// (`CaptureProcessBroadcastCapture`), or in the test's own process in unit tests. Each
 /// sample is the extension message that names its place in the shared surfaces.
 protocol BroadcastFeed: AnyObject, Sendable {
-    /// Opens the display and makes the surfaces the extension maps.
-    func open() throws(DaemonError) -> BroadcastCaptureOpened
+    /// Opens the display and makes the surfaces the extension maps, then calls `opened` once
+    /// with them or why it could not; no thread waits meanwhile.
+    func open(then opened: @escaping @Sendable (Result<BroadcastCaptureOpened, DaemonError>) -> Void)
     /// Starts capturing: `deliver` says whether it sent each sample; `ended` hears why capture ended.
     func run(audioOrigin: MediaTime, deliver: @escaping @Sendable (BroadcastMessage) -> Bool,
              ended: @escaping @Sendable (String?) -> Void)
@@ -151,14 +152,25 @@ final class BroadcastSession: Sendable {
         let feed = makeFeed(BroadcastCaptureOptions(
             fps: min(request.fps, 30), showCursor: request.scope == .screen, onlyProcess: onlyProcess,
             audio: request.microphone ? [.app, .microphone] : [.app]))
-        let opened: BroadcastCaptureOpened
-        do {
-            opened = try feed.open()
-        } catch {
-            feed.stop()
-            return started(failStart(error.message))
+        // Through the portal the person may be choosing a screen meanwhile. The answer comes
+        // on the thread that reads every capture process: the extension is started elsewhere.
+        feed.open { [self] result in
+            DispatchQueue.global().async { [self] in
+                switch result {
+                case .success(let opened):
+                    defer { opened.descriptors.forEach { close($0) } }
+                    launch(feed: feed, opened: opened, applicationInfo: applicationInfo, hidden: hidden, started: started)
+                case .failure(let error):
+                    feed.stop()
+                    started(failStart(error.message))
+                }
+            }
         }
-        defer { opened.descriptors.forEach { close($0) } }
+    }
+
+    /// The capture is open: the extension is started with its surfaces, and must get ready.
+    private func launch(feed: any BroadcastFeed, opened: BroadcastCaptureOpened, applicationInfo: [String: String], hidden: [String],
+                        started: @escaping @Sendable (DaemonError?) -> Void) {
         let writable = manifest.setupFields.filter { $0.kind == .directory }.compactMap { request.setup[$0.key] }
         let link: any ExtensionLink
         do {
@@ -175,9 +187,18 @@ final class BroadcastSession: Sendable {
             link.close()
             return started(failStart("cannot hand the shared surfaces to extension '\(manifest.id)'"))
         }
-        state.withLock {
-            $0.link = link
-            $0.feed = feed
+        // A stop that came while the capture opened found nothing to end: it ends the start.
+        let stoppedMeanwhile = state.withLock { state in
+            guard !state.isEnding else { return true }
+            state.link = link
+            state.feed = feed
+            return false
+        }
+        if stoppedMeanwhile {
+            feed.stop()
+            link.kill()
+            link.close()
+            return started(failStart("was stopped before it started"))
         }
         let limits = BroadcastCodec.Surfaces(count: UInt16(opened.descriptors.count), size: UInt64(opened.surfaceSize))
         link.listen { [self] utterance in heard(utterance, limits: limits, from: link) }

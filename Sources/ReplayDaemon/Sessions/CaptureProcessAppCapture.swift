@@ -37,8 +37,9 @@ struct ChannelCaptureClient: CaptureClient {
 /// An in-app capture, as replayd drives it: in a capture process (in process in unit tests).
 protocol AppCaptureControl: AnyObject, Sendable {
     var phase: SessionPhase { get }
-    /// Opens the app's windows and starts streaming; returns the picture size.
-    func start() throws(DaemonError) -> (width: Int, height: Int)
+    /// Opens the app's windows and starts streaming, then calls `started` once with the
+    /// picture size or why it could not; no thread waits meanwhile.
+    func start(then started: @escaping @Sendable (Result<(width: Int, height: Int), DaemonError>) -> Void)
     func stop()
     func waitUntilFinished()
     /// Runs `handler` once the capture has ended (at once if it already has).
@@ -59,8 +60,8 @@ final class CaptureProcessAppCapture: AppCaptureControl {
     private let keepToken: @Sendable (String) -> Void
     private let logger: Logger
     private let completion = Completion<String?>()
-    /// The answer to the start: the pictures' size, or why not.
-    private let answer = BoundedQueue<Result<(width: Int, height: Int), DaemonError>>(capacity: 1)
+    /// The answer to the start: the pictures' size, or why not (the process's own word, or how it ended first).
+    private let answer = Completion<Result<(width: Int, height: Int), DaemonError>>()
     private let state = Mutex(State())
 
     private struct State {
@@ -92,7 +93,7 @@ final class CaptureProcessAppCapture: AppCaptureControl {
         return state.withLock { $0.started ? ($0.stopped ? .finishing : .running) : .starting }
     }
 
-    func start() throws(DaemonError) -> (width: Int, height: Int) {
+    func start(then started: @escaping @Sendable (Result<(width: Int, height: Int), DaemonError>) -> Void) {
         let link: CaptureProcessLink
         do {
             link = try CaptureProcessLink(
@@ -107,30 +108,29 @@ final class CaptureProcessAppCapture: AppCaptureControl {
         } catch {
             let failure = DaemonError(code: .captureFailed, message: "cannot start the capture process: \(error)")
             completion.complete(failure.message)
-            throw failure
+            return started(.failure(failure))
         }
         state.withLock { $0.link = link }
         let process = link.process
-        switch answer.pop() {
-        case .success(let size)?:
+        answer.onComplete { [self] answer in
+            guard case .success(let size) = answer else {
+                process.kill()  // it says it is ending, or has ended; it is not waited for
+                return started(answer)
+            }
             // Whichever comes first, this or the end, decides: a process gone before the start
-            // returns fails the start (the app would wait for pictures and an end it never hears).
+            // is answered fails the start (the app would wait for pictures and an end it never hears).
             let (stopped, finished) = state.withLock { state in
                 if !state.finished { state.started = true }
                 return (state.stopped, state.finished)
             }
             if finished {
-                throw DaemonError(code: .captureFailed, message: "the in-app capture ended as it started: \(completion.wait() ?? "no reason")")
+                return completion.onComplete { why in
+                    started(.failure(DaemonError(code: .captureFailed, message: "the in-app capture ended as it started: \(why ?? "no reason")")))
+                }
             }
             if stopped { tell(.stop) }
             logger.debug("in-app capture process started", metadata: ["pid": "\(process.pid)", "app": "\(plan.pid)"])
-            return size
-        case .failure(let error)?:
-            process.kill()  // it says it is ending; it is not waited for to do so
-            throw error
-        case nil:
-            let how = process.waitForExit()
-            throw DaemonError(code: .captureFailed, message: "the capture process \(how) while starting")
+            started(.success(size))
         }
     }
 
@@ -157,7 +157,7 @@ final class CaptureProcessAppCapture: AppCaptureControl {
         case .appCaptureStarted(let width, let height, let slots, let slotSize, let restoreToken):
             let shared = descriptors.isEmpty ? nil : descriptors.removeFirst()
             guard let pictures = Self.mapPictures(shared, slots: slots, slotSize: slotSize) else {
-                answer.append(.failure(DaemonError(code: .captureFailed, message: "the capture process shared no usable memory for the pictures")))
+                answer.complete(.failure(DaemonError(code: .captureFailed, message: "the capture process shared no usable memory for the pictures")))
                 state.withLock { $0.link }?.breakOff()
                 return
             }
@@ -167,9 +167,9 @@ final class CaptureProcessAppCapture: AppCaptureControl {
                 state.slots = slots
                 state.slotSize = slotSize
             }
-            answer.append(.success((width, height)))
+            answer.complete(.success((width, height)))
         case .startFailed(let code, let message):
-            answer.append(.failure(DaemonError(code: code, message: message)))
+            answer.complete(.failure(DaemonError(code: code, message: message)))
         case .frame(let slot, let bytes, let time, let width, let height):
             deliver(slot: slot, bytes: bytes, info: CapturedFrameInfo(time: time, width: width, height: height))
         case .appCaptureEnded(let error, let captured, let dropped):
@@ -219,7 +219,8 @@ final class CaptureProcessAppCapture: AppCaptureControl {
             defer { state.pictures = nil }
             return ((ending: state.ending, unsent: state.unsent, status: status), state.started)
         }
-        answer.close()
+        answer.complete(.failure(DaemonError(code: .captureFailed,
+                                             message: "the capture process \(CaptureProcessHandle.describe(status: status)) while starting")))
         guard completion.value == nil else { return }
         let failure: String?
         if let ending = over.ending {

@@ -21,8 +21,8 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
     private let protectedWindows: ProtectedWindows
     private let keepToken: @Sendable (String) -> Void
     private let logger: Logger
-    /// The answer to the start: the surfaces, or why not.
-    private let answer = BoundedQueue<Result<BroadcastCaptureOpened, DaemonError>>(capacity: 1)
+    /// The answer to the start: the surfaces, or why not (the process's own word, or how it ended first).
+    private let answer = Completion<Result<BroadcastCaptureOpened, DaemonError>>()
     private let done = Completion<Void>()
     private let state = Mutex(State())
 
@@ -54,7 +54,7 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
     /// replayd maps none of the surfaces: the process and the extension do.
     var surfacesHeld: Int { 0 }
 
-    func open() throws(DaemonError) -> BroadcastCaptureOpened {
+    func open(then opened: @escaping @Sendable (Result<BroadcastCaptureOpened, DaemonError>) -> Void) {
         let link: CaptureProcessLink
         do {
             link = try CaptureProcessLink(
@@ -68,20 +68,17 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
                 ended: { [weak self] status in self?.ended(exitStatus: status) })
         } catch {
             done.complete(())
-            throw DaemonError(code: .captureFailed, message: "cannot start the capture process: \(error)")
+            return opened(.failure(DaemonError(code: .captureFailed, message: "cannot start the capture process: \(error)")))
         }
         state.withLock { $0.link = link }
         let process = link.process
-        switch answer.pop() {
-        case .success(let opened)?:
-            logger.debug("broadcast capture process started", metadata: ["pid": "\(process.pid)"])
-            return opened
-        case .failure(let error)?:
-            process.kill()
-            throw error
-        case nil:
-            let how = process.waitForExit()
-            throw DaemonError(code: .captureFailed, message: "the capture process \(how) while starting")
+        answer.onComplete { [logger] answer in
+            if case .success = answer {
+                logger.debug("broadcast capture process started", metadata: ["pid": "\(process.pid)"])
+            } else {
+                process.kill()  // it says it is ending, or has ended; it is not waited for
+            }
+            opened(answer)
         }
     }
 
@@ -124,17 +121,18 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
         defer { descriptors.forEach { close($0) } }
         switch report {
         case .broadcastCaptureOpened(let width, let height, let surfaceSize, let restoreToken):
+            guard answer.value == nil else { return broken("opened its capture twice") }
             guard Self.usable(descriptors, size: surfaceSize), (1...16384).contains(width), (1...16384).contains(height) else {
-                answer.append(.failure(DaemonError(code: .captureFailed, message: "the capture process shared no usable surfaces")))
+                answer.complete(.failure(DaemonError(code: .captureFailed, message: "the capture process shared no usable surfaces")))
                 broken("shared no usable surfaces")
                 return
             }
             if let restoreToken { keepToken(restoreToken) }
             state.withLock { $0.limits = BroadcastCodec.Surfaces(count: UInt16(descriptors.count), size: UInt64(surfaceSize)) }
-            answer.append(.success(BroadcastCaptureOpened(width: width, height: height, surfaceSize: surfaceSize, descriptors: descriptors)))
+            answer.complete(.success(BroadcastCaptureOpened(width: width, height: height, surfaceSize: surfaceSize, descriptors: descriptors)))
             descriptors = []
         case .startFailed(let code, let message):
-            answer.append(.failure(DaemonError(code: code, message: message)))
+            answer.complete(.failure(DaemonError(code: code, message: message)))
         case .broadcastSample(let bytes):
             forward(bytes)
         case .broadcastCaptureEnded(let error):
@@ -198,7 +196,8 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
             }
             return (state.ending, state.ended, state.stopped)
         }
-        answer.close()
+        answer.complete(.failure(DaemonError(code: .captureFailed,
+                                             message: "the capture process \(CaptureProcessHandle.describe(status: status)) while starting")))
         if ending == nil {
             let failure = "the capture process \(CaptureProcessHandle.describe(status: status))"
             if !stopped { logger.error("broadcast capture: \(failure)") }

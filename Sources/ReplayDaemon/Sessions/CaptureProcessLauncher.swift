@@ -14,9 +14,9 @@ import Glibc
 protocol CaptureProcessLauncher: Sendable {
     /// A running process and replayd's end of its channel.
     func launch(id: String) throws -> (CaptureProcessHandle, CaptureChannel)
-    /// Copies the movie at `input` into Matroska at `output` (an export), in a process of its
-    /// own; throws why it could not.
-    func remuxToMatroska(_ input: String, to output: String) throws(DaemonError)
+    /// Copies the movie at `input` into Matroska at `output` (an export) in a process of its
+    /// own, then calls `done` with nil or why it could not; no thread waits meanwhile.
+    func remuxToMatroska(_ input: String, to output: String, then done: @escaping @Sendable (DaemonError?) -> Void)
 }
 
 /// A capture process as replayd holds it.
@@ -43,16 +43,15 @@ struct CaptureProcessHandle: Sendable {
 
     func kill() { process.signal(SIGKILL) }
 
-    /// Waits for `onExit`'s reaping (it is ending: it said so, or closed its channel) and says
-    /// how it ended; one that has not ended within 5 s is killed.
-    func waitForExit() -> String {
-        let done = DispatchSemaphore(value: 0)
-        exited.onComplete { _ in done.signal() }
-        if done.wait(timeout: .now() + 5) == .timedOut {
+    /// Runs `handler` with how it ended once `onExit` has reaped it (it is ending: it said so,
+    /// or closed its channel); one that has not ended within 5 s is killed. No thread waits.
+    func whenExited(_ handler: @escaping @Sendable (String) -> Void) {
+        let exited = self.exited
+        exited.onComplete(within: 5) { status in
+            if let status { return handler(Self.describe(status: status)) }
             kill()
-            done.wait()
+            exited.onComplete { handler(Self.describe(status: $0)) }
         }
-        return Self.describe(status: exited.value ?? 128 + SIGKILL)
     }
 
     /// "exited with status 1", "was ended by SIGSEGV (Segmentation fault)" for `ChildProcess`'s status.
@@ -64,12 +63,20 @@ struct CaptureProcessHandle: Sendable {
 }
 
 /// `replay-capture`, beside replayd's own executable, started confined: no new privileges,
-/// the seccomp filter extensions get against reading other processes, and (where Landlock
-/// can) no TCP connection at all. It is handed its channel as descriptor 3 and nothing else.
+/// the seccomp filter extensions get against reading other processes, and where Landlock can,
+/// no TCP connection at all and no file beneath `hidden` (the store, replayd's own state):
+/// its movie is the one descriptor it gets, and it writes no file by path but beneath /dev
+/// (its devices, and POSIX shared memory). It is handed its channel as descriptor 3 and
+/// nothing else.
 struct ReplayCaptureLauncher: CaptureProcessLauncher {
     let executable: String
     /// The daemon's own log level: the process logs into the same log, at the same level.
     var logLevel = "info"
+    /// Folders the process may not open anything beneath.
+    var hidden: [String] = []
+
+    /// What the process may open by path: everything but `hidden`, read-only but /dev.
+    var files: FileAccess? { hidden.isEmpty ? nil : .everything(except: hidden, writable: ["/dev"]) }
 
     /// `replay-capture` beside this process's executable (a build tree), or in
     /// `../lib/openreplaykit` from it (installed: /usr/bin/replayd, /usr/lib/openreplaykit).
@@ -85,40 +92,53 @@ struct ReplayCaptureLauncher: CaptureProcessLauncher {
     /// standard error. Swift's backtracer is off in it: it catches SIGSEGV to print a crash
     /// report by reading the process's memory, which the confinement forbids, so it would hang
     /// there, and its session with it; without it a crash ends the process at once.
-    private func spawn(_ arguments: [String], stderr: Int32, inheriting: [(Int32, Int32)]) throws(SystemError) -> ChildProcess {
+    /// A hidden file that it reads (`reading`) or writes (`writing`) by a name of its
+    /// descriptor, as FFmpeg's demuxer opens /proc/self/fd/3, is opened to it alone.
+    private func spawn(_ arguments: [String], stderr: Int32, inheriting: [(Int32, Int32)],
+                       reading: [String] = [], writing: [String] = []) throws(SystemError) -> ChildProcess {
         let environment = ChildProcess.environment(adding: ["SWIFT_BACKTRACE": "enable=no", "REPLAY_CAPTURE_LOG_LEVEL": logLevel])
+        var files = self.files
+        files?.readable += reading
+        files?.writable += writing
         return try ChildProcess(confinedPath: executable, arguments: arguments, environment: environment, landlockScopes: false,
-                                tcpConnectPorts: ChildProcess.landlockABI >= 4 ? [] : nil, stderr: .descriptor(stderr),
+                                tcpConnectPorts: ChildProcess.landlockABI >= 4 ? [] : nil, files: files, stderr: .descriptor(stderr),
                                 inheriting: inheriting)
     }
 
-    func remuxToMatroska(_ input: String, to output: String) throws(DaemonError) {
+    func remuxToMatroska(_ input: String, to output: String, then done: @escaping @Sendable (DaemonError?) -> Void) {
         let source = open(input, O_RDONLY | O_CLOEXEC)
         let target = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        defer {
+        defer {  // the process has its own copies
             if source >= 0 { close(source) }
             if target >= 0 { close(target) }
         }
         guard source >= 0, target >= 0 else {
-            throw DaemonError(code: .internalError, message: "cannot open the export's files: \(String(cString: strerror(errno)))")
+            return done(DaemonError(code: .internalError, message: "cannot open the export's files: \(String(cString: strerror(errno)))"))
         }
-        let why: String?
+        let errors: (read: Int32, write: Int32)
+        let child: ChildProcess
         do {
-            let errors = try Pipe.make()
-            defer { close(errors.read) }
-            let child: ChildProcess
+            errors = try Pipe.make()
             do {
                 defer { close(errors.write) }
-                child = try spawn(["--remux-matroska"], stderr: errors.write, inheriting: [(source, 3), (target, 4)])
+                child = try spawn(["--remux-matroska"], stderr: errors.write, inheriting: [(source, 3), (target, 4)],
+                                  reading: [input], writing: [output])
+            } catch {
+                close(errors.read)
+                throw error
             }
-            // A remux reads the file once: minutes only for hours of movie.
-            let said = Pipe.readLine(errors.read, within: 3600)
-            let status = child.wait(timeout: 10) ?? { child.terminate(); return child.wait() }()
-            why = status == 0 ? nil : said ?? "the remux process \(CaptureProcessHandle.describe(status: status))"
         } catch {
-            why = "cannot start the remux process: \(error)"
+            return done(DaemonError(code: .internalError, message: "cannot start the remux process: \(error)"))
         }
-        if let why { throw DaemonError(code: .internalError, message: why) }
+        // A remux reads the file once: minutes only for hours of movie. One that hangs is ended.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 3600) { child.signal(SIGKILL) }
+        child.onExit { status in
+            // What it said is in the pipe by now: one line, when it failed.
+            let said = status == 0 ? nil : Pipe.readLine(errors.read, within: 1)
+            close(errors.read)
+            guard status != 0 else { return done(nil) }
+            done(DaemonError(code: .internalError, message: said ?? "the remux process \(CaptureProcessHandle.describe(status: status))"))
+        }
     }
 
     func launch(id: String) throws -> (CaptureProcessHandle, CaptureChannel) {

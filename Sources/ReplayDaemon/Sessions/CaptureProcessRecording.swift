@@ -28,10 +28,8 @@ final class CaptureProcessRecording: RecordingControl {
     private let keepToken: @Sendable (String) -> Void
     private let logger: Logger
     private let completion = Completion<RecordingSummary>()
-    /// Answers to `start`, `pause`, `resume` and `saveClip`, in order; closed when the process is gone.
-    private let replies = BoundedQueue<CaptureReport>(capacity: 4)
-    /// One question at a time: each waits for its own answer.
-    private let asking = Mutex(())
+    /// Answers to `start`, `pause`, `resume` and `saveClip`, in the order asked; nil once the process is gone.
+    private let answers = CaptureAnswers<CaptureReport>()
     private let state = Mutex(State())
 
     private struct State {
@@ -44,7 +42,7 @@ final class CaptureProcessRecording: RecordingControl {
         var observer: Int?
         var stopped = false
         var endReason: String?
-        /// True until `start` returns: a process that ends meanwhile is `start`'s to report.
+        /// True until the start is answered: a process that ends meanwhile is the start's to report.
         var starting = true
         /// Both must have happened before the end is judged: every report read, and the exit status.
         var channelClosed = false
@@ -73,13 +71,14 @@ final class CaptureProcessRecording: RecordingControl {
     /// The pid of the capture process, while it runs (for tests and the log).
     var processID: Int32? { state.withLock { $0.process?.pid } }
 
-    func start() throws(DaemonError) -> RecordingStarted {
+    func start(then started: @escaping @Sendable (Result<RecordingStarted, DaemonError>) -> Void) {
         var movie: Int32?
         if destination == .store {
             let path = store.moviePath(id: id)!  // ids are made by the store, always valid
             let fd = open(path.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
             guard fd >= 0 else {
-                throw failStart(DaemonError(code: .captureFailed, message: "cannot create the movie file: \(String(cString: strerror(errno)))"))
+                return started(.failure(failStart(DaemonError(code: .captureFailed,
+                                                              message: "cannot create the movie file: \(String(cString: strerror(errno)))"))))
             }
             movie = fd
         }
@@ -90,7 +89,7 @@ final class CaptureProcessRecording: RecordingControl {
             (process, channel) = try launcher.launch(id: id)
         } catch {
             discardMovie()
-            throw failStart(DaemonError(code: .captureFailed, message: "cannot start the capture process: \(error)"))
+            return started(.failure(failStart(DaemonError(code: .captureFailed, message: "cannot start the capture process: \(error)"))))
         }
         // Every change of the protected windows reaches the process at once, not at its next
         // status: the set goes with the start, and a change made meanwhile right after it.
@@ -111,43 +110,53 @@ final class CaptureProcessRecording: RecordingControl {
             return self?.heard(report) != nil
         }, ended: { [weak self] in
             guard let self else { return channel.close() }
-            replies.close()
+            answers.close()
             ended(channelClosed: true)
         })
         process.onExit { [weak self] status in self?.ended(exitStatus: status) }
 
-        do {
-            try channel.send(CaptureCommand.start(plan), descriptors: movie.map { [$0] } ?? [])
-        } catch {
-            process.kill()
-        }
-        // Only now may other commands go: the process reads `start` first.
-        state.withLock { $0.channel = channel }
+        answers.ask({
+            do {
+                try channel.send(CaptureCommand.start(plan), descriptors: movie.map { [$0] } ?? [])
+            } catch {
+                process.kill()  // its end answers the start
+            }
+            // Only now may other commands go: the process reads `start` first.
+            state.withLock { $0.channel = channel }
+            return true
+        }, answer: { [self] answer in startAnswered(answer, process: process, then: started) })
         if protectedWindows.generation != generation { tell(.protectedWindows(Array(protectedWindows.windows))) }
-        let answer = replies.pop()
-        state.withLock { $0.starting = false }
-        switch answer {
-        case .started(let started)?:
-            logger.debug("capture process started", metadata: ["recording": "\(id)", "pid": "\(process.pid)"])
-            // A stop that came while starting is passed on now.
-            let (stopped, why) = state.withLock { ($0.stopped, $0.endReason) }
-            if let why { tell(.end(because: why)) } else if stopped { tell(.stop) }
-            // It may have ended already (a duration shorter than the start).
-            ended()
-            return started
-        case .startFailed(let code, let message)?:
-            _ = process.waitForExit()
-            discardMovie()
-            let error = failStart(DaemonError(code: code, message: message))
-            ended()  // closes the channel once the process is reaped
-            throw error
-        default:
-            let how = process.waitForExit()
-            discardMovie()
-            let error = failStart(DaemonError(code: .captureFailed, message: "the capture process \(how) while starting"))
-            ended()
-            throw error
+    }
+
+    /// The process said it started, or why not, or ended first (nil).
+    private func startAnswered(_ answer: CaptureReport?, process: CaptureProcessHandle,
+                               then started: @escaping @Sendable (Result<RecordingStarted, DaemonError>) -> Void) {
+        guard case .started(let value)? = answer else {
+            // It is ending: its movie goes once it is reaped, and with it the start.
+            return process.whenExited { [self] how in
+                state.withLock { $0.starting = false }
+                discardMovie()
+                let failure: DaemonError
+                if case .startFailed(let code, let message)? = answer {
+                    failure = DaemonError(code: code, message: message)
+                } else {
+                    failure = DaemonError(code: .captureFailed, message: "the capture process \(how) while starting")
+                }
+                let error = failStart(failure)
+                ended()  // closes the channel once the process is reaped
+                started(.failure(error))
+            }
         }
+        logger.debug("capture process started", metadata: ["recording": "\(id)", "pid": "\(process.pid)"])
+        // A stop that came while starting is passed on now.
+        let (stopped, why) = state.withLock { state in
+            state.starting = false
+            return (state.stopped, state.endReason)
+        }
+        if let why { tell(.end(because: why)) } else if stopped { tell(.stop) }
+        // It may have ended already (a duration shorter than the start).
+        ended()
+        started(.success(value))
     }
 
     private func failStart(_ error: DaemonError) -> DaemonError {
@@ -159,9 +168,16 @@ final class CaptureProcessRecording: RecordingControl {
         if destination == .store { store.delete(id: id) }
     }
 
-    func pause() throws(DaemonError) { try ask(.pause, what: "pause") }
-
-    func resume() throws(DaemonError) { try ask(.resume, what: "resume") }
+    func setPaused(_ paused: Bool, then done: @escaping @Sendable (DaemonError?) -> Void) {
+        let what = paused ? "pause" : "resume"
+        ask(paused ? .pause : .resume, what: what) { answer in
+            switch answer {
+            case .success(.refused(let code, let message)): done(DaemonError(code: code, message: message))
+            case .success: done(nil)
+            case .failure(let error): done(error)
+            }
+        }
+    }
 
     func stop() {
         let running = state.withLock { state -> Bool in
@@ -179,30 +195,34 @@ final class CaptureProcessRecording: RecordingControl {
         if running { tell(.end(because: why)) }
     }
 
-    func saveClip(last duration: MediaTime?, trigger: ClipSaveRecord.Trigger, as clipID: String) throws(DaemonError) -> ClipSaved {
+    func saveClip(last duration: MediaTime?, trigger: ClipSaveRecord.Trigger, as clipID: String,
+                  then saved: @escaping @Sendable (Result<ClipSaved, DaemonError>) -> Void) {
         guard case .clipBuffer = destination else {
-            throw DaemonError(code: .outOfOrder, message: "clip buffering has not started")
+            return saved(.failure(DaemonError(code: .outOfOrder, message: "clip buffering has not started")))
         }
         let path = store.moviePath(id: clipID)!  // ids are made by the store, always valid
         let file = open(path.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard file >= 0 else {
-            throw DaemonError(code: .captureFailed, message: "cannot save the clip: \(String(cString: strerror(errno)))")
+            return saved(.failure(DaemonError(code: .captureFailed, message: "cannot save the clip: \(String(cString: strerror(errno)))")))
         }
-        defer { close(file) }
+        defer { close(file) }  // sent by then: the process holds its own
         state.withLock { _ = $0.clipIDs.insert(clipID) }
-        let answer: CaptureReport
-        do {
-            answer = try exchange(.saveClip(seconds: duration?.seconds, trigger: trigger, id: clipID), descriptors: [file], what: "save a clip")
-        } catch {
-            store.delete(id: clipID)
-            throw error
+        let store = self.store
+        ask(.saveClip(seconds: duration?.seconds, trigger: trigger, id: clipID), descriptors: [file], what: "save a clip") { answer in
+            switch answer {
+            case .success(.clipSaved(let clip)):
+                return saved(.success(clip))
+            case .success(.refused(let code, let message)):
+                store.delete(id: clipID)
+                saved(.failure(DaemonError(code: code, message: message)))
+            case .success:
+                store.delete(id: clipID)
+                saved(.failure(DaemonError(code: .captureFailed, message: "the capture process gave no clip")))
+            case .failure(let error):
+                store.delete(id: clipID)
+                saved(.failure(error))
+            }
         }
-        guard case .clipSaved(let saved) = answer else {
-            store.delete(id: clipID)
-            if case .refused(let code, let message) = answer { throw DaemonError(code: code, message: message) }
-            throw DaemonError(code: .captureFailed, message: "the capture process gave no clip")
-        }
-        return saved
     }
 
     func clipStatus() -> ClipStatus? { state.withLock { $0.status?.clips } }
@@ -217,33 +237,26 @@ final class CaptureProcessRecording: RecordingControl {
 
     // MARK: The channel
 
-    /// Sends a command that has no answer; a gone process is noticed by its exit.
+    /// Sends a command that has no answer; a gone process is noticed by its exit. Sent under
+    /// the lock `ended` takes the channel away under, so never to a descriptor closed meanwhile.
     private func tell(_ command: CaptureCommand) {
-        guard let channel = state.withLock({ $0.channel }) else { return }
-        try? channel.send(command)
+        state.withLock { state in _ = try? state.channel?.send(command) }
     }
 
-    private func ask(_ command: CaptureCommand, what: String) throws(DaemonError) {
-        let answer = try exchange(command, descriptors: [], what: what)
-        if case .refused(let code, let message) = answer { throw DaemonError(code: code, message: message) }
-    }
-
-    /// Sends `command` and waits for its answer.
-    private func exchange(_ command: CaptureCommand, descriptors: [Int32], what: String) throws(DaemonError) -> CaptureReport {
-        try asking.withLock { _ throws(DaemonError) -> CaptureReport in
-            guard let channel = state.withLock({ $0.channel }), !isFinished else {
-                throw DaemonError(code: .outOfOrder, message: "cannot \(what): the recording is over")
-            }
-            do {
-                try channel.send(command, descriptors: descriptors)
-            } catch {
-                throw DaemonError(code: .captureFailed, message: "cannot \(what): the capture process is gone")
-            }
-            guard let answer = replies.pop() else {
-                throw DaemonError(code: .captureFailed, message: "cannot \(what): the capture process is gone")
-            }
-            return answer
+    /// Sends `command` and calls `answered` with the process's answer, or why there is none.
+    private func ask(_ command: CaptureCommand, descriptors: [Int32] = [], what: String,
+                     answered: @escaping @Sendable (Result<CaptureReport, DaemonError>) -> Void) {
+        guard !isFinished else {
+            return answered(.failure(DaemonError(code: .outOfOrder, message: "cannot \(what): the recording is over")))
         }
+        answers.ask({
+            state.withLock { state in (try? state.channel?.send(command, descriptors: descriptors)) != nil }
+        }, answer: { answer in
+            guard let answer else {
+                return answered(.failure(DaemonError(code: .captureFailed, message: "cannot \(what): the capture process is gone")))
+            }
+            answered(.success(answer))
+        })
     }
 
     /// One report from the process. What it may change is checked: it lists only its own
@@ -251,7 +264,9 @@ final class CaptureProcessRecording: RecordingControl {
     private func heard(_ report: CaptureReport) {
         switch report {
         case .started, .startFailed, .done, .clipSaved, .refused:
-            replies.append(report)
+            if !answers.answer(report) {
+                logger.warning("a capture process answered what it was not asked: ignored", metadata: ["recording": "\(id)"])
+            }
         case .status(let status):
             let token = state.withLock { state -> String? in
                 let previous = state.status?.restoreToken

@@ -34,8 +34,9 @@ protocol SessionCaptures: Sendable {
     /// A broadcast's capture, not opened yet.
     func broadcastFeed(_ plan: BroadcastCaptureStart, protectedWindows: ProtectedWindows,
                        keepToken: @escaping @Sendable (String) -> Void, logger: Logger) -> any BroadcastFeed
-    /// Copies the movie at `input` into Matroska at `output` (an export); throws why it could not.
-    func remuxToMatroska(_ input: String, to output: String) throws(DaemonError)
+    /// Copies the movie at `input` into Matroska at `output` (an export), then calls `done`
+    /// with nil or why it could not; no thread waits meanwhile.
+    func remuxToMatroska(_ input: String, to output: String, then done: @escaping @Sendable (DaemonError?) -> Void)
 }
 
 /// Every session in a short-lived capture process (`replay-capture`) of its own.
@@ -62,7 +63,7 @@ struct CaptureProcesses: SessionCaptures {
                                        keepToken: keepToken, logger: logger)
     }
 
-    func remuxToMatroska(_ input: String, to output: String) throws(DaemonError) {
-        try launcher.remuxToMatroska(input, to: output)
+    func remuxToMatroska(_ input: String, to output: String, then done: @escaping @Sendable (DaemonError?) -> Void) {
+        launcher.remuxToMatroska(input, to: output, then: done)
     }
 }

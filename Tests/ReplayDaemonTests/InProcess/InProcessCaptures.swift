@@ -31,11 +31,12 @@ struct InProcessCaptures: SessionCaptures {
         BroadcastCapture(options: plan.options, backend: capture, protectedWindows: protectedWindows, logger: logger)
     }
 
-    func remuxToMatroska(_ input: String, to output: String) throws(DaemonError) {
+    func remuxToMatroska(_ input: String, to output: String, then done: @escaping @Sendable (DaemonError?) -> Void) {
         do {
             try MovieRemuxer.remux(input, to: output, container: .matroska)
+            done(nil)
         } catch {
-            throw DaemonError(code: .internalError, message: error.description)
+            done(DaemonError(code: .internalError, message: error.description))
         }
     }
 }
@@ -58,5 +59,15 @@ extension SessionParts {
     }
 }
 
-extension BroadcastCapture: BroadcastFeed {}
-extension AppCaptureSession: AppCaptureControl {}
+/// In the test's own process a capture answers its start at once.
+extension BroadcastCapture: BroadcastFeed {
+    func open(then opened: @escaping @Sendable (Result<BroadcastCaptureOpened, DaemonError>) -> Void) {
+        opened(Result { () throws(DaemonError) in try open() })
+    }
+}
+
+extension AppCaptureSession: AppCaptureControl {
+    func start(then started: @escaping @Sendable (Result<(width: Int, height: Int), DaemonError>) -> Void) {
+        started(Result { () throws(DaemonError) in try start() })
+    }
+}

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -61,7 +62,22 @@ struct landlock_net_port_attr {
     uint64_t allowed_access;
     uint64_t port;
 };
+struct landlock_beneath_attr {
+    uint64_t allowed_access;
+    int32_t parent_fd;
+} __attribute__((packed));
 #define LANDLOCK_VERSION_FLAG (1U << 0)
+#define LANDLOCK_RULE_BENEATH 1
+/* File rights by ABI: 1 has the first 13, 2 adds REFER, 3 TRUNCATE, 5 IOCTL_DEV. */
+#define LANDLOCK_FS_EXECUTE (1ULL << 0)
+#define LANDLOCK_FS_WRITE_FILE (1ULL << 1)
+#define LANDLOCK_FS_READ_FILE (1ULL << 2)
+#define LANDLOCK_FS_READ_DIR (1ULL << 3)
+#define LANDLOCK_FS_TRUNCATE (1ULL << 14)
+#define LANDLOCK_FS_IOCTL_DEV (1ULL << 15)
+#define LANDLOCK_FS_ABI1 ((1ULL << 13) - 1)
+/* The rights that apply to a file (the rest are a folder's). */
+#define LANDLOCK_FS_OF_A_FILE (LANDLOCK_FS_EXECUTE | LANDLOCK_FS_WRITE_FILE | LANDLOCK_FS_READ_FILE | LANDLOCK_FS_TRUNCATE | LANDLOCK_FS_IOCTL_DEV)
 #define LANDLOCK_RULE_NET_PORT 2
 #define LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)
 #define LANDLOCK_SCOPE_ABSTRACT_UNIX (1ULL << 0)
@@ -70,6 +86,32 @@ struct landlock_net_port_attr {
 int CShims_landlock_abi(void) {
     long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LANDLOCK_VERSION_FLAG);
     return abi < 0 ? 0 : (int)abi;
+}
+
+/* Every file right this kernel's Landlock knows, so none is left unhandled (and so allowed). */
+static uint64_t landlock_file_rights(int abi) {
+    uint64_t rights = LANDLOCK_FS_ABI1;
+    if (abi >= 2) rights |= 1ULL << 13; /* REFER */
+    if (abi >= 3) rights |= LANDLOCK_FS_TRUNCATE;
+    if (abi >= 5) rights |= LANDLOCK_FS_IOCTL_DEV;
+    return rights;
+}
+
+/* Allows `access` (of `handled`) beneath each of `paths`; a file gets only a file's rights.
+   Runs in the clone: system calls only. */
+static int allow_beneath(int ruleset, char *const *paths, int count, uint64_t access, uint64_t handled) {
+    for (int i = 0; i < count; i++) {
+        int fd = open(paths[i], O_PATH | O_CLOEXEC);
+        if (fd < 0) continue; /* gone meanwhile: nothing there to allow */
+        struct stat status;
+        uint64_t allowed = access & handled;
+        if (fstat(fd, &status) < 0 || !S_ISDIR(status.st_mode)) allowed &= LANDLOCK_FS_OF_A_FILE;
+        struct landlock_beneath_attr rule = { .allowed_access = allowed, .parent_fd = fd };
+        long added = allowed == 0 ? 0 : syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_BENEATH, &rule, 0);
+        close(fd);
+        if (added < 0) return -1;
+    }
+    return 0;
 }
 
 #if defined(__x86_64__)
@@ -188,6 +230,8 @@ int CShims_sandbox_filter(void) {
 struct confined_child {
     const struct CShims_confined_spawn *spawn;
     int lowest;
+    /* Landlock's ABI, asked before the clone. */
+    int abi;
     int error;
 };
 
@@ -210,12 +254,20 @@ static int confined_child_main(void *argument) {
     }
     if (syscall(SYS_close_range, child->lowest, ~0U, 0) < 0) goto failed;
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) goto failed;
-    if (spawn->scope || spawn->limit_connect) {
+    if (spawn->scope || spawn->limit_connect || spawn->limit_files) {
+        uint64_t files = spawn->limit_files ? landlock_file_rights(child->abi) : 0;
         struct landlock_scoped_attr attributes = {
+            .handled_access_fs = files,
             .handled_access_net = spawn->limit_connect ? LANDLOCK_ACCESS_NET_CONNECT_TCP : 0,
             .scoped = spawn->scope ? LANDLOCK_SCOPE_ABSTRACT_UNIX | LANDLOCK_SCOPE_SIGNALS : 0 };
         int ruleset = (int)syscall(SYS_landlock_create_ruleset, &attributes, sizeof attributes, 0);
         if (ruleset < 0) goto failed;
+        uint64_t reading = LANDLOCK_FS_EXECUTE | LANDLOCK_FS_READ_FILE | LANDLOCK_FS_READ_DIR | LANDLOCK_FS_IOCTL_DEV;
+        if (files && (allow_beneath(ruleset, spawn->readable, spawn->readable_count, reading, files) < 0
+                      || allow_beneath(ruleset, spawn->writable, spawn->writable_count, files, files) < 0)) {
+            close(ruleset);
+            goto failed;
+        }
         for (int i = 0; spawn->limit_connect && i < spawn->connect_port_count; i++) {
             struct landlock_net_port_attr port = { .allowed_access = LANDLOCK_ACCESS_NET_CONNECT_TCP, .port = spawn->connect_ports[i] };
             if (syscall(SYS_landlock_add_rule, ruleset, LANDLOCK_RULE_NET_PORT, &port, 0) < 0) {
@@ -252,7 +304,7 @@ int CShims_spawn_confined(const struct CShims_confined_spawn *spawn) {
     sigset_t all, previous;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &previous);
-    struct confined_child child = { .spawn = spawn, .lowest = lowest, .error = 0 };
+    struct confined_child child = { .spawn = spawn, .lowest = lowest, .abi = spawn->limit_files ? CShims_landlock_abi() : 0, .error = 0 };
     int pid = clone(confined_child_main, (char *)stack + stackSize, CLONE_VM | CLONE_VFORK | SIGCHLD, &child);
     int error = pid < 0 ? errno : child.error;
     pthread_sigmask(SIG_SETMASK, &previous, NULL);

@@ -70,23 +70,27 @@ public final class ChildProcess: Sendable {
     /// Starts `path` confined (`CShims_spawn_confined`): no new privileges, a seccomp filter
     /// against ptrace and reading other processes' memory, with `landlockScopes` no abstract
     /// unix socket or signal beyond its own Landlock domain, and with `tcpConnectPorts` TCP
-    /// connects to those ports only (on any address); everything it execs inherits these. It
-    /// is started from `WatcherThread`, which lives as long as this process, so a parent-death
-    /// signal it sets fires only when this process ends.
+    /// connects to those ports only (on any address), with `files` only those files and
+    /// folders (Landlock ABI 1; ignored without Landlock); everything it execs inherits these.
+    /// It is started from `WatcherThread`, which lives as long as this process, so a
+    /// parent-death signal it sets fires only when this process ends.
     public init(confinedPath path: String, arguments: [String], environment: [String: String], landlockScopes: Bool,
-                tcpConnectPorts: [UInt16]? = nil, stderr: Stream = .null, inheriting: [(Int32, Int32)] = []) throws(SystemError) {
+                tcpConnectPorts: [UInt16]? = nil, files: FileAccess? = nil, stderr: Stream = .null,
+                inheriting: [(Int32, Int32)] = []) throws(SystemError) {
         self.path = path
         let null = open("/dev/null", O_RDWR | O_CLOEXEC)
         guard null >= 0 else { throw SystemError(call: "open(/dev/null)", errno: errno) }
         defer { close(null) }
         let stderrSource: Int32 = if case .descriptor(let fd) = stderr { fd } else { null }
         let handed = [(null, Int32(0)), (null, 1), (stderrSource, 2)] + inheriting
+        let files = Self.landlockABI >= 1 ? files : nil
         let result = WatcherThread.shared.run {
             let argv = ([path] + arguments).map { strdup($0) } + [nil]
             let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+            let readable = (files?.readable ?? []).map { strdup($0) } + [nil]
+            let writable = (files?.writable ?? []).map { strdup($0) } + [nil]
             defer {
-                argv.forEach { free($0) }
-                envp.forEach { free($0) }
+                for strings in [argv, envp, readable, writable] { strings.forEach { free($0) } }
             }
             let sources = handed.map(\.0), targets = handed.map(\.1), ports = tcpConnectPorts ?? []
             return path.withCString { path in
@@ -95,12 +99,18 @@ public final class ChildProcess: Sendable {
                         sources.withUnsafeBufferPointer { sources in
                             targets.withUnsafeBufferPointer { targets in
                                 ports.withUnsafeBufferPointer { ports in
-                                    var spawn = CShims_confined_spawn(
-                                        path: path, argv: argv.baseAddress, envp: envp.baseAddress, sources: sources.baseAddress,
-                                        targets: targets.baseAddress, count: Int32(handed.count), scope: landlockScopes ? 1 : 0,
-                                        limit_connect: tcpConnectPorts == nil ? 0 : 1, connect_ports: ports.baseAddress,
-                                        connect_port_count: Int32(ports.count))
-                                    return CShims_spawn_confined(&spawn)
+                                    readable.withUnsafeBufferPointer { readablePaths in
+                                        writable.withUnsafeBufferPointer { writablePaths in
+                                            var spawn = CShims_confined_spawn(
+                                                path: path, argv: argv.baseAddress, envp: envp.baseAddress, sources: sources.baseAddress,
+                                                targets: targets.baseAddress, count: Int32(handed.count), scope: landlockScopes ? 1 : 0,
+                                                limit_connect: tcpConnectPorts == nil ? 0 : 1, connect_ports: ports.baseAddress,
+                                                connect_port_count: Int32(ports.count), limit_files: files == nil ? 0 : 1,
+                                                readable: readablePaths.baseAddress, readable_count: Int32(readable.count - 1),
+                                                writable: writablePaths.baseAddress, writable_count: Int32(writable.count - 1))
+                                            return CShims_spawn_confined(&spawn)
+                                        }
+                                    }
                                 }
                             }
                         }

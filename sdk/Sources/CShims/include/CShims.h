@@ -51,10 +51,18 @@ struct CShims_confined_spawn {
     int limit_connect;
     const unsigned short *connect_ports;
     int connect_port_count;
+    /* Landlock: files only beneath these paths (ABI >= 1): read and execute beneath
+       `readable`, anything beneath `writable`; no other file or folder may be opened. A path
+       that cannot be opened is skipped. */
+    int limit_files;
+    char *const *readable;
+    int readable_count;
+    char *const *writable;
+    int writable_count;
 };
 
 /* Starts `spawn->path` in a new session with default signal handling and only the given
-   descriptors, after PR_SET_NO_NEW_PRIVS, the Landlock scopes and connect rules (if asked)
+   descriptors, after PR_SET_NO_NEW_PRIVS, the Landlock scopes, connect and file rules (if asked)
    and a seccomp filter that refuses ptrace, process_vm_readv/writev, shmget, io_uring,
    MSG_FASTOPEN sends, MPTCP and SCTP sockets and, on x86_64, x32 and foreign-architecture
    system calls with EPERM. These are inherited by everything it runs and cannot be lifted.
