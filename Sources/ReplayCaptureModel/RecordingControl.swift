@@ -26,7 +26,6 @@ package protocol RecordingControl: AnyObject, Sendable {
     func clipStatus() -> ClipStatus?
     /// Runs `handler` once the movie is closed (at once if it is).
     func onFinish(_ handler: @escaping @Sendable (RecordingSummary) -> Void)
-    func waitUntilFinished() -> RecordingSummary
     func progress() -> RecordingProgress
 }
 

@@ -435,4 +435,22 @@ final class HostileHandler: BroadcastSampleHandler {
     }
 }
 
+/// Started by replayd as its `replay-capture` (a test puts it there): a compromised capture
+/// process, which tries to read, list and write the store (`HOSTILE_STORE`, a movie in it
+/// `HOSTILE_MOVIE`) and a file of the system, says on standard error (replayd's log) how each
+/// went and what it inherited, and exits 3.
+func actAsCaptureProcess() -> Never {
+    let environment = ProcessInfo.processInfo.environment
+    let store = environment["HOSTILE_STORE"] ?? "/nonexistent", movie = environment["HOSTILE_MOVIE"] ?? "/nonexistent"
+    let read = outcome(Int(open(movie, O_RDONLY | O_CLOEXEC)))
+    let list = (try? FileManager.default.contentsOfDirectory(atPath: store)).map { "ok \($0)" } ?? outcome(-1)
+    let write = outcome(Int(open(store + "/forged.mp4", O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)))
+    let remove = outcome(Int(unlink(movie)))
+    let system = outcome(Int(open("/etc/passwd", O_RDONLY | O_CLOEXEC)))
+    FileHandle.standardError.write(Data(("hostile capture process: read=\(read) list=\(list) write=\(write) remove=\(remove) "
+        + "system=\(system) inherited=\(inheritedDescriptors.joined(separator: ","))\n").utf8))
+    exit(3)
+}
+
+if CommandLine.arguments.contains("--channel-fd=3") { actAsCaptureProcess() }
 BroadcastExtension.run(HostileHandler())

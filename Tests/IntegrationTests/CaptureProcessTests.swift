@@ -191,6 +191,54 @@ extension IntegrationTests {
             #expect(result.status == 0, "\(result)")
         }
 
+        /// A compromised capture process (the hostile program, put beside a copy of replayd as
+        /// its `replay-capture`, so replayd starts it as it starts any): it can neither read,
+        /// list, write nor delete in the store, still reads the system's files, and holds only
+        /// what it was handed. Its session fails, and replayd serves on.
+        @Test(.enabled(if: ChildProcess.landlockABI >= 1, "Landlock is not enabled in this kernel"))
+        func aHostileCaptureProcessCannotTouchTheStore() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240, demoScene: false))
+            defer { fixture.stop() }
+            // Someone's movie, already in the store.
+            try FileManager.default.createDirectory(at: fixture.store, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+            let movie = fixture.store.appendingPathComponent("rec-20260101-000000-0000cafe.mp4")
+            try Data("someone's movie".utf8).write(to: movie)
+            let bin = fixture.directory.appendingPathComponent("bin")
+            try FileManager.default.createDirectory(at: bin, withIntermediateDirectories: true)
+            // replay too: replayd trusts as the person's only the replay beside it.
+            for program in ["replayd", "replay"] {
+                try FileManager.default.copyItem(atPath: VirtualDesktop.siblingExecutable(program).path, toPath: bin.appendingPathComponent(program).path)
+            }
+            let replay = { (arguments: [String]) throws -> CommandResult in
+                try Command.run(bin.appendingPathComponent("replay").path, arguments + ["--socket", fixture.socket],
+                                environment: fixture.environment([:]), timeout: 60)
+            }
+            try FileManager.default.createSymbolicLink(atPath: bin.appendingPathComponent("replay-capture").path,
+                                                       withDestinationPath: VirtualDesktop.siblingExecutable("replay-hostile-extension").path)
+            try fixture.startDaemon(environment: ["HOSTILE_STORE": fixture.store.path, "HOSTILE_MOVIE": movie.path],
+                                    executable: bin.appendingPathComponent("replayd").path)
+
+            let recorded = try replay(["record", "--duration", "1"])
+            #expect(recorded.status != 0)
+            #expect(recorded.stderr.contains("the capture process exited with status 3 while starting"), "\(recorded)")
+            let said = try #require(fixture.daemonLog.split(separator: "\n").first { $0.hasPrefix("hostile capture process:") },
+                                    "\(fixture.daemonLog)")
+            for refused in ["read=EACCES", "list=EACCES", "write=EACCES", "remove=EACCES"] {
+                #expect(said.contains(refused), "\(said)")
+            }
+            #expect(said.contains("system=ok"), "\(said)")
+            // Standard input and output on /dev/null, standard error replayd's log, its channel: nothing else.
+            let inherited = try #require(said.split(separator: " ").first { $0.hasPrefix("inherited=") })
+            let descriptors = inherited.dropFirst("inherited=".count).split(separator: ",")
+            #expect(descriptors.map { $0.prefix { $0 != "=" } } == ["0", "1", "2", "3"], "\(inherited)")
+            #expect(descriptors.last?.contains("socket:") == true, "\(inherited)")
+            #expect(try String(contentsOf: movie, encoding: .utf8) == "someone's movie")
+            #expect(!FileManager.default.fileExists(atPath: fixture.store.appendingPathComponent("forged.mp4").path))
+            // replayd serves on.
+            #expect(try replay(["status"]).status == 0)
+        }
+
         /// The libraries that capture and encode: a capture process maps them, replayd never.
         static let captureLibraries = ["libavcodec", "libavformat", "libavutil", "libswresample", "libx264", "libx265",
                                        "libSvtAv1Enc", "librav1e", "libpipewire", "libspa", "libyuv"]

@@ -72,15 +72,17 @@ public final class ReplayFixture: @unchecked Sendable {
 
     /// Starts replayd on the fixture's socket and store, plus `arguments`, and waits until it answers.
     /// - Parameter openFiles: its open-file limit, soft and hard (through prlimit, which execs it).
-    public func startDaemon(_ arguments: [String] = [], environment overrides: [String: String] = [:], openFiles: Int? = nil) throws {
+    /// - Parameter executable: another replayd (a copy beside another `replay-capture`).
+    public func startDaemon(_ arguments: [String] = [], environment overrides: [String: String] = [:], openFiles: Int? = nil,
+                            executable: String = ReplayFixture.replayd) throws {
         let log = open(directory.appendingPathComponent("replayd.log").path, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         defer { close(log) }
         // On an X11 fixture the X11 backend, whatever desktop the machine running the tests has.
         let capture = waylandDesktop == nil && !arguments.contains("--capture") ? ["--capture", "x11"] : []
         let command = ["--socket", socket, "--store", store.path, "--log-level", "debug"] + capture + arguments
         let daemon = try ChildProcess(
-            path: openFiles == nil ? Self.replayd : "/usr/bin/prlimit",
-            arguments: openFiles.map { ["--nofile=\($0):\($0)", "--", Self.replayd] + command } ?? command,
+            path: openFiles == nil ? executable : "/usr/bin/prlimit",
+            arguments: openFiles.map { ["--nofile=\($0):\($0)", "--", executable] + command } ?? command,
             environment: ChildProcess.environment(adding: environment(overrides)), stdout: .descriptor(log), stderr: .descriptor(log))
         self.daemon = daemon
         // Ready means accepting: a socket file can be left over by a daemon that was killed.

@@ -129,7 +129,7 @@ final class ExtensionProcess: ExtensionLink {
                 let said = Self.pending(errors.read).split(separator: "\n").filter { !$0.hasPrefix("Failed to send") }.last
                 if let sandboxInit { Glibc.kill(sandboxInit, SIGKILL) }
                 process.signal(SIGKILL)
-                process.wait()
+                process.onExit { _ in }  // reaped when it is gone; its cgroup is emptied by cgroup.kill meanwhile
                 cgroup?.remove()
                 Glibc.close(fds[0])
                 Glibc.close(status.read)
@@ -250,8 +250,9 @@ final class ExtensionProcess: ExtensionLink {
         process.onExit { [self] _ in
             let how = exitDescription ?? "exited"
             network?.stop()
-            cgroup?.remove()
-            handler(how)
+            // Reported once its cgroup is gone: nothing of the sandbox is left by then.
+            guard let cgroup else { return handler(how) }
+            cgroup.remove { handler(how) }
         }
     }
 

@@ -108,10 +108,16 @@ struct SandboxCgroup: Sendable {
         }
     }
 
-    /// Kills whatever is still inside (`cgroup.kill`, Linux 5.14) and removes the cgroup.
-    func remove() {
+    /// Kills whatever is still inside (`cgroup.kill`, Linux 5.14) and removes the cgroup, then
+    /// calls `removed`. rmdir succeeds once the last process has gone, and killed processes take
+    /// a moment: it is tried again every 10 ms for half a second, on a timer, holding no thread.
+    func remove(then removed: @escaping @Sendable () -> Void = {}) {
         _ = SandboxCgroups.write("1", to: path + "/cgroup.kill")
-        // rmdir succeeds once the last process has gone; killed processes take a moment.
-        for _ in 0..<50 where rmdir(path) != 0 && errno == EBUSY { usleep(10_000) }
+        removeFolder(attempts: 50, then: removed)
+    }
+
+    private func removeFolder(attempts: Int, then removed: @escaping @Sendable () -> Void) {
+        guard rmdir(path) != 0, errno == EBUSY, attempts > 1 else { return removed() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.01) { removeFolder(attempts: attempts - 1, then: removed) }
     }
 }

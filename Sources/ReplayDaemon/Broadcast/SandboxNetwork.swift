@@ -93,7 +93,7 @@ final class SandboxNetwork: Sendable {
         // the pipe without a word if it fails.
         guard Pipe.readLine(ready.read, within: 10) != nil else {
             process.signal(SIGKILL)
-            process.wait()
+            process.onExit { _ in }  // reaped when it is gone
             throw SystemError(call: "pasta", errno: ENETUNREACH)
         }
     }
@@ -101,7 +101,7 @@ final class SandboxNetwork: Sendable {
     /// Ends pasta; the sandbox's network goes with it.
     func stop() {
         process.signal(SIGKILL)
-        if process.isRunning { _ = process.wait(timeout: 2) }
+        process.onExit { _ in }  // reaped when it is gone; nothing waits for it
     }
 
     /// Until `pid` is blocked reading descriptor `fd` (/proc: the call's first argument, and a

@@ -289,7 +289,6 @@ final class BroadcastSession: Sendable {
     func onFinish(_ handler: @escaping @Sendable (BroadcastStatus) -> Void) { completion.onComplete(handler) }
 
     /// Blocks until the extension is gone and the status is final.
-    func waitUntilFinished() -> BroadcastStatus { completion.wait() }
 
     /// Waits, holding no thread, until the extension is gone and the status is final.
     func finished() async -> BroadcastStatus { await completion.finished() }

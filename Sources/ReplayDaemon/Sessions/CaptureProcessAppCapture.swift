@@ -41,7 +41,6 @@ protocol AppCaptureControl: AnyObject, Sendable {
     /// picture size or why it could not; no thread waits meanwhile.
     func start(then started: @escaping @Sendable (Result<(width: Int, height: Int), DaemonError>) -> Void)
     func stop()
-    func waitUntilFinished()
     /// Runs `handler` once the capture has ended (at once if it already has).
     func onFinish(_ handler: @escaping @Sendable () -> Void)
 }
@@ -141,8 +140,6 @@ final class CaptureProcessAppCapture: AppCaptureControl {
         }
         if started { tell(.stop) }
     }
-
-    func waitUntilFinished() { _ = completion.wait() }
 
     func onFinish(_ handler: @escaping @Sendable () -> Void) { completion.onComplete { _ in handler() } }
 

@@ -229,8 +229,6 @@ final class CaptureProcessRecording: RecordingControl {
 
     func onFinish(_ handler: @escaping @Sendable (RecordingSummary) -> Void) { completion.onComplete(handler) }
 
-    func waitUntilFinished() -> RecordingSummary { completion.wait() }
-
     func progress() -> RecordingProgress {
         state.withLock { $0.status?.progress } ?? RecordingProgress(elapsed: 0, frames: 0, dropped: 0, bytes: 0)
     }

@@ -11,6 +11,13 @@ func answered<Value: Sendable>(_ ask: (@escaping @Sendable (Result<Value, Daemon
 }
 
 extension RecordingControl {
+    /// Blocks the test until the movie is closed.
+    func waitUntilFinished() -> RecordingSummary {
+        let summary = Completion<RecordingSummary>()
+        onFinish { summary.complete($0) }
+        return summary.wait()
+    }
+
     func start() throws(DaemonError) -> RecordingStarted { try answered { start(then: $0) } }
 
     func pause() throws(DaemonError) { try answered { done in setPaused(true) { done($0.map(Result.failure) ?? .success(())) } } }
@@ -21,6 +28,13 @@ extension RecordingControl {
 }
 
 extension AppCaptureControl {
+    /// Blocks the test until the capture has ended.
+    func waitUntilFinished() {
+        let ended = Completion<Void>()
+        onFinish { ended.complete(()) }
+        ended.wait()
+    }
+
     func start() throws(DaemonError) -> (width: Int, height: Int) { try answered { start(then: $0) } }
 }
 
@@ -40,5 +54,14 @@ extension ClientOutbox {
         let room = Completion<Bool>()
         whenRoom(below: bytes) { room.complete($0) }
         return room.wait()
+    }
+}
+
+extension BroadcastSession {
+    /// Blocks the test until the broadcast has ended; its last status.
+    func waitUntilFinished() -> BroadcastStatus {
+        let status = Completion<BroadcastStatus>()
+        onFinish { status.complete($0) }
+        return status.wait()
     }
 }
