@@ -58,6 +58,25 @@ struct ScriptedCaptureLauncher: CaptureProcessLauncher {
         return plan
     }
 
+    /// A process that starts (once `gate` opens, if one is given) and runs until told to stop.
+    static func wellBehaved(after gate: Completion<Void>? = nil, frames: Int = 30) -> @Sendable (CaptureChannel, ChildProcess) -> Void {
+        { channel, process in
+            guard let plan = awaitStart(channel) else { return }
+            gate?.wait()
+            runUntilStopped(plan, channel, process, frames: frames)
+        }
+    }
+
+    /// Says it started, runs until told to stop, then finishes with `frames` and exits.
+    static func runUntilStopped(_ plan: CaptureStart, _ channel: CaptureChannel, _ process: ChildProcess, frames: Int = 30) {
+        try? channel.send(status(.running))
+        try? channel.send(CaptureReport.started(RecordingStarted(id: plan.id, width: 64, height: 48, warnings: [])))
+        while let (command, _) = channel.receive(CaptureCommand.self), command != .stop {}
+        try? channel.send(CaptureReport.finished(RecordingSummary(id: plan.id, duration: Double(frames) / 30, frames: frames, dropped: 0,
+                                                                  error: nil)))
+        process.signal(SIGTERM)
+    }
+
     static func status(_ phase: SessionPhase, frames: Int = 0) -> CaptureReport {
         .status(CaptureProcessStatus(phase: phase, progress: RecordingProgress(elapsed: 1, frames: frames, dropped: 0, bytes: 0),
                                      clips: nil, restoreToken: nil))
@@ -100,15 +119,7 @@ struct ScriptedCaptureLauncher: CaptureProcessLauncher {
     /// portal, once the person has chosen a screen), and no thread waits meanwhile.
     @Test func theStartIsAnsweredWhenTheProcessStartsNotBefore() throws {
         let chosen = Completion<Void>()
-        let session = recording { channel, process in
-            guard let plan = Self.awaitStart(channel) else { return }
-            chosen.wait()
-            try? channel.send(Self.status(.running))
-            try? channel.send(CaptureReport.started(RecordingStarted(id: plan.id, width: 64, height: 48, warnings: [])))
-            while let (command, _) = channel.receive(CaptureCommand.self), command != .stop {}
-            try? channel.send(CaptureReport.finished(RecordingSummary(id: plan.id, duration: 1, frames: 30, dropped: 0, error: nil)))
-            process.signal(SIGTERM)
-        }
+        let session = recording(script: Self.wellBehaved(after: chosen))
         let answer = Completion<Result<RecordingStarted, DaemonError>>()
         session.start { answer.complete($0) }
         // Returned while the process has not answered: nobody holds a thread for the answer.
@@ -124,15 +135,7 @@ struct ScriptedCaptureLauncher: CaptureProcessLauncher {
     /// A stop that comes before the start is answered is passed on once it is.
     @Test func aStopWhileStartingEndsTheRecordingOnceStarted() throws {
         let chosen = Completion<Void>()
-        let session = recording { channel, process in
-            guard let plan = Self.awaitStart(channel) else { return }
-            chosen.wait()
-            try? channel.send(Self.status(.running))
-            try? channel.send(CaptureReport.started(RecordingStarted(id: plan.id, width: 64, height: 48, warnings: [])))
-            while let (command, _) = channel.receive(CaptureCommand.self), command != .stop {}
-            try? channel.send(CaptureReport.finished(RecordingSummary(id: plan.id, duration: 0.5, frames: 15, dropped: 0, error: nil)))
-            process.signal(SIGTERM)
-        }
+        let session = recording(script: Self.wellBehaved(after: chosen, frames: 15))
         let answer = Completion<Result<RecordingStarted, DaemonError>>()
         session.start { answer.complete($0) }
         session.stop()

@@ -99,6 +99,14 @@ import Testing
             return event
         }
 
+        /// Sends `request` (none: only listens), then the summary of the next recording to finish.
+        func summary(after request: ClientRequest? = nil) throws -> RecordingSummary {
+            if let request { connection.received([UInt8](try JSONEncoder().encode(request))) }
+            while true {
+                if case .recordingFinished(let summary) = try next() { return summary }
+            }
+        }
+
         /// The error code of `event`, if it is an error.
         static func code(_ event: DaemonEvent) -> ErrorCode? {
             if case .error(let code, _) = event { code } else { nil }
@@ -221,15 +229,7 @@ import Testing
     /// else is served; once it starts they are answered, after it.
     @Test func aRecordingWaitingForItsScreenHoldsItsOwnConnectionOnly() throws {
         let chosen = Completion<Void>()
-        let launcher = ScriptedCaptureLauncher { channel, process in
-            guard let plan = CaptureProcessRecordingTests.awaitStart(channel) else { return }
-            chosen.wait()
-            try? channel.send(CaptureProcessRecordingTests.status(.running))
-            try? channel.send(CaptureReport.started(RecordingStarted(id: plan.id, width: 64, height: 48, warnings: [])))
-            while let (command, _) = channel.receive(CaptureCommand.self), command != .stop {}
-            try? channel.send(CaptureReport.finished(RecordingSummary(id: plan.id, duration: 1, frames: 30, dropped: 0, error: nil)))
-            process.signal(SIGTERM)
-        }
+        let launcher = ScriptedCaptureLauncher(script: CaptureProcessRecordingTests.wellBehaved(after: chosen))
         let rig = try Rig(launcher: launcher)
         defer { rig.cleanUp() }
         let person = try rig.connect(as: .person)
@@ -243,12 +243,8 @@ import Testing
         guard case .recordingStarted(let started) = try person.next() else { throw Failure(description: "the recording did not start") }
         guard case .recordings = try person.next() else { throw Failure(description: "the request held was not answered after it") }
         #expect(rig.daemon.activeRecordings == [started.id])
-        person.connection.received([UInt8](try JSONEncoder().encode(ClientRequest.stopRecording)))
-        var finished: RecordingSummary?
-        while finished == nil {
-            if case .recordingFinished(let summary) = try person.next() { finished = summary }
-        }
-        #expect(finished?.error == nil, "\(String(describing: finished))")
+        let finished = try person.summary(after: .stopRecording)
+        #expect(finished.error == nil, "\(finished)")
     }
 
     /// A capture process killed while its start is awaited: the client hears which signal,
@@ -312,15 +308,10 @@ import Testing
                 count += 1
                 return count == 1
             }
+            guard first else { return CaptureProcessRecordingTests.runUntilStopped(plan, channel, process) }
             try? channel.send(CaptureProcessRecordingTests.status(.running))
             try? channel.send(CaptureReport.started(RecordingStarted(id: plan.id, width: 64, height: 48, warnings: [])))
-            if first {
-                process.signal(SIGSEGV)
-                return
-            }
-            while let (command, _) = channel.receive(CaptureCommand.self), command != .stop {}
-            try? channel.send(CaptureReport.finished(RecordingSummary(id: plan.id, duration: 1, frames: 30, dropped: 0, error: nil)))
-            process.signal(SIGTERM)
+            process.signal(SIGSEGV)
         }
         let rig = try Rig(launcher: launcher)
         defer { rig.cleanUp() }
@@ -328,23 +319,16 @@ import Testing
         guard case .recordingStarted = try person.ask(.startRecording(options: RecordingOptions(appAudio: false))) else {
             throw Failure(description: "the first recording did not start")
         }
-        var crashed: RecordingSummary?
-        while crashed == nil {
-            if case .recordingFinished(let summary) = try person.next() { crashed = summary }
-        }
-        #expect(crashed?.error == "the capture process was ended by SIGSEGV (Segmentation fault)", "\(String(describing: crashed))")
+        let crashed = try person.summary()
+        #expect(crashed.error == "the capture process was ended by SIGSEGV (Segmentation fault)", "\(crashed)")
         #expect(rig.daemon.activeRecordings.isEmpty)
 
         guard case .recordingStarted(let second) = try person.ask(.startRecording(options: RecordingOptions(appAudio: false))) else {
             throw Failure(description: "no second recording after the crash")
         }
         #expect(rig.daemon.activeRecordings == [second.id])
-        person.connection.received([UInt8](try JSONEncoder().encode(ClientRequest.stopRecording)))
-        var finished: RecordingSummary?
-        while finished == nil {
-            if case .recordingFinished(let summary) = try person.next() { finished = summary }
-        }
-        #expect(finished?.error == nil && finished?.frames == 30, "\(String(describing: finished))")
+        let finished = try person.summary(after: .stopRecording)
+        #expect(finished.error == nil && finished.frames == 30, "\(finished)")
         #expect(launches.withLock { $0 } == 2)
     }
 }
