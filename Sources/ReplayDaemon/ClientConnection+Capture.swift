@@ -32,6 +32,7 @@ extension ClientConnection {
                         daemon.releaseCapture(indicated)
                         throw error
                     }
+                    defer { daemon.sessionStarted() }
                     try captureStarted(session, indicated: indicated, peer: peer, size: size, fps: options.fps)
                 }
             }

@@ -77,6 +77,7 @@ extension ClientConnection {
             resume {
                 switch result {
                 case .success(let value):
+                    defer { daemon.sessionStarted() }
                     try started(value)
                 case .failure(let error):
                     daemon.unregister(session)

@@ -56,6 +56,7 @@ extension Daemon {
             + configuration.privateStateDirectories.map(\.path)
         session.start(hidden: hidden, applicationInfo: host.map(Self.applicationInfo(of:)) ?? focusedApplication()) { [self] failure in
             if let failure { return started(.failure(failure)) }
+            sessionStarted()
             // Announced once it is live (a start that fails was never on screen).
             indicator.began(IndicatedCapture(id: session.id, kind: .broadcast(service: info.manifest.displayName),
                                              who: host.map { IndicatedCapture.name(ofApp: $0.executable) } ?? IndicatedCapture.person),

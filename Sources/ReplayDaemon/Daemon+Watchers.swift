@@ -59,8 +59,7 @@ extension Daemon {
             case .mirroring: watches.mirroring = watchMirroring()
             case .idleness(let limit): watches.idleness = (watchIdleness(limit: limit), limit)
             case .settling:
-                let quiet = Duration.seconds(10)
-                watches.settling = (watchSettling(quiet: quiet), quiet)
+                watches.settling = (watchSettling(quiet: Self.settlingQuiet), Self.settlingQuiet)
             }
         }
         self.watches.withLock { $0 = watches }
@@ -73,6 +72,15 @@ extension Daemon {
             watches?.cancel()
             watches = nil
         }
+    }
+
+    /// How long after the last activity replayd settles (`watchSettling`).
+    static let settlingQuiet = Duration.seconds(2)
+
+    /// A session has started (its start's code has run): settling is counted from now.
+    func sessionStarted() {
+        state.withLock { $0.lastActivity = MonotonicClock.nanoseconds() }
+        noteActivity()
     }
 
     /// A client or a session came or went (`State.lastActivity` was just set): idleness and
@@ -132,15 +140,14 @@ extension Daemon {
         }
     }
 
-    /// Once nothing has run for `quiet` (no recording, clip buffer or broadcast, no client come
-    /// or gone), gives back what the work left behind: malloc's free pages, and the mappings of
-    /// the code it ran (`ProcessMemory.unmapOwnCode`), which a daemon waiting all day for its
-    /// next request does not run. Once per quiet spell: a session still running when the
-    /// deadline comes sets it again as it ends.
+    /// Once nothing has come or gone for `quiet` (no client, no session started or ended),
+    /// gives back what that left behind: malloc's free pages, and the mappings of the code it
+    /// ran (`ProcessMemory.unmapOwnCode`), which neither a daemon waiting all day for its next
+    /// request nor one relaying a running session's reports runs again. Once per quiet spell.
     private func watchSettling(quiet: Duration) -> DeadlineTimer {
         DeadlineTimer(queue: Self.watchQueue) { [self] in
             let quietNow = state.withLock { state in
-                state.hasNoSessions && MonotonicClock.nanoseconds() - state.lastActivity >= quiet.nanoseconds
+                MonotonicClock.nanoseconds() - state.lastActivity >= quiet.nanoseconds
             }
             guard quietNow else { return }
             ProcessMemory.returnFreedMemory()

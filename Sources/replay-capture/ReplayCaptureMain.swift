@@ -76,6 +76,8 @@ enum CaptureProcessMain {
             // Where it is first: replayd reads the status before the answer, so it knows both at once.
             try? channel.send(CaptureReport.status(status()))
             try? channel.send(CaptureReport.started(started))
+            // From here the same few loops run for the whole recording.
+            ProcessMemory.settle(after: 1)
         } catch {
             try? channel.send(CaptureReport.startFailed(code: error.code, message: error.message))
             exit(1)

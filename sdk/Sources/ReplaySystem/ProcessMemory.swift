@@ -1,4 +1,5 @@
 import CShims
+import Dispatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -40,6 +41,16 @@ public enum ProcessMemory {
     /// allocate at the same time, where an arena per thread would only keep more free pages.
     /// Best called before threads start: a thread keeps the arena it already has.
     public static func useOneArena() { CShims_malloc_one_arena() }
+
+    /// For a process that has started its work and now repeats a little of its code for long (a
+    /// capture process): `seconds` from now, gives back the start's free pages and unmaps the
+    /// code that ran only to start.
+    public static func settle(after seconds: Double) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+            returnFreedMemory()
+            unmapOwnCode()
+        }
+    }
 
     /// Unmaps the program's own code, to be mapped back a page at a time as it runs again: for
     /// a daemon that has started, or finished its work, and now waits. A page fault on a file's
