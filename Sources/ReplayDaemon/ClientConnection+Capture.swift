@@ -18,23 +18,11 @@ extension ClientConnection {
             try daemon.admitCapture(indicated, by: quotaOwner)
             let session = daemon.makeAppCapture(id: indicated, pid: peer.pid, options: options, client: ChannelCaptureClient(channel: channel))
             let daemon = self.daemon
-            let resume = holdRequests(ifOver: {
-                // The app was cut off meanwhile: what started ends, and its allowance goes back.
+            holdUntilStarted({ session.start(then: $0) }, release: { daemon.releaseCapture(indicated) }, abandon: {
                 session.stop()
                 session.onFinish { daemon.releaseCapture(indicated) }
-            })
-            session.start { result in
-                resume { [self] in
-                    let size: (width: Int, height: Int)
-                    do {
-                        size = try result.get()
-                    } catch {
-                        daemon.releaseCapture(indicated)
-                        throw error
-                    }
-                    defer { daemon.sessionStarted() }
-                    try captureStarted(session, indicated: indicated, peer: peer, size: size, fps: options.fps)
-                }
+            }) { [self] size in
+                try captureStarted(session, indicated: indicated, peer: peer, size: size, fps: options.fps)
             }
         }
     }

@@ -62,29 +62,14 @@ extension ClientConnection {
         }
     }
 
-    /// Starts `session`, registered with the daemon, and holds this connection's later requests
-    /// until it has started or failed: through the portal the person may be choosing a screen
-    /// meanwhile, and no thread waits for it. `started` runs then, as the rest of the request;
-    /// a session that could not start is unregistered and its error answered.
+    /// Starts `session`, registered with the daemon (`holdUntilStarted`); one that could not
+    /// start is unregistered.
     func start(_ session: any RecordingControl, then started: @escaping @Sendable (RecordingStarted) throws -> Void) {
         let daemon = self.daemon
-        let resume = holdRequests(ifOver: {
-            // The client was cut off meanwhile: what started ends, and nobody hears of it.
+        holdUntilStarted({ session.start(then: $0) }, release: { daemon.unregister(session) }, abandon: {
             session.stop()
             session.onFinish { _ in daemon.unregister(session) }
-        })
-        session.start { result in
-            resume {
-                switch result {
-                case .success(let value):
-                    defer { daemon.sessionStarted() }
-                    try started(value)
-                case .failure(let error):
-                    daemon.unregister(session)
-                    throw error
-                }
-            }
-        }
+        }, then: started)
     }
 
     /// The recording runs: the connection owns it (its end stops it), the client and the

@@ -239,6 +239,30 @@ final class ClientConnection: @unchecked Sendable {
         }
     }
 
+    /// Starts a session by `begin` and holds this connection's later requests until it has
+    /// started or failed: through the portal the person may be choosing a screen meanwhile, and
+    /// no thread waits for it. `started` runs then, as the rest of the request; a session that
+    /// could not start gives back its place (`release`) and its error is answered. If the client
+    /// was cut off meanwhile, `abandon` ends what started, and nobody hears of it.
+    func holdUntilStarted<Value: Sendable>(_ begin: (@escaping @Sendable (Result<Value, DaemonError>) -> Void) -> Void,
+                                           release: @escaping @Sendable () -> Void, abandon: @escaping @Sendable () -> Void,
+                                           then started: @escaping @Sendable (Value) throws -> Void) {
+        let daemon = self.daemon
+        let resume = holdRequests(ifOver: abandon)
+        begin { result in
+            resume {
+                switch result {
+                case .success(let value):
+                    defer { daemon.sessionStarted() }
+                    try started(value)
+                case .failure(let error):
+                    release()
+                    throw error
+                }
+            }
+        }
+    }
+
     /// Runs `body` once the client may capture `capabilities`: at once for the person; for an
     /// app once the broker has decided, which may mean the person's answer (`holdRequests`).
     func withConsent(_ capabilities: ConsentBroker.Capabilities, then body: @escaping @Sendable () throws -> Void) throws {

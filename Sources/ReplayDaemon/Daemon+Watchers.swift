@@ -150,8 +150,7 @@ extension Daemon {
                 MonotonicClock.nanoseconds() - state.lastActivity >= quiet.nanoseconds
             }
             guard quietNow else { return }
-            ProcessMemory.returnFreedMemory()
-            ProcessMemory.unmapOwnCode()
+            ProcessMemory.settle()
         }
     }
 

@@ -288,8 +288,6 @@ final class BroadcastSession: Sendable {
     /// Runs `handler` with the final status once the extension is gone and everything is released.
     func onFinish(_ handler: @escaping @Sendable (BroadcastStatus) -> Void) { completion.onComplete(handler) }
 
-    /// Blocks until the extension is gone and the status is final.
-
     /// Waits, holding no thread, until the extension is gone and the status is final.
     func finished() async -> BroadcastStatus { await completion.finished() }
 

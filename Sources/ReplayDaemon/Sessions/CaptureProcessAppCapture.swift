@@ -216,8 +216,7 @@ final class CaptureProcessAppCapture: AppCaptureControl {
             defer { state.pictures = nil }
             return ((ending: state.ending, unsent: state.unsent, status: status), state.started)
         }
-        answer.complete(.failure(DaemonError(code: .captureFailed,
-                                             message: "the capture process \(CaptureProcessHandle.describe(status: status)) while starting")))
+        answer.complete(.failure(CaptureProcessHandle.endedWhileStarting(CaptureProcessHandle.describe(status: status))))
         guard completion.value == nil else { return }
         let failure: String?
         if let ending = over.ending {

@@ -196,8 +196,7 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
             }
             return (state.ending, state.ended, state.stopped)
         }
-        answer.complete(.failure(DaemonError(code: .captureFailed,
-                                             message: "the capture process \(CaptureProcessHandle.describe(status: status)) while starting")))
+        answer.complete(.failure(CaptureProcessHandle.endedWhileStarting(CaptureProcessHandle.describe(status: status))))
         if ending == nil {
             let failure = "the capture process \(CaptureProcessHandle.describe(status: status))"
             if !stopped { logger.error("broadcast capture: \(failure)") }

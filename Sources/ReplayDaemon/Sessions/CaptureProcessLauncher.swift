@@ -54,6 +54,11 @@ struct CaptureProcessHandle: Sendable {
         }
     }
 
+    /// A start that failed because the process ended first; `how` as `describe` says it.
+    static func endedWhileStarting(_ how: String) -> DaemonError {
+        DaemonError(code: .captureFailed, message: "the capture process \(how) while starting")
+    }
+
     /// "exited with status 1", "was ended by SIGSEGV (Segmentation fault)" for `ChildProcess`'s status.
     static func describe(status: Int32) -> String {
         guard let signal = ChildProcess.signalName(ofStatus: status) else { return "exited with status \(status)" }

@@ -140,7 +140,7 @@ final class CaptureProcessRecording: RecordingControl {
                 if case .startFailed(let code, let message)? = answer {
                     failure = DaemonError(code: code, message: message)
                 } else {
-                    failure = DaemonError(code: .captureFailed, message: "the capture process \(how) while starting")
+                    failure = CaptureProcessHandle.endedWhileStarting(how)
                 }
                 let error = failStart(failure)
                 ended()  // closes the channel once the process is reaped

@@ -29,7 +29,9 @@ public struct FileAccess: Sendable, Equatable {
             let entries = (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []
             for name in entries.sorted() {
                 let path = folder == "/" ? "/" + name : folder + "/" + name
-                let real = Self.resolved(path)
+                // The folders walked are real, so only a link's entry names another place.
+                let isLink = (try? FileManager.default.destinationOfSymbolicLink(atPath: path)) != nil
+                let real = isLink ? Self.resolved(path) : path
                 if hidden.contains(where: { real == $0 || isAncestor($0, of: real) }) { continue }  // hidden, or inside
                 if hidden.contains(where: { isAncestor(real, of: $0) }) {
                     if real == path { walk(path) }  // on the way down: its other entries

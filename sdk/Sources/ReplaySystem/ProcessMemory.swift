@@ -42,14 +42,17 @@ public enum ProcessMemory {
     /// Best called before threads start: a thread keeps the arena it already has.
     public static func useOneArena() { CShims_malloc_one_arena() }
 
+    /// Gives back what finished work left behind: malloc's free pages, and the mappings of the
+    /// code it ran (`unmapOwnCode`).
+    public static func settle() {
+        returnFreedMemory()
+        unmapOwnCode()
+    }
+
     /// For a process that has started its work and now repeats a little of its code for long (a
-    /// capture process): `seconds` from now, gives back the start's free pages and unmaps the
-    /// code that ran only to start.
+    /// capture process): `settle`s `seconds` from now, when the code that ran only to start is done.
     public static func settle(after seconds: Double) {
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
-            returnFreedMemory()
-            unmapOwnCode()
-        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { settle() }
     }
 
     /// Unmaps the program's own code, to be mapped back a page at a time as it runs again: for
