@@ -20,29 +20,48 @@ final class ExtensionOutput: Sendable {
     private let state = Mutex((pending: [UInt8](), windowStart: Int64(0), linesInWindow: 0, dropped: 0))
     private let logger: Logger
     private let extensionID: String
+    /// Everything the pipe held is logged, and the drops said.
+    private let ended = Completion<Void>()
 
     /// Starts reading `fd` (the pipe's read end, which it then owns).
     init(fd: Int32, extensionID: String, logger: Logger) {
         self.logger = logger
         self.extensionID = extensionID
-        let watch = ReadableWatch(descriptor: fd, label: "extension-stderr", whenCancelled: { Glibc.close(fd) }) { [self] watch in
-            drain(fd, watch)
+        let watch = ReadableWatch(descriptor: fd, label: "extension-stderr", whenCancelled: { [self] in
+            // Closed at the end of the pipe, or by `close` (the extension is gone, and its last
+            // words may still wait in the pipe): they are read, then the drops are said, once.
+            while Self.hasUnread(fd), readChunk(fd) {}
+            flush(final: true)
+            Glibc.close(fd)
+            ended.complete(())
+        }) { [self] watch in
+            if !readChunk(fd) { watch.cancel() }
         }
         self.watch.withLock { $0 = watch }
     }
 
     func close() { watch.withLock { $0 }?.cancel() }
 
-    private func drain(_ fd: Int32, _ watch: ReadableWatch) {
+    /// Runs `handler` once the pipe has ended (every process that could write to it gone) and
+    /// what it held is logged, or after `seconds`, whichever comes first.
+    func whenEnded(within seconds: Double, _ handler: @escaping @Sendable () -> Void) {
+        ended.onComplete(within: seconds) { _ in handler() }
+    }
+
+    /// Reads what the pipe has and logs its whole lines; false at its end (or an error).
+    private func readChunk(_ fd: Int32) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 4096)
         let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count > 0 else {
-            flush(final: true)
-            watch.cancel()
-            return
-        }
+        guard count > 0 else { return false }
         state.withLock { $0.pending += chunk[..<count] }
         flush(final: false)
+        return true
+    }
+
+    /// Whether a read of `fd` would not wait: something to read, or its end.
+    private static func hasUnread(_ fd: Int32) -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) > 0
     }
 
     private func flush(final: Bool) {

@@ -250,9 +250,12 @@ final class ExtensionProcess: ExtensionLink {
         process.onExit { [self] _ in
             let how = exitDescription ?? "exited"
             network?.stop()
-            // Reported once its cgroup is gone: nothing of the sandbox is left by then.
-            guard let cgroup else { return handler(how) }
-            cgroup.remove { handler(how) }
+            // Reported once its cgroup is gone and its last words are in the log (its standard
+            // error ends once pasta, its other writer, is gone too): nothing of the sandbox is
+            // left by then, and its broadcast's end is logged after them.
+            let report: @Sendable () -> Void = { [output] in output.whenEnded(within: 2) { handler(how) } }
+            guard let cgroup else { return report() }
+            cgroup.remove(then: report)
         }
     }
 
