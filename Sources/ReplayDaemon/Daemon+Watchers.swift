@@ -77,10 +77,13 @@ extension Daemon {
     /// How long after the last activity replayd settles (`watchSettling`).
     static let settlingQuiet = Duration.seconds(2)
 
-    /// A session has started (its start's code has run): settling is counted from now.
+    /// A session has started (its start's code has run): settling is counted from now, and
+    /// the pages of that code are dropped at once, while its capture process is at its own
+    /// peak (the encoder's first pictures), so that the two peaks do not add up.
     func sessionStarted() {
         state.withLock { $0.lastActivity = MonotonicClock.nanoseconds() }
         noteActivity()
+        Self.watchQueue.async { ProcessMemory.dropCodePages() }
     }
 
     /// A client or a session came or went (`State.lastActivity` was just set): idleness and
@@ -142,7 +145,7 @@ extension Daemon {
 
     /// Once nothing has come or gone for `quiet` (no client, no session started or ended),
     /// gives back what that left behind: malloc's free pages, and the mappings of the code it
-    /// ran (`ProcessMemory.unmapOwnCode`), which neither a daemon waiting all day for its next
+    /// ran (`ProcessMemory.dropCodePages`), which neither a daemon waiting all day for its next
     /// request nor one relaying a running session's reports runs again. Once per quiet spell.
     private func watchSettling(quiet: Duration) -> DeadlineTimer {
         DeadlineTimer(queue: Self.watchQueue) { [self] in

@@ -22,6 +22,11 @@ import Glibc
 @main
 enum CaptureProcessMain {
     static func main() {
+        // Loading FFmpeg's libraries and their dependencies touched some 20 MB of their code and
+        // tables that the session never runs: dropped before the encoder's buffers come, so the
+        // two never add up. Huge pages off: x264 asks for them for its pictures, 2 MB at a time.
+        ProcessMemory.withoutHugePages()
+        ProcessMemory.dropCodePages()
         signal(SIGPIPE, SIG_IGN)
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         var logger = Logger(label: "replay-capture")
@@ -76,7 +81,9 @@ enum CaptureProcessMain {
             // Where it is first: replayd reads the status before the answer, so it knows both at once.
             try? channel.send(CaptureReport.status(status()))
             try? channel.send(CaptureReport.started(started))
-            // From here the same few loops run for the whole recording.
+            // From here the same few loops run for the whole recording: what only starting ran
+            // goes now, and what only the first frames ran a second later.
+            ProcessMemory.dropCodePages()
             ProcessMemory.settle(after: 1)
         } catch {
             try? channel.send(CaptureReport.startFailed(code: error.code, message: error.message))

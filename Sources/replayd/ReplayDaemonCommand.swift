@@ -196,7 +196,7 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
             services: [.init(service: DaemonService(daemon: daemon), successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         // Started: the code that only starting up ran need not stay mapped (see Daemon.watchSettling).
-        ProcessMemory.unmapOwnCode()
+        ProcessMemory.dropCodePages()
         try await services.run()
     }
 

@@ -1,6 +1,9 @@
 #define _GNU_SOURCE
 #include "CShims.h"
 #include <errno.h>
+#include <elf.h>
+#include <link.h>
+#include <sys/auxv.h>
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/inet_diag.h>
@@ -316,6 +319,52 @@ int CShims_spawn_confined(const struct CShims_confined_spawn *spawn) {
     }
     return pid;
 }
+
+/* Per loaded object: its segments that nothing may write (no PF_W), less its RELRO range,
+   dropped from the resident set. Such pages hold the file's own bytes and nothing else, so a
+   later read maps them back unchanged. An object with text relocations is left alone: the
+   loader wrote into its code. So is the vDSO, which no file backs. */
+static int drop_read_only_segments(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    size_t *dropped = data;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    if (info->dlpi_addr == (uintptr_t)getauxval(AT_SYSINFO_EHDR)) return 0;
+    uintptr_t relroStart = 0, relroEnd = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *header = &info->dlpi_phdr[i];
+        if (header->p_type == PT_GNU_RELRO) {
+            relroStart = info->dlpi_addr + header->p_vaddr;
+            relroEnd = relroStart + header->p_memsz;
+        } else if (header->p_type == PT_DYNAMIC) {
+            for (const ElfW(Dyn) *entry = (const ElfW(Dyn) *)(info->dlpi_addr + header->p_vaddr); entry->d_tag != DT_NULL; entry++) {
+                if (entry->d_tag == DT_TEXTREL || (entry->d_tag == DT_FLAGS && (entry->d_un.d_val & DF_TEXTREL))) return 0;
+            }
+        }
+    }
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *header = &info->dlpi_phdr[i];
+        if (header->p_type != PT_LOAD || (header->p_flags & PF_W)) continue;
+        /* Whole pages inside the segment's file bytes only: never a neighbour's page, never
+           the zero-filled tail. */
+        uintptr_t start = (info->dlpi_addr + header->p_vaddr + page - 1) & ~(page - 1);
+        uintptr_t end = (info->dlpi_addr + header->p_vaddr + header->p_filesz) & ~(page - 1);
+        if (relroEnd > relroStart && relroStart < end && relroEnd > start) {
+            /* RELRO sits at one end of a segment; keep the part outside it. */
+            if (relroStart > start) end = relroStart & ~(page - 1);
+            else start = (relroEnd + page - 1) & ~(page - 1);
+        }
+        if (end > start && madvise((void *)start, end - start, MADV_DONTNEED) == 0) *dropped += end - start;
+    }
+    return 0;
+}
+
+size_t CShims_drop_read_only_segments(void) {
+    size_t dropped = 0;
+    dl_iterate_phdr(drop_read_only_segments, &dropped);
+    return dropped;
+}
+
+void CShims_disable_transparent_huge_pages(void) { prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0); }
 
 void CShims_malloc_fix_mmap_threshold(void) { mallopt(M_MMAP_THRESHOLD, 128 * 1024); }
 

@@ -43,10 +43,10 @@ public enum ProcessMemory {
     public static func useOneArena() { CShims_malloc_one_arena() }
 
     /// Gives back what finished work left behind: malloc's free pages, and the mappings of the
-    /// code it ran (`unmapOwnCode`).
+    /// code it ran (`dropCodePages`).
     public static func settle() {
         returnFreedMemory()
-        unmapOwnCode()
+        dropCodePages()
     }
 
     /// For a process that has started its work and now repeats a little of its code for long (a
@@ -55,32 +55,19 @@ public enum ProcessMemory {
         DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { settle() }
     }
 
-    /// Unmaps the program's own code, to be mapped back a page at a time as it runs again: for
-    /// a daemon that has started, or finished its work, and now waits. A page fault on a file's
-    /// page maps the 64 KB around it too ("fault-around"), so work that ran code all over a
-    /// large static binary leaves megabytes of it mapped that a waiting process does not run.
-    /// The pages stay in the page cache, where the kernel may reclaim them sooner than mapped
-    /// code; what runs later maps back in at a minor fault a page. Only the executable's
-    /// read-and-execute segment: it holds no relocated data to lose. Returns the bytes that
-    /// segment spans, or nil when it was not found.
+    /// Drops the resident pages of the code and constants of the program and of every library
+    /// it loaded, to be mapped back a page at a time as they are read again: for a process that
+    /// has started, or finished its work, and now waits or repeats a little of its code. A
+    /// page fault on a file's page maps the 64 KB around it too ("fault-around"), so loading
+    /// and starting leave megabytes mapped that the process does not run again: FFmpeg's
+    /// libraries alone bring 21 MB of such pages into a capture process. The pages stay in the
+    /// page cache, where the kernel may reclaim them sooner than mapped ones; what runs later
+    /// maps back in at a minor fault. Only segments nothing may write, less their relocated
+    /// (RELRO) part, whose pages hold the file's own bytes. Returns the bytes those span.
     @discardableResult
-    public static func unmapOwnCode() -> Int? {
-        guard let maps = ProcFS.text("/proc/self/maps") else { return nil }
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard length > 0 else { return nil }
-        let executable = String(decoding: buffer[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        var spanned = 0
-        for line in maps.split(separator: "\n") {
-            // "start-end perms offset device inode path"
-            let fields = line.split(separator: " ", maxSplits: 5, omittingEmptySubsequences: true)
-            guard fields.count == 6, fields[1] == "r-xp", fields[5].drop(while: { $0 == " " }) == executable else { continue }
-            let bounds = fields[0].split(separator: "-").compactMap { UInt(String($0), radix: 16) }
-            guard bounds.count == 2, bounds[1] > bounds[0], let start = UnsafeMutableRawPointer(bitPattern: bounds[0]) else { continue }
-            let size = Int(bounds[1] - bounds[0])
-            guard madvise(start, size, MADV_DONTNEED) == 0 else { continue }
-            spanned += size
-        }
-        return spanned > 0 ? spanned : nil
-    }
+    public static func dropCodePages() -> Int { Int(CShims_drop_read_only_segments()) }
+
+    /// No transparent huge pages for this process: an encoder madvises its picture buffers for
+    /// huge pages, which then take 2 MB of memory at a time whether or not it is all used.
+    public static func withoutHugePages() { CShims_disable_transparent_huge_pages() }
 }

@@ -100,6 +100,13 @@ void CShims_malloc_fix_mmap_threshold(void);
 /* malloc_trim(0): gives the free pages of every arena back to the system. */
 void CShims_malloc_trim(void);
 
+/* Drops from the resident set the pages of every loaded object's read-only segments (its
+   code, its constants, its symbol tables), which map back in as they are read again. Returns
+   the bytes those ranges span. */
+size_t CShims_drop_read_only_segments(void);
+/* prctl(PR_SET_THP_DISABLE): no transparent huge pages for this process and its children. */
+void CShims_disable_transparent_huge_pages(void);
+
 /* mallopt(M_ARENA_MAX, 1): one malloc arena for every thread. */
 void CShims_malloc_one_arena(void);
 /* Bytes the program holds from malloc now (mallinfo2: in use in the arenas plus mmapped blocks). */
