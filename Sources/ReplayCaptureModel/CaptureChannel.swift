@@ -6,7 +6,7 @@ package import ReplaySystem
 import Glibc
 #endif
 
-/// What replayd tells a capture process (`replay-capture`), one JSON packet each.
+/// What replayd tells a capture process (`replay-capture`), one packet each (`PacketCoding`).
 package enum CaptureCommand: Codable, Sendable, Equatable {
     /// The first packet: what to record. The movie file (for `.store`) rides on it.
     case start(CaptureStart)
@@ -98,7 +98,7 @@ package struct CaptureStart: Codable, Sendable, Equatable {
     }
 }
 
-/// What a capture process tells replayd, one JSON packet each.
+/// What a capture process tells replayd, one packet each (`PacketCoding`).
 package enum CaptureReport: Codable, Sendable, Equatable {
     /// The answer to `start`: capturing, or why not (then the process exits).
     case started(RecordingStarted)
@@ -169,8 +169,8 @@ package struct CaptureChannel: Sendable {
     }
 
     package func send(_ message: some Encodable, descriptors: [Int32] = []) throws(SystemError) {
-        guard let bytes = try? JSONEncoder().encode(message) else { throw SystemError(call: "encode", errno: EINVAL) }
-        try DescriptorPassing.send(socket: descriptor, bytes: Array(bytes), descriptors: descriptors)
+        guard let bytes = try? PacketCoding.encode(message) else { throw SystemError(call: "encode", errno: EINVAL) }
+        try DescriptorPassing.send(socket: descriptor, bytes: bytes, descriptors: descriptors)
     }
 
     /// The next message and the descriptors on it; nil at the end (the peer closed, or sent
@@ -179,7 +179,7 @@ package struct CaptureChannel: Sendable {
         guard let (bytes, descriptors) = try? DescriptorPassing.receive(socket: descriptor, maxBytes: Self.maxPacket,
                                                                         maxDescriptors: Self.maxDescriptors),
               !bytes.isEmpty else { return nil }
-        guard let message = try? JSONDecoder().decode(Message.self, from: Data(bytes)) else {
+        guard let message = try? PacketCoding.decode(Message.self, from: bytes) else {
             descriptors.forEach { Glibc.close($0) }
             return nil
         }

@@ -48,37 +48,45 @@ public enum DescriptorPassing {
     /// message longer than `maxBytes`, or more than `maxDescriptors` descriptors throw, with
     /// every received descriptor closed: a hostile peer cannot leak descriptors into us.
     public static func receive(socket: Int32, maxBytes: Int, maxDescriptors: Int) throws(SystemError) -> (bytes: [UInt8], descriptors: [Int32]) {
-        var bytes = [UInt8](repeating: 0, count: maxBytes)
         let control = controlBuffer(descriptors: maxDescriptors)
         defer { control.deallocate() }
         var descriptors: [Int32] = []
         var flags: Int32 = 0
-        func receiveOnce() throws(SystemError) -> Int {
+        func receiveOnce(into data: UnsafeMutableRawBufferPointer) throws(SystemError) -> Int {
             try syscall("recvmsg") {
-                bytes.withUnsafeMutableBytes { data in
-                    withMessage(data: data, control: control) { message in
-                        let result = recvmsg(socket, message, Int32(MSG_CMSG_CLOEXEC))
-                        if result >= 0 { (descriptors, flags) = (attached(to: message), message.pointee.msg_flags) }
-                        return result
-                    }
+                withMessage(data: data, control: control) { message in
+                    let result = recvmsg(socket, message, Int32(MSG_CMSG_CLOEXEC))
+                    if result >= 0 { (descriptors, flags) = (attached(to: message), message.pointee.msg_flags) }
+                    return result
                 }
             }
         }
-        let received: Int
-        do {
-            received = try receiveOnce()
-        } catch where error.errno == ECONNRESET {
-            // A peer that closed with messages of ours unread resets the connection, and Linux
-            // says so once, before the messages it sent us first: they are still queued (then
-            // the end). Read on, or its last words (a summary, why it ended) would be lost.
-            received = try receiveOnce()
+        // Not zeroed first: the message may be up to `maxBytes` long but is mostly a few
+        // hundred bytes, and only the pages the kernel writes are then touched.
+        var failure: SystemError?
+        let bytes = [UInt8](unsafeUninitializedCapacity: maxBytes) { buffer, count in
+            let data = UnsafeMutableRawBufferPointer(buffer)
+            do throws(SystemError) {
+                do throws(SystemError) {
+                    count = try receiveOnce(into: data)
+                } catch where error.errno == ECONNRESET {
+                    // A peer that closed with messages of ours unread resets the connection, and Linux
+                    // says so once, before the messages it sent us first: they are still queued (then
+                    // the end). Read on, or its last words (a summary, why it ended) would be lost.
+                    count = try receiveOnce(into: data)
+                }
+            } catch {
+                failure = error
+                count = 0
+            }
         }
+        if let failure { throw failure }
         let cutShort = flags & Int32(MSG_CTRUNC | MSG_TRUNC) != 0
         guard !cutShort, descriptors.count <= maxDescriptors else {
             descriptors.forEach { close($0) }
             throw SystemError(call: "recvmsg (message or descriptors over the limit)", errno: EMSGSIZE)
         }
-        return (Array(bytes.prefix(received)), descriptors)
+        return (bytes, descriptors)
     }
 
     /// Room for `descriptors` descriptors, aligned for cmsghdr; empty (no control data) for 0.
