@@ -9,6 +9,7 @@
 #include <linux/dma-buf.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 int CPW_loop_iterate(struct pw_loop *loop, int timeout_ms) {
     pw_loop_enter(loop);
@@ -161,6 +162,19 @@ static void sync_dmabuf(struct pw_buffer *buffer, uint64_t flags) {
 
 void CPW_buffer_begin_read(struct pw_buffer *buffer) { sync_dmabuf(buffer, DMA_BUF_SYNC_START); }
 void CPW_buffer_end_read(struct pw_buffer *buffer) { sync_dmabuf(buffer, DMA_BUF_SYNC_END); }
+
+void CPW_buffer_drop_pages(struct pw_buffer *buffer) {
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    for (uint32_t i = 0; i < buffer->buffer->n_datas; i++) {
+        const struct spa_data *d = &buffer->buffer->datas[i];
+        // Only the producer's memfd, which PipeWire maps shared: dropping our view of its pages
+        // loses nothing. Never MemPtr (memory of this process), nor a DMA-BUF.
+        if (d->type != SPA_DATA_MemFd || d->data == NULL || d->maxsize == 0) continue;
+        uintptr_t start = (uintptr_t)d->data & ~(page - 1);
+        uintptr_t end = ((uintptr_t)d->data + d->maxsize + page - 1) & ~(page - 1);
+        madvise((void *)start, end - start, MADV_DONTNEED);
+    }
+}
 
 #define CPW_MAX_MAPPINGS 32
 

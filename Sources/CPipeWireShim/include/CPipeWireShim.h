@@ -57,6 +57,9 @@ void CPW_buffer_view(struct pw_buffer *buffer, CPW_frame_view *out);
 /// visible and its caches kept coherent; nothing for shared memory.
 void CPW_buffer_begin_read(struct pw_buffer *buffer);
 void CPW_buffer_end_read(struct pw_buffer *buffer);
+/* Drops this process's mapping of a shared-memory (memfd) buffer's pages, which stay the
+   producer's: a buffer handed back is not counted in our resident memory until read again. */
+void CPW_buffer_drop_pages(struct pw_buffer *buffer);
 
 typedef struct {
     int32_t x, y;

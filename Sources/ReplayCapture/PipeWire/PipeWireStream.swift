@@ -63,7 +63,9 @@ final class PipeWireStream {
             if let remote { close(remote) }
             throw CaptureError(.pipeWireFailed, "cannot make a PipeWire loop")
         }
-        guard let context = pw_context_new(loop, nil, 0) else {
+        // Buffers not locked in memory: a locked mapping cannot be let go of between frames
+        // (`releaseHeld`), and losing a frame to swap is no worse than any late frame.
+        guard let context = pw_context_new(loop, pw_properties_new_string("mem.allow-mlock=false"), 0) else {
             if let remote { close(remote) }
             pw_loop_destroy(loop)
             throw CaptureError(.pipeWireFailed, "cannot make a PipeWire context")
@@ -260,9 +262,14 @@ final class PipeWireStream {
         return body(UnsafeRawPointer(data), rowBytes, format)
     }
 
-    /// Gives the held frame back to the producer.
+    /// Gives the held frame back to the producer. Our view of its pages goes too: the producer
+    /// cycles through several buffers of a whole picture each (4 × 8 MB at 1080p), which would
+    /// otherwise all count as this process's memory, though only the one being read is used.
     func releaseHeld() {
-        if let held { pw_stream_queue_buffer(stream, held) }
+        if let held {
+            CPW_buffer_drop_pages(held)
+            pw_stream_queue_buffer(stream, held)
+        }
         held = nil
     }
 
