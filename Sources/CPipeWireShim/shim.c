@@ -160,21 +160,27 @@ static void sync_dmabuf(struct pw_buffer *buffer, uint64_t flags) {
     while (ioctl((int)d->fd, DMA_BUF_IOCTL_SYNC, &sync) < 0 && errno == EINTR) {}
 }
 
-void CPW_buffer_begin_read(struct pw_buffer *buffer) { sync_dmabuf(buffer, DMA_BUF_SYNC_START); }
-void CPW_buffer_end_read(struct pw_buffer *buffer) { sync_dmabuf(buffer, DMA_BUF_SYNC_END); }
-
-void CPW_buffer_drop_pages(struct pw_buffer *buffer) {
+/* The pages of a buffer's planes that are the producer's shared memory (a memfd, which
+   PipeWire maps shared), applied `advice`: never MemPtr (memory of this process), nor a
+   DMA-BUF. */
+static void advise_shared_planes(struct pw_buffer *buffer, int advice) {
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     for (uint32_t i = 0; i < buffer->buffer->n_datas; i++) {
         const struct spa_data *d = &buffer->buffer->datas[i];
-        // Only the producer's memfd, which PipeWire maps shared: dropping our view of its pages
-        // loses nothing. Never MemPtr (memory of this process), nor a DMA-BUF.
         if (d->type != SPA_DATA_MemFd || d->data == NULL || d->maxsize == 0) continue;
         uintptr_t start = (uintptr_t)d->data & ~(page - 1);
         uintptr_t end = ((uintptr_t)d->data + d->maxsize + page - 1) & ~(page - 1);
-        madvise((void *)start, end - start, MADV_DONTNEED);
+        madvise((void *)start, end - start, advice);
     }
 }
+
+void CPW_buffer_begin_read(struct pw_buffer *buffer) { sync_dmabuf(buffer, DMA_BUF_SYNC_START); }
+
+void CPW_buffer_end_read(struct pw_buffer *buffer) { sync_dmabuf(buffer, DMA_BUF_SYNC_END); }
+
+/* Reading the buffer maps its pages back a fault per 64 KB: about 0.3 ms a 1080p picture here,
+   no less with MADV_POPULATE_READ first. */
+void CPW_buffer_drop_pages(struct pw_buffer *buffer) { advise_shared_planes(buffer, MADV_DONTNEED); }
 
 #define CPW_MAX_MAPPINGS 32
 
