@@ -3,12 +3,11 @@ package import Foundation
 /// The capture channel's messages in a compact binary form, for any `Codable` type.
 ///
 /// The channel carries a status twice a second for as long as a session runs, and a broadcast's
-/// every sample. Foundation's JSON coders are large: decoding a status with them ran code
-/// spread over some 5 MB of replayd's binary, which the kernel maps 64 KB at a fault, and
-/// which stayed resident for the whole session. This coder is small, and carries `Data` as
-/// bytes rather than base64. It is self-describing (keys are written), so a type's own
-/// `init(from:)` may read its keys in any order, ask `contains`, and decode what is absent
-/// as nil, as it would from JSON.
+/// every sample. Foundation's JSON coders are large code, which stays mapped while a session
+/// runs (the kernel maps a binary's code 64 KB at a fault), and they carried a sample's bytes
+/// as base64. This coder is small and carries `Data` as bytes. It is self-describing (keys
+/// are written), so a type's own `init(from:)` may read its keys in any order, ask `contains`,
+/// and decode what is absent as nil, as it would from JSON.
 ///
 /// A value is one tag byte and what the tag says follows, little-endian:
 ///
@@ -205,10 +204,14 @@ final class EncodedNode {
 
     /// The child for `key`, made keyed first if this node was not yet.
     func child(for key: String) -> EncodedNode {
-        var entries: [(key: String, node: EncodedNode)] = []
-        if case .keyed(let existing) = content { entries = existing }
+        guard case .keyed(var entries) = content else {
+            let node = EncodedNode()
+            content = .keyed([(key, node)])
+            return node
+        }
         if let found = entries.first(where: { $0.key == key }) { return found.node }
         let node = EncodedNode()
+        content = .value(.null)  // the array's only holder now: appended to in place, not copied
         entries.append((key, node))
         content = .keyed(entries)
         return node
@@ -218,9 +221,12 @@ final class EncodedNode {
     func makeList() { if case .list = content {} else { content = .list([]) } }
 
     func appendChild() -> EncodedNode {
-        var nodes: [EncodedNode] = []
-        if case .list(let existing) = content { nodes = existing }
         let node = EncodedNode()
+        guard case .list(var nodes) = content else {
+            content = .list([node])
+            return node
+        }
+        content = .value(.null)  // as in `child(for:)`
         nodes.append(node)
         content = .list(nodes)
         return node
