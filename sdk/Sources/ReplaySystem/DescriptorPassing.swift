@@ -86,7 +86,7 @@ public enum DescriptorPassing {
             descriptors.forEach { close($0) }
             throw SystemError(call: "recvmsg (message or descriptors over the limit)", errno: EMSGSIZE)
         }
-        return (bytes, descriptors)
+        return (Array(bytes[...]), descriptors)  // sized to the message, not to `maxBytes`
     }
 
     /// Room for `descriptors` descriptors, aligned for cmsghdr; empty (no control data) for 0.
