@@ -187,10 +187,7 @@ package struct CaptureChannel: Sendable {
     }
 
     /// Whether a message (or the end) is waiting: a read now would not block.
-    package var hasPending: Bool {
-        var entry = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
-        return poll(&entry, 1, 0) > 0
-    }
+    package var hasPending: Bool { FileDescriptor.isReadable(descriptor) }
 
     package func close() { _ = Glibc.close(descriptor) }
 }

@@ -30,7 +30,7 @@ final class ExtensionOutput: Sendable {
         let watch = ReadableWatch(descriptor: fd, label: "extension-stderr", whenCancelled: { [self] in
             // Closed at the end of the pipe, or by `close` (the extension is gone, and its last
             // words may still wait in the pipe): they are read, then the drops are said, once.
-            while Self.hasUnread(fd), readChunk(fd) {}
+            while FileDescriptor.isReadable(fd), readChunk(fd) {}
             flush(final: true)
             Glibc.close(fd)
             ended.complete(())
@@ -56,12 +56,6 @@ final class ExtensionOutput: Sendable {
         state.withLock { $0.pending += chunk[..<count] }
         flush(final: false)
         return true
-    }
-
-    /// Whether a read of `fd` would not wait: something to read, or its end.
-    private static func hasUnread(_ fd: Int32) -> Bool {
-        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        return poll(&entry, 1, 0) > 0
     }
 
     private func flush(final: Bool) {

@@ -193,8 +193,7 @@ final class ExtensionProcess: ExtensionLink {
     /// What a pipe holds now, without waiting.
     private static func pending(_ fd: Int32) -> String {
         var bytes: [UInt8] = []
-        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        while bytes.count < 65536, poll(&entry, 1, 0) > 0 {
+        while bytes.count < 65536, FileDescriptor.isReadable(fd) {
             var chunk = [UInt8](repeating: 0, count: 4096)
             let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             guard count > 0 else { break }

@@ -9,6 +9,12 @@ public struct FileDescriptor: ~Copyable {
 
     public init(owning rawValue: Int32) { self.rawValue = rawValue }
 
+    /// Whether a read of `fd` now would not wait: something to read, or its end.
+    public static func isReadable(_ fd: Int32) -> Bool {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        return poll(&entry, 1, 0) > 0
+    }
+
     public static func open(_ path: String, flags: Int32, mode: mode_t = 0o600) throws(SystemError) -> FileDescriptor {
         FileDescriptor(owning: try syscall("open(\(path))") { Glibc.open(path, flags | O_CLOEXEC, mode) })
     }
