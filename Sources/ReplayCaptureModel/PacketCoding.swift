@@ -46,7 +46,7 @@ package enum PacketCoding {
 }
 
 /// A decoded (or encodable) value: the tree both directions go through.
-indirect enum PacketValue: Equatable {
+indirect enum PacketValue {
     case null
     case bool(Bool)
     case int(Int64)
@@ -57,20 +57,7 @@ indirect enum PacketValue: Equatable {
     case list([PacketValue])
     case keyed([(key: String, value: PacketValue)])
 
-    static func == (a: PacketValue, b: PacketValue) -> Bool {
-        switch (a, b) {
-        case (.null, .null): true
-        case let (.bool(x), .bool(y)): x == y
-        case let (.int(x), .int(y)): x == y
-        case let (.uint(x), .uint(y)): x == y
-        case let (.double(x), .double(y)): x.bitPattern == y.bitPattern
-        case let (.string(x), .string(y)): x == y
-        case let (.bytes(x), .bytes(y)): x == y
-        case let (.list(x), .list(y)): x == y
-        case let (.keyed(x), .keyed(y)): x.count == y.count && zip(x, y).allSatisfy { $0.key == $1.key && $0.value == $1.value }
-        default: false
-        }
-    }
+    var isNull: Bool { if case .null = self { true } else { false } }
 
     func write(to bytes: inout [UInt8]) {
         func append(_ number: UInt64) { withUnsafeBytes(of: number.littleEndian) { bytes.append(contentsOf: $0) } }
@@ -407,7 +394,7 @@ private struct KeyedValueDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol
         return ValueDecoder(value: value, codingPath: codingPath + [key])
     }
 
-    func decodeNil(forKey key: Key) throws -> Bool { try decoder(key).value == .null }
+    func decodeNil(forKey key: Key) throws -> Bool { try decoder(key).value.isNull }
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try decoder(key).decodeBool() }
     func decode(_ type: String.Type, forKey key: Key) throws -> String { try decoder(key).decodeString() }
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try decoder(key).decodeFloatingPoint(Double.self) }
@@ -443,7 +430,7 @@ private struct ListValueDecoder: UnkeyedDecodingContainer {
     }
 
     mutating func decodeNil() throws -> Bool {
-        guard !isAtEnd, values[currentIndex] == .null else { return false }
+        guard !isAtEnd, values[currentIndex].isNull else { return false }
         currentIndex += 1
         return true
     }
@@ -467,7 +454,7 @@ private struct SingleValueDecoder: SingleValueDecodingContainer {
     let decoder: ValueDecoder
     var codingPath: [any CodingKey] { decoder.codingPath }
 
-    func decodeNil() -> Bool { decoder.value == .null }
+    func decodeNil() -> Bool { decoder.value.isNull }
     func decode(_ type: Bool.Type) throws -> Bool { try decoder.decodeBool() }
     func decode(_ type: String.Type) throws -> String { try decoder.decodeString() }
     func decode(_ type: Double.Type) throws -> Double { try decoder.decodeFloatingPoint(Double.self) }
