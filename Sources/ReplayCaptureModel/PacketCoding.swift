@@ -1,4 +1,4 @@
-package import Foundation
+import Foundation
 
 /// The capture channel's messages in a compact binary form, for any `Codable` type.
 ///
