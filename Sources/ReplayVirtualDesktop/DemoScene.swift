@@ -145,9 +145,22 @@ private enum BeepPlayer {
         var chunk = [Float](repeating: 0, count: chunkFrames)
         var anchor = PlaybackAnchor(sampleRate: sampleRate)
         var written: Int64 = 0
+        var restartsUnsaid = 0
+        var lastSaid: Int64 = 0
         while !stop.isRaised {
             let latency = Int64(pa_simple_get_latency(stream, &error)) * 1000
+            let restarts = anchor.restarts
             let start = anchor.timeOfSample(written, latency: latency, now: MonotonicClock.nanoseconds())
+            if anchor.restarts > restarts && start >= epoch { restartsUnsaid += 1 }
+            if restartsUnsaid > 0 && start - lastSaid >= 5_000_000_000 {
+                // Said, because the beeps then stray for a while (see PlaybackAnchor): a lip-sync
+                // check of a recording made meanwhile measures the scene as well as the recorder.
+                // At most every 5 s: a busy machine starves the stream many times a second.
+                FileHandle.standardError.write(Data(("demo scene: the beep stream starved or its latency moved \(restartsUnsaid) "
+                    + "time(s) up to \(Double(start) / 1e9) s; each time its beeps are placed anew\n").utf8))
+                restartsUnsaid = 0
+                lastSaid = start
+            }
             for index in 0..<chunkFrames {
                 let t = start + Int64(index) * 1_000_000_000 / Int64(sampleRate) - epoch
                 let intoSecond = t >= 0 ? t % 1_000_000_000 : -1
