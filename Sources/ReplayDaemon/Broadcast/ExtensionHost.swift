@@ -9,8 +9,10 @@ public protocol ExtensionHost: Sendable {
     ///   - hidden: directories the extension must not see (the store, the daemon's sockets).
     ///   - writable: directories the person chose for it (setup fields of kind `directory`).
     ///   - network: the TCP ports it may connect to (the servers its setup names).
-    func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String],
-                network: ExtensionNetworkPolicy) throws(DaemonError) -> any ExtensionLink
+    ///   - started: called once, with the running extension or why it could not start
+    ///     (nothing left running then). Nothing waits for the start meanwhile.
+    func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String], network: ExtensionNetworkPolicy,
+                started: @escaping @Sendable (Result<any ExtensionLink, DaemonError>) -> Void)
     /// Who counts an extension's memory, for `replay broadcast status`.
     var memoryCounting: String { get }
 }
@@ -49,9 +51,11 @@ public struct SandboxedExtensionHost: ExtensionHost {
 
     public init(logger: Logger) { self.logger = logger }
 
-    public func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String],
-                       network: ExtensionNetworkPolicy) throws(DaemonError) -> any ExtensionLink {
-        try ExtensionProcess(manifest: manifest, hidden: hidden, writable: writable, network: network, logger: logger)
+    public func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String], network: ExtensionNetworkPolicy,
+                       started: @escaping @Sendable (Result<any ExtensionLink, DaemonError>) -> Void) {
+        ExtensionProcess.start(manifest: manifest, hidden: hidden, writable: writable, network: network, logger: logger) { result in
+            started(result.map { $0 })
+        }
     }
 
     public var memoryCounting: String { ExtensionProcess.memoryCounting }

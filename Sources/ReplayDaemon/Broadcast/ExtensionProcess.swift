@@ -49,108 +49,167 @@ final class ExtensionProcess: ExtensionLink {
     /// Its cgroup v2, where the kernel offers one: the kernel then counts and kills too.
     private let cgroup: SandboxCgroup?
 
+    /// Starts an extension, and calls `started` once, with it running or with why it could
+    /// not start (nothing left running then). No thread waits meanwhile: bwrap's word and
+    /// pasta's are read as they come.
     /// - Parameters:
     ///   - hidden: directories the extension must not see (the store, the daemon's sockets).
     ///   - writable: directories the person chose for it (setup fields of kind `directory`).
     ///   - network: the TCP ports it may connect to.
-    init(manifest: ExtensionManifest, hidden: [String], writable: [String], network: ExtensionNetworkPolicy,
-         logger: Logger) throws(DaemonError) {
-        guard FileManager.default.isExecutableFile(atPath: Self.bubblewrap) else {
-            throw DaemonError(code: .captureFailed, message: "bubblewrap (\(Self.bubblewrap)) is not installed; extensions only run sandboxed")
-        }
-        var fds: [Int32] = [0, 0]
-        do {
-            try syscall("socketpair") { socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) }
+    static func start(manifest: ExtensionManifest, hidden: [String], writable: [String], network: ExtensionNetworkPolicy,
+                      logger: Logger, started: @escaping @Sendable (Result<ExtensionProcess, DaemonError>) -> Void) {
+        let sandbox: StartingSandbox
+        do throws(DaemonError) {
+            sandbox = try StartingSandbox(manifest: manifest, hidden: hidden, writable: writable, network: network, logger: logger)
         } catch {
-            throw DaemonError(code: .captureFailed, message: "cannot connect to extension '\(manifest.id)': \(error)")
+            return started(.failure(error))
         }
-        // A send that cannot go out within this time is a dropped sample, never a stalled capture.
-        var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
-        setsockopt(fds[0], SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        defer { Glibc.close(fds[1]) }
-        // bwrap says on `status` which pid the sandbox's init got in our namespace; the
-        // extension starts once a byte arrives on `release`, after its cgroup is set.
-        let status: (read: Int32, write: Int32), errors: (read: Int32, write: Int32), release: (read: Int32, write: Int32)
-        do {
-            status = try Pipe.make()
-            errors = try Pipe.make()
-            release = try Pipe.make()
-        } catch {
-            Glibc.close(fds[0])
-            throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
-        }
-        defer {
-            Glibc.close(errors.write)
-            Glibc.close(release.read)
-            Glibc.close(release.write)
-        }
-        let filter: Int32
-        do {
-            filter = try SandboxFilter.descriptor()
-        } catch {
-            [fds[0], status.read, status.write, errors.read].forEach { _ = Glibc.close($0) }
-            throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
-        }
-        defer { Glibc.close(filter) }
-        // A network namespace of its own, through pasta, unless it serves peers on the host's
-        // own network (the manifest's hostNetwork: WebRTC) or pasta cannot run here.
-        let ownNetwork = manifest.hostNetwork ? (available: false, warning: nil) : SandboxNetwork.availability()
-        if let warning = ownNetwork.warning, !Self.warnedNetwork.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
-        let arguments = Self.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable,
-                                              ownNetwork: ownNetwork.available)
-        let scopes = Self.landlockScopes(abi: Self.landlockABI)
-        if let warning = scopes.warning, !Self.warned.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
-        let connects = Self.landlockConnectRules(abi: Self.landlockABI)
-        if let warning = connects.warning, !Self.warnedConnects.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
-        do {
-            process = try ChildProcess(
-                confinedPath: Self.bubblewrap,
-                arguments: ["--json-status-fd", "4", "--add-seccomp-fd", "5", "--block-fd", "6"] + arguments + ["--", manifest.executable],
-                environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "OPENREPLAYKIT_BROADCAST_FD": "3",
-                              BroadcastCodec.minorVersionVariable: "\(BroadcastCodec.minorVersion)"],
-                landlockScopes: scopes.enabled, tcpConnectPorts: connects.enabled ? network.connectPorts : nil,
-                stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4), (filter, 5), (release.read, 6)])
-        } catch {
-            Glibc.close(fds[0])
-            Glibc.close(status.write)
-            Glibc.close(status.read)
-            Glibc.close(errors.read)
-            throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
-        }
-        Glibc.close(status.write)
-        sandboxInit = Self.readChildPID(status.read)
-        cgroup = Self.confine([process.pid] + (sandboxInit.map { [$0] } ?? []), extensionID: manifest.id, logger: logger)
-        if ownNetwork.available {
-            do throws(SystemError) {
-                guard let sandboxInit else { throw SystemError(call: "bwrap --json-status-fd", errno: ESRCH) }
-                self.network = try SandboxNetwork(sandbox: sandboxInit, blockFD: 6, policy: network, stderr: errors.write)
-            } catch {
-                // What pasta said is all there is on the pipe yet: the extension has not run.
-                let said = Self.pending(errors.read).split(separator: "\n").filter { !$0.hasPrefix("Failed to send") }.last
-                if let sandboxInit { Glibc.kill(sandboxInit, SIGKILL) }
-                process.signal(SIGKILL)
-                process.onExit { _ in }  // reaped when it is gone; its cgroup is emptied by cgroup.kill meanwhile
-                cgroup?.remove()
-                Glibc.close(fds[0])
-                Glibc.close(status.read)
-                Glibc.close(errors.read)
-                throw DaemonError(code: .captureFailed, message: "cannot give extension '\(manifest.id)' its network (pasta): \(said.map(String.init) ?? "\(error)")")
+        // bwrap says on `status` which pid the sandbox's init got in our namespace.
+        Pipe.readLine(sandbox.status, within: 10) { line in
+            let sandboxInit = line.flatMap(Self.childPID(statusLine:))
+            let cgroup = Self.confine([sandbox.process.pid] + (sandboxInit.map { [$0] } ?? []), extensionID: manifest.id, logger: logger)
+            guard sandbox.ownNetwork else {
+                return started(.success(sandbox.release(sandboxInit: sandboxInit, network: nil, cgroup: cgroup)))
             }
-        } else {
-            self.network = nil
+            guard let sandboxInit else {
+                return started(.failure(sandbox.abandon(sandboxInit: nil, cgroup: cgroup, why: SystemError(call: "bwrap --json-status-fd", errno: ESRCH))))
+            }
+            SandboxNetwork.start(sandbox: sandboxInit, blockFD: 6, policy: network, stderr: sandbox.errorsWrite) { result in
+                switch result {
+                case .success(let network):
+                    started(.success(sandbox.release(sandboxInit: sandboxInit, network: network, cgroup: cgroup)))
+                case .failure(let error):
+                    started(.failure(sandbox.abandon(sandboxInit: sandboxInit, cgroup: cgroup, why: error)))
+                }
+            }
         }
-        do throws(SystemError) {
-            socketDiag = try ownNetwork.available ? sandboxInit.map(SocketMemory.diagSocket(of:)) : nil
-        } catch {
-            socketDiag = nil
-            logger.warning("the memory of extension '\(manifest.id)''s sockets is not counted: \(error)")
+    }
+
+    /// bwrap running, its sandbox's init blocked on `--block-fd` until `release`: the
+    /// descriptors between the two, which one of them closes.
+    private final class StartingSandbox: Sendable {
+        let manifest: ExtensionManifest
+        let logger: Logger
+        let process: ChildProcess
+        let ownNetwork: Bool
+        /// Our ends: the connection, bwrap's status (read), the extension's standard error.
+        let socket: Int32, status: Int32, errorsRead: Int32
+        /// Kept until the extension is released or abandoned: pasta writes on `errorsWrite`
+        /// too, and the sandbox waits on the other end of `releaseWrite`.
+        let errorsWrite: Int32, releaseRead: Int32, releaseWrite: Int32
+
+        init(manifest: ExtensionManifest, hidden: [String], writable: [String], network: ExtensionNetworkPolicy,
+             logger: Logger) throws(DaemonError) {
+            self.manifest = manifest
+            self.logger = logger
+            guard FileManager.default.isExecutableFile(atPath: ExtensionProcess.bubblewrap) else {
+                throw DaemonError(code: .captureFailed,
+                                  message: "bubblewrap (\(ExtensionProcess.bubblewrap)) is not installed; extensions only run sandboxed")
+            }
+            var fds: [Int32] = [0, 0]
+            do {
+                try syscall("socketpair") { socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &fds) }
+            } catch {
+                throw DaemonError(code: .captureFailed, message: "cannot connect to extension '\(manifest.id)': \(error)")
+            }
+            // A send that cannot go out within this time is a dropped sample, never a stalled capture.
+            var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+            setsockopt(fds[0], SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+            defer { Glibc.close(fds[1]) }
+            // bwrap says on `status` which pid the sandbox's init got in our namespace; the
+            // extension starts once a byte arrives on `release`, after its cgroup is set.
+            let status: (read: Int32, write: Int32), errors: (read: Int32, write: Int32), release: (read: Int32, write: Int32)
+            do {
+                status = try Pipe.make()
+                errors = try Pipe.make()
+                release = try Pipe.make()
+            } catch {
+                Glibc.close(fds[0])
+                throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
+            }
+            let filter: Int32
+            do {
+                filter = try SandboxFilter.descriptor()
+            } catch {
+                [fds[0], status.read, status.write, errors.read, errors.write, release.read, release.write].forEach { _ = Glibc.close($0) }
+                throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
+            }
+            defer { Glibc.close(filter) }
+            // A network namespace of its own, through pasta, unless it serves peers on the host's
+            // own network (the manifest's hostNetwork: WebRTC) or pasta cannot run here.
+            let ownNetwork = manifest.hostNetwork ? (available: false, warning: nil) : SandboxNetwork.availability()
+            if let warning = ownNetwork.warning, !ExtensionProcess.warnedNetwork.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
+            let arguments = ExtensionProcess.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable,
+                                                              ownNetwork: ownNetwork.available)
+            let scopes = ExtensionProcess.landlockScopes(abi: ExtensionProcess.landlockABI)
+            if let warning = scopes.warning, !ExtensionProcess.warned.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
+            let connects = ExtensionProcess.landlockConnectRules(abi: ExtensionProcess.landlockABI)
+            if let warning = connects.warning, !ExtensionProcess.warnedConnects.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
+            do {
+                process = try ChildProcess(
+                    confinedPath: ExtensionProcess.bubblewrap,
+                    arguments: ["--json-status-fd", "4", "--add-seccomp-fd", "5", "--block-fd", "6"] + arguments + ["--", manifest.executable],
+                    environment: ["PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "OPENREPLAYKIT_BROADCAST_FD": "3",
+                                  BroadcastCodec.minorVersionVariable: "\(BroadcastCodec.minorVersion)"],
+                    landlockScopes: scopes.enabled, tcpConnectPorts: connects.enabled ? network.connectPorts : nil,
+                    stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4), (filter, 5), (release.read, 6)])
+            } catch {
+                [fds[0], status.read, status.write, errors.read, errors.write, release.read, release.write].forEach { _ = Glibc.close($0) }
+                throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
+            }
+            Glibc.close(status.write)
+            self.ownNetwork = ownNetwork.available
+            socket = fds[0]
+            self.status = status.read
+            errorsRead = errors.read
+            errorsWrite = errors.write
+            releaseRead = release.read
+            releaseWrite = release.write
         }
-        _ = Glibc.write(release.write, "1", 1)
-        // Kept open while bwrap runs: it writes its exit status there last, and a closed pipe
-        // would end it with SIGPIPE instead of the extension's own status.
-        statusPipe = status.read
-        output = ExtensionOutput(fd: errors.read, extensionID: manifest.id, logger: logger)
-        socket = fds[0]
+
+        /// Lets the extension run: it starts once a byte arrives on `release`.
+        func release(sandboxInit: Int32?, network: SandboxNetwork?, cgroup: SandboxCgroup?) -> ExtensionProcess {
+            let socketDiag: Int32?
+            do throws(SystemError) {
+                socketDiag = try network == nil ? nil : sandboxInit.map(SocketMemory.diagSocket(of:))
+            } catch {
+                socketDiag = nil
+                logger.warning("the memory of extension '\(manifest.id)''s sockets is not counted: \(error)")
+            }
+            _ = Glibc.write(releaseWrite, "1", 1)
+            [errorsWrite, releaseRead, releaseWrite].forEach { _ = Glibc.close($0) }
+            // The status pipe is kept open while bwrap runs: it writes its exit status there
+            // last, and a closed pipe would end it with SIGPIPE instead of the extension's own.
+            return ExtensionProcess(process: process, sandboxInit: sandboxInit, statusPipe: status, network: network, socketDiag: socketDiag,
+                                    output: ExtensionOutput(fd: errorsRead, extensionID: manifest.id, logger: logger),
+                                    socket: socket, cgroup: cgroup)
+        }
+
+        /// Ends it before the extension ran (pasta failed): why, in the person's words.
+        func abandon(sandboxInit: Int32?, cgroup: SandboxCgroup?, why error: SystemError) -> DaemonError {
+            [errorsWrite, releaseRead, releaseWrite].forEach { _ = Glibc.close($0) }
+            // What pasta said is all there is on the pipe yet: the extension has not run.
+            let said = ExtensionProcess.pending(errorsRead).split(separator: "\n").filter { !$0.hasPrefix("Failed to send") }.last
+            if let sandboxInit { Glibc.kill(sandboxInit, SIGKILL) }
+            process.signal(SIGKILL)
+            process.onExit { _ in }  // reaped when it is gone; its cgroup is emptied by cgroup.kill meanwhile
+            cgroup?.remove()
+            [socket, status, errorsRead].forEach { _ = Glibc.close($0) }
+            return DaemonError(code: .captureFailed,
+                               message: "cannot give extension '\(manifest.id)' its network (pasta): \(said.map(String.init) ?? "\(error)")")
+        }
+    }
+
+    private init(process: ChildProcess, sandboxInit: Int32?, statusPipe: Int32, network: SandboxNetwork?, socketDiag: Int32?,
+                 output: ExtensionOutput, socket: Int32, cgroup: SandboxCgroup?) {
+        self.process = process
+        self.sandboxInit = sandboxInit
+        self.statusPipe = statusPipe
+        self.network = network
+        self.socketDiag = socketDiag
+        self.output = output
+        self.socket = socket
+        self.cgroup = cgroup
     }
 
     /// The kernel's count, where cgroup v2 is delegated to replayd; set up at the first broadcast.
@@ -202,10 +261,8 @@ final class ExtensionProcess: ExtensionLink {
         return String(decoding: bytes, as: UTF8.self)
     }
 
-    /// The first line bwrap writes on its status descriptor: `{ "child-pid": N }`. nil if it
-    /// failed before (the pipe then closes) or said nothing within 10 s.
-    private static func readChildPID(_ fd: Int32) -> Int32? {
-        guard let text = Pipe.readLine(fd, within: 10) else { return nil }
+    /// The pid in the first line bwrap writes on its status descriptor: `{ "child-pid": N }`.
+    private static func childPID(statusLine text: String) -> Int32? {
         guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return nil }
         return (object["child-pid"] as? NSNumber).map { Int32(truncating: $0) }
     }

@@ -40,16 +40,48 @@ final class SandboxNetwork: Sendable {
                 "-T", list(policy.connectPorts), "-U", list(policy.udpPorts)]
     }
 
-    /// Starts pasta for the sandbox whose pid 1 is `sandbox` (blocked on bwrap's --block-fd)
-    /// and returns once its namespace is configured, so the extension starts with its network.
+    private init(process: ChildProcess) { self.process = process }
+
+    /// Starts pasta for the sandbox whose pid 1 is `sandbox` (blocked on bwrap's --block-fd),
+    /// and calls `then` once its namespace is configured, so the extension starts with its
+    /// network; or with why not. No thread waits meanwhile.
     ///   - blockFD: the descriptor on which the sandbox waits.
-    init(sandbox: Int32, blockFD: Int32, policy: ExtensionNetworkPolicy, stderr: Int32) throws(SystemError) {
+    ///   - stderr: where pasta writes, open until `then`.
+    static func start(sandbox: Int32, blockFD: Int32, policy: ExtensionNetworkPolicy, stderr: Int32,
+                      then: @escaping @Sendable (Result<SandboxNetwork, SystemError>) -> Void) {
         // bwrap's child sets up the namespace's loopback before it waits; pasta's netlink
         // requests at the same time made that fail now and then (RTM_NEWADDR).
-        Self.waitUntilWaiting(sandbox, on: blockFD)
-        let ready = try Pipe.make()
-        defer { close(ready.read) }
-        var inherited = [(ready.write, Int32(3))]
+        whenWaiting(sandbox, on: blockFD, until: MonotonicClock.nanoseconds() + 10_000_000_000) {
+            let ready: (read: Int32, write: Int32), process: ChildProcess
+            do throws(SystemError) {
+                ready = try Pipe.make()
+                do throws(SystemError) {
+                    process = try spawn(sandbox: sandbox, policy: policy, stderr: stderr, ready: ready.write)
+                } catch {
+                    close(ready.read)
+                    throw error
+                }
+            } catch {
+                return then(.failure(error))
+            }
+            // pasta writes its pid file (here a pipe) once the namespace is configured; it
+            // closes the pipe without a word if it fails.
+            Pipe.readLine(ready.read, within: 10) { line in
+                close(ready.read)
+                guard line != nil else {
+                    process.signal(SIGKILL)
+                    process.onExit { _ in }  // reaped when it is gone
+                    return then(.failure(SystemError(call: "pasta", errno: ENETUNREACH)))
+                }
+                then(.success(SandboxNetwork(process: process)))
+            }
+        }
+    }
+
+    /// pasta for `sandbox`'s network namespace, which writes its pid on `ready` (closed here).
+    private static func spawn(sandbox: Int32, policy: ExtensionNetworkPolicy, stderr: Int32, ready: Int32) throws(SystemError) -> ChildProcess {
+        var inherited = [(ready, Int32(3))]
+        defer { close(ready) }
         var target = ["--netns", "/proc/\(sandbox)/ns/net"]
         if geteuid() == 0 {
             // Root needs no user namespace to join the network namespace, and stays root, as
@@ -59,43 +91,24 @@ final class SandboxNetwork: Sendable {
             // Unprivileged bwrap nests user namespaces: the network namespace belongs to the
             // outer one, which no process of the sandbox is in. Its descriptor, handed over.
             let netns = open("/proc/\(sandbox)/ns/net", O_RDONLY | O_CLOEXEC)
-            guard netns >= 0 else {
-                close(ready.write)
-                throw SystemError(call: "open(/proc/\(sandbox)/ns/net)", errno: errno)
-            }
+            guard netns >= 0 else { throw SystemError(call: "open(/proc/\(sandbox)/ns/net)", errno: errno) }
             let owner = ioctl(netns, Self.nsGetUserNS)
             let error = errno
             close(netns)
-            guard owner >= 0 else {
-                close(ready.write)
-                throw SystemError(call: "ioctl(NS_GET_USERNS)", errno: error)
-            }
+            guard owner >= 0 else { throw SystemError(call: "ioctl(NS_GET_USERNS)", errno: error) }
             inherited.append((owner, 4))
             target += ["--userns", "/proc/self/fd/4"]
         }
         defer { for (fd, number) in inherited where number == 4 { close(fd) } }
-        do {
-            // setpriv sets the parent-death signal (the WatcherThread is the parent), which
-            // pasta keeps: it dies with replayd, even by SIGKILL. No Landlock domain: one that
-            // is not the sandbox's ancestor may not open the sandbox's namespaces; the sandbox's
-            // own domain already limits what it connects to through pasta.
-            process = try ChildProcess(
-                confinedPath: Self.setpriv,
-                arguments: ["--pdeathsig", "KILL", "--", Self.pasta] + Self.arguments(policy: policy) + target + ["-P", "/dev/fd/3"],
-                environment: ["PATH": "/usr/bin:/bin"], landlockScopes: false,
-                stderr: .descriptor(stderr), inheriting: inherited)
-        } catch {
-            close(ready.write)
-            throw error
-        }
-        close(ready.write)
-        // pasta writes its pid file (here a pipe) once the namespace is configured; it closes
-        // the pipe without a word if it fails.
-        guard Pipe.readLine(ready.read, within: 10) != nil else {
-            process.signal(SIGKILL)
-            process.onExit { _ in }  // reaped when it is gone
-            throw SystemError(call: "pasta", errno: ENETUNREACH)
-        }
+        // setpriv sets the parent-death signal (the WatcherThread is the parent), which pasta
+        // keeps: it dies with replayd, even by SIGKILL. No Landlock domain: one that is not the
+        // sandbox's ancestor may not open the sandbox's namespaces; the sandbox's own domain
+        // already limits what it connects to through pasta.
+        return try ChildProcess(
+            confinedPath: setpriv,
+            arguments: ["--pdeathsig", "KILL", "--", pasta] + arguments(policy: policy) + target + ["-P", "/dev/fd/3"],
+            environment: ["PATH": "/usr/bin:/bin"], landlockScopes: false,
+            stderr: .descriptor(stderr), inheriting: inherited)
     }
 
     /// Ends pasta; the sandbox's network goes with it.
@@ -104,18 +117,15 @@ final class SandboxNetwork: Sendable {
         process.onExit { _ in }  // reaped when it is gone; nothing waits for it
     }
 
-    /// Until `pid` is blocked reading descriptor `fd` (/proc: the call's first argument, and a
-    /// pipe read as its wait channel), or 10 s.
-    private static func waitUntilWaiting(_ pid: Int32, on fd: Int32) {
-        let deadline = MonotonicClock.nanoseconds() + 10_000_000_000
-        let argument = "0x" + String(fd, radix: 16)
-        while MonotonicClock.nanoseconds() < deadline {
-            let call = (try? String(contentsOfFile: "/proc/\(pid)/syscall", encoding: .utf8)) ?? ""
-            let channel = (try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) ?? ""
-            let fields = call.split(separator: " ")
-            if fields.count > 1, fields[1] == argument, channel.contains("pipe_read") { return }
-            if call.isEmpty && channel.isEmpty { return }
-            usleep(2_000)
-        }
+    /// Calls `then` once `pid` is blocked reading descriptor `fd` (/proc: the call's first
+    /// argument, and a pipe read as its wait channel), has gone, or `deadline` passed. Nothing
+    /// tells when a process starts to wait: /proc is looked at again 2 ms later, by a timer.
+    private static func whenWaiting(_ pid: Int32, on fd: Int32, until deadline: Int64, then: @escaping @Sendable () -> Void) {
+        let call = (try? String(contentsOfFile: "/proc/\(pid)/syscall", encoding: .utf8)) ?? ""
+        let channel = (try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) ?? ""
+        let fields = call.split(separator: " ")
+        let waiting = fields.count > 1 && fields[1] == "0x" + String(fd, radix: 16) && channel.contains("pipe_read")
+        guard !waiting, !(call.isEmpty && channel.isEmpty), MonotonicClock.nanoseconds() < deadline else { return then() }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(2)) { whenWaiting(pid, on: fd, until: deadline, then: then) }
     }
 }

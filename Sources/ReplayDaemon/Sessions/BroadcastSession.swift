@@ -158,7 +158,6 @@ final class BroadcastSession: Sendable {
             DispatchQueue.global().async { [self] in
                 switch result {
                 case .success(let opened):
-                    defer { opened.descriptors.forEach { close($0) } }
                     launch(feed: feed, opened: opened, applicationInfo: applicationInfo, hidden: hidden, started: started)
                 case .failure(let error):
                     feed.stop()
@@ -168,18 +167,26 @@ final class BroadcastSession: Sendable {
         }
     }
 
-    /// The capture is open: the extension is started with its surfaces, and must get ready.
+    /// The capture is open: the extension is started. The capture's descriptors are closed
+    /// once it has them, or could not start.
     private func launch(feed: any BroadcastFeed, opened: BroadcastCaptureOpened, applicationInfo: [String: String], hidden: [String],
                         started: @escaping @Sendable (DaemonError?) -> Void) {
         let writable = manifest.setupFields.filter { $0.kind == .directory }.compactMap { request.setup[$0.key] }
-        let link: any ExtensionLink
-        do {
-            link = try extensions.launch(manifest, hidden: hidden, writable: writable,
-                                         network: ExtensionNetworkPolicy(setup: request.setup))
-        } catch {
-            feed.stop()
-            return started(failStart(error.message))
+        extensions.launch(manifest, hidden: hidden, writable: writable, network: ExtensionNetworkPolicy(setup: request.setup)) { [self] result in
+            defer { opened.descriptors.forEach { close($0) } }
+            switch result {
+            case .success(let link):
+                launched(link, feed: feed, opened: opened, applicationInfo: applicationInfo, started: started)
+            case .failure(let error):
+                feed.stop()
+                started(failStart(error.message))
+            }
         }
+    }
+
+    /// The extension runs: it gets its surfaces, and must get ready.
+    private func launched(_ link: any ExtensionLink, feed: any BroadcastFeed, opened: BroadcastCaptureOpened,
+                          applicationInfo: [String: String], started: @escaping @Sendable (DaemonError?) -> Void) {
         let hello = BroadcastCodec.encode(.hello(.init(surfaceCount: UInt16(opened.descriptors.count), surfaceSize: UInt64(opened.surfaceSize))))
         guard link.send(hello, descriptors: opened.descriptors) else {
             feed.stop()

@@ -138,11 +138,15 @@ struct ReplayCaptureLauncher: CaptureProcessLauncher {
         // A remux reads the file once: minutes only for hours of movie. One that hangs is ended.
         DispatchQueue.global().asyncAfter(deadline: .now() + 3600) { child.signal(SIGKILL) }
         child.onExit { status in
-            // What it said is in the pipe by now: one line, when it failed.
-            let said = status == 0 ? nil : Pipe.readLine(errors.read, within: 1)
-            close(errors.read)
-            guard status != 0 else { return done(nil) }
-            done(DaemonError(code: .internalError, message: said ?? "the remux process \(CaptureProcessHandle.describe(status: status))"))
+            guard status != 0 else {
+                close(errors.read)
+                return done(nil)
+            }
+            // What it said is in the pipe by now: one line.
+            Pipe.readLine(errors.read, within: 1) { said in
+                close(errors.read)
+                done(DaemonError(code: .internalError, message: said ?? "the remux process \(CaptureProcessHandle.describe(status: status))"))
+            }
         }
     }
 

@@ -43,13 +43,13 @@ final class FakeExtension: ExtensionLink, ExtensionHost, @unchecked Sendable {
 
     init(_ behaviour: Behaviour = Behaviour()) { state = Mutex(State(behaviour: behaviour)) }
 
-    func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String],
-                network: ExtensionNetworkPolicy) throws(DaemonError) -> any ExtensionLink {
+    func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String], network: ExtensionNetworkPolicy,
+                started: @escaping @Sendable (Result<any ExtensionLink, DaemonError>) -> Void) {
         state.withLock {
             $0.launches += 1
             $0.network = network
         }
-        return self
+        started(.success(self))
     }
 
     var snapshot: State { state.withLock { $0 } }

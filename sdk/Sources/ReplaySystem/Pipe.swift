@@ -1,4 +1,6 @@
 import CShims
+import Dispatch
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,20 +13,40 @@ public enum Pipe {
         return (fds[0], fds[1])
     }
 
-    /// The first line written on `fd` (without its newline), read as it comes; nil if the
-    /// writer closed first or said nothing within `seconds`.
-    public static func readLine(_ fd: Int32, within seconds: Int64) -> String? {
-        var bytes: [UInt8] = []
-        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        let deadline = MonotonicClock.nanoseconds() + seconds * 1_000_000_000
-        while !bytes.contains(UInt8(ascii: "\n")) {
-            let now = MonotonicClock.nanoseconds()
-            guard now < deadline, poll(&entry, 1, Int32((deadline - now) / 1_000_000)) > 0 else { return nil }
-            var chunk = [UInt8](repeating: 0, count: 256)
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            guard count > 0 else { return nil }
-            bytes += chunk[..<count]
+    /// The first line written on `fd` (without its newline), handed to `then` once it came;
+    /// nil if the writer closed first or said nothing within `seconds`. No thread waits
+    /// meanwhile: a `ReadableWatch` reads what comes. `then` runs once, on the watch's queue;
+    /// `fd` stays open, the caller's.
+    public static func readLine(_ fd: Int32, within seconds: Int64, then: @escaping @Sendable (String?) -> Void) {
+        let reader = LineReader()
+        let watch = ReadableWatch(descriptor: fd, label: "replay.pipe-line", whenCancelled: { then(reader.line) }) { watch in
+            if reader.readSome(fd) { watch.cancel() }
         }
-        return String(decoding: bytes.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(seconds))) { watch.cancel() }
+    }
+}
+
+/// What the watching `Pipe.readLine` has read so far.
+private final class LineReader: Sendable {
+    private let bytes = Mutex<[UInt8]>([])
+
+    /// The line, once its newline came; nil before, and if the writer closed first.
+    var line: String? {
+        bytes.withLock { bytes in
+            bytes.firstIndex(of: UInt8(ascii: "\n")).map { String(decoding: bytes[..<$0], as: UTF8.self) }
+        }
+    }
+
+    /// Reads what is there; true once there is no more to wait for: a whole line, or the
+    /// writer's close (or a read error).
+    func readSome(_ fd: Int32) -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 256)
+        let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count < 0 && (errno == EINTR || errno == EAGAIN) { return false }
+        guard count > 0 else { return true }
+        return bytes.withLock { bytes in
+            bytes += chunk[..<count]
+            return bytes.contains(UInt8(ascii: "\n"))
+        }
     }
 }

@@ -1,0 +1,59 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
+import ReplaySystem
+import Synchronization
+import Testing
+
+/// `Pipe.readLine(_:within:then:)`, which starting a sandbox follows bwrap and pasta with.
+@Suite struct PipeTests {
+    /// Reads the first line of `fd` through the watch, and waits (in the test) for the answer.
+    private static func line(of fd: Int32, within seconds: Int64, writing: (Int32) -> Void = { _ in }) -> String?? {
+        let answers = Mutex<[String?]>([])
+        let answered = DispatchSemaphore(value: 0)
+        Pipe.readLine(fd, within: seconds) { line in
+            answers.withLock { $0.append(line) }
+            answered.signal()
+        }
+        writing(fd)
+        guard answered.wait(timeout: .now() + 20) == .success else { return .none }
+        // Answered once: a second answer would come right after the first.
+        _ = answered.wait(timeout: .now() + 0.2)
+        return answers.withLock { $0.count == 1 ? $0[0] : "answered \($0.count) times" }
+    }
+
+    private static func write(_ text: String, to fd: Int32) {
+        _ = text.utf8CString.withUnsafeBufferPointer { Glibc.write(fd, $0.baseAddress, $0.count - 1) }
+    }
+
+    @Test func aLineWrittenInPiecesArrivesWholeWithoutItsNewline() throws {
+        let pipe = try Pipe.make()
+        defer { close(pipe.read); close(pipe.write) }
+        let line = Self.line(of: pipe.read, within: 10) { _ in
+            Self.write("{ \"child-", to: pipe.write)
+            DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { Self.write("pid\": 42 }\n", to: pipe.write) }
+        }
+        #expect(line == .some("{ \"child-pid\": 42 }"))
+    }
+
+    @Test func aWriterThatClosesWithoutANewlineGivesNil() throws {
+        let pipe = try Pipe.make()
+        defer { close(pipe.read) }
+        let line = Self.line(of: pipe.read, within: 10) { _ in
+            Self.write("half a line", to: pipe.write)
+            close(pipe.write)
+        }
+        #expect(line == .some(nil))
+    }
+
+    @Test func aWriterThatSaysNothingGivesNilOnceTheTimeIsUp() throws {
+        let pipe = try Pipe.make()
+        defer { close(pipe.read); close(pipe.write) }
+        #expect(Self.line(of: pipe.read, within: 1) == .some(nil))
+        // The descriptor is still the caller's, open: what comes later is there to read.
+        Self.write("later\n", to: pipe.write)
+        var byte: UInt8 = 0
+        #expect(read(pipe.read, &byte, 1) == 1 && byte == UInt8(ascii: "l"))
+    }
+}
