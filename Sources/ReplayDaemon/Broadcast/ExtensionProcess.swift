@@ -127,11 +127,13 @@ final class ExtensionProcess: ExtensionLink {
                 Glibc.close(fds[0])
                 throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
             }
+            // Everything but the extension's end of the connection, when bwrap cannot start.
+            let closeOurs = { [fds[0], status.read, status.write, errors.read, errors.write, release.read, release.write].forEach { _ = Glibc.close($0) } }
             let filter: Int32
             do {
                 filter = try SandboxFilter.descriptor()
             } catch {
-                [fds[0], status.read, status.write, errors.read, errors.write, release.read, release.write].forEach { _ = Glibc.close($0) }
+                closeOurs()
                 throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
             }
             defer { Glibc.close(filter) }
@@ -154,7 +156,7 @@ final class ExtensionProcess: ExtensionLink {
                     landlockScopes: scopes.enabled, tcpConnectPorts: connects.enabled ? network.connectPorts : nil,
                     stderr: .descriptor(errors.write), inheriting: [(fds[1], 3), (status.write, 4), (filter, 5), (release.read, 6)])
             } catch {
-                [fds[0], status.read, status.write, errors.read, errors.write, release.read, release.write].forEach { _ = Glibc.close($0) }
+                closeOurs()
                 throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
             }
             Glibc.close(status.write)
