@@ -96,7 +96,8 @@ let package = Package(
         .target(
             name: "ReplayLoopbackServer",
             dependencies: [.product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
-                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log")],
+                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
+                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
             swiftSettings: strictSettings),
         // A recording's pipeline (capture → encode → movie or clip buffer) and what every
         // session is built from: run inside a capture process (replay-capture), or in replayd.

@@ -1,4 +1,5 @@
 import Dispatch
+package import ReplaySystem
 import Synchronization
 
 /// A one-shot event carrying a value: handlers added before it happens run when it does,
@@ -34,20 +35,22 @@ package final class Completion<Value: Sendable>: Sendable {
         await withCheckedContinuation { waiter in onComplete { waiter.resume(returning: $0) } }
     }
 
-    /// Waits, holding no thread, until it happens or `seconds` have passed (then nil).
-    package func finished(within seconds: Double) async -> Value? {
-        await withCheckedContinuation { waiter in onComplete(within: seconds) { waiter.resume(returning: $0) } }
+    /// Waits, holding no thread, until it happens or `seconds` have passed on `timers` (then nil).
+    package func finished(within seconds: Double, on timers: any Timers) async -> Value? {
+        await withCheckedContinuation { waiter in onComplete(within: seconds, on: timers) { waiter.resume(returning: $0) } }
     }
 
     /// Runs `handler` once: with the value when it happens, or with nil once `seconds` have
-    /// passed first (on a global queue). No thread waits meanwhile.
-    package func onComplete(within seconds: Double, _ handler: @escaping @Sendable (Value?) -> Void) {
+    /// passed first on `timers` (on a global queue). No thread waits meanwhile.
+    package func onComplete(within seconds: Double, on timers: any Timers, _ handler: @escaping @Sendable (Value?) -> Void) {
         let handled = Atomic(false)
-        onComplete { value in
-            if !handled.exchange(true, ordering: .relaxed) { handler(value) }
-        }
-        DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+        let timeout = timers.after(seconds) {
             if !handled.exchange(true, ordering: .relaxed) { handler(nil) }
+        }
+        onComplete { value in
+            guard !handled.exchange(true, ordering: .relaxed) else { return }
+            timeout.cancel()
+            handler(value)
         }
     }
 

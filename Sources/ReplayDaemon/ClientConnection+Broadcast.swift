@@ -9,26 +9,21 @@ extension ClientConnection {
         try channel.send(DaemonEvent.extensions(list: daemon.catalog.list()))
     }
 
-    func startBroadcast(_ request: BroadcastRequest) throws {
+    func startBroadcast(_ request: BroadcastRequest) async throws {
         try requirePerson("start broadcasts directly (apps go through the broadcast picker)")
         guard (1...60).contains(request.fps) else { throw Refusal(code: .malformedRequest, message: "fps must be between 1 and 60") }
         guard request.scope == .screen else {
             throw Refusal(code: .malformedRequest, message: "the person broadcasts the screen; only an app can broadcast its own windows, through the picker")
         }
         // Answered once the extension is live (up to its readiness time): the connection's
-        // later requests wait till then, and no thread does (`holdRequests`).
-        let resume = holdRequests()
-        do {
-            try daemon.startBroadcast(request) { [self] result in
-                resume { [self] in
-                    let status = try result.get()
-                    daemon.logger.info("broadcast requested", metadata: ["broadcast": "\(status.id)", "peer": "\(peerDescription)"])
-                    try channel.send(DaemonEvent.broadcastStarted(status: status))
-                }
-            }
-        } catch {
-            resume { throw error }
+        // later requests wait till then, and no thread does.
+        let daemon = self.daemon
+        let result = try await awaitAnswer { (started: @escaping @Sendable (Result<BroadcastStatus, DaemonError>) -> Void) in
+            do throws(DaemonError) { try daemon.startBroadcast(request, started: started) } catch { started(.failure(error)) }
         }
+        let status = try result.get()
+        daemon.logger.info("broadcast requested", metadata: ["broadcast": "\(status.id)", "peer": "\(peerDescription)"])
+        try channel.send(DaemonEvent.broadcastStarted(status: status))
     }
 
     /// Pauses or resumes a broadcast and says its state.
@@ -39,14 +34,12 @@ extension ClientConnection {
     }
 
     /// Stops a broadcast and says its final state once the extension is gone: the connection's
-    /// later requests wait till then, and no thread does (`holdRequests`).
-    func stopBroadcast(_ id: String?) throws {
+    /// later requests wait till then, and no thread does.
+    func stopBroadcast(_ id: String?) async throws {
         let session = try controllableBroadcast(id)
         session.stop()
-        let resume = holdRequests()
-        session.onFinish { [self] status in
-            resume { [self] in try channel.send(DaemonEvent.broadcasts(list: [status])) }
-        }
+        let status = await session.finished()
+        try channel.send(DaemonEvent.broadcasts(list: [status]))
     }
 
     /// The person controls any broadcast; an app only the ones it started through the picker.

@@ -5,7 +5,7 @@ import ReplayIPC
 
 /// In-app capture, capture state and protected windows: what apps do with their own windows.
 extension ClientConnection {
-    func startCapture(_ options: CaptureOptions) throws {
+    func startCapture(_ options: CaptureOptions) async throws {
         guard (1...60).contains(options.fps) else {
             throw Refusal(code: .malformedRequest, message: "in-app capture runs at 1 to 60 fps")
         }
@@ -13,18 +13,16 @@ extension ClientConnection {
             throw Refusal(code: .outOfOrder, message: "startCapture while this connection is already capturing", closing: true)
         }
         guard let peer else { throw Refusal(code: .captureFailed, message: "the app's process could not be identified") }
-        try withConsent(.screen) { [self] in
-            let indicated = "capture-\(peer.pid)-\(number)"
-            try daemon.admitCapture(indicated, by: quotaOwner)
-            let session = daemon.makeAppCapture(id: indicated, pid: peer.pid, options: options, client: ChannelCaptureClient(channel: channel))
-            let daemon = self.daemon
-            holdUntilStarted({ session.start(then: $0) }, release: { daemon.releaseCapture(indicated) }, abandon: {
-                session.stop()
-                session.onFinish { daemon.releaseCapture(indicated) }
-            }) { [self] size in
-                try captureStarted(session, indicated: indicated, peer: peer, size: size, fps: options.fps)
-            }
-        }
+        try await awaitConsent(.screen)
+        let indicated = "capture-\(peer.pid)-\(number)"
+        try daemon.admitCapture(indicated, by: quotaOwner)
+        let session = daemon.makeAppCapture(id: indicated, pid: peer.pid, options: options, client: ChannelCaptureClient(channel: channel))
+        let daemon = self.daemon
+        let size = try await awaitStart({ session.start(then: $0) }, release: { daemon.releaseCapture(indicated) }, abandon: {
+            session.stop()
+            session.onFinish { daemon.releaseCapture(indicated) }
+        })
+        try captureStarted(session, indicated: indicated, peer: peer, size: size, fps: options.fps)
     }
 
     /// The capture runs: the connection owns it, and the indicator and the capture state say so.
@@ -45,16 +43,16 @@ extension ClientConnection {
         try channel.send(DaemonEvent.captureStarted(width: size.width, height: size.height, fps: fps))
     }
 
-    func stopCapture() throws {
+    func stopCapture() async throws {
         guard let session = capture else {
             throw Refusal(code: .outOfOrder, message: "stopCapture without a capture running on this connection", closing: true)
         }
         session.stop()
-        // Its later requests wait for the capture's end, and no thread does (`holdRequests`).
-        // The connection keeps the session until then: nothing else holds it, and its
-        // process's end is heard only while it lives.
-        let resume = holdRequests()
-        session.onFinish { resume { [self] in capture = nil } }
+        // Its later requests wait for the capture's end, and no thread does. The connection
+        // keeps the session until then: nothing else holds it, and its process's end is heard
+        // only while it lives.
+        await session.finished()
+        capture = nil
     }
 
     func watchCaptureState() throws {

@@ -14,7 +14,7 @@ extension ClientConnection {
     static let longestClipBuffer = 600.0
     static let defaultClipBudget = 512 << 20
 
-    func startClipBuffering(_ options: RecordingOptions, length: Double, byteBudget: Int?, hotkey: String?) throws {
+    func startClipBuffering(_ options: RecordingOptions, length: Double, byteBudget: Int?, hotkey: String?) async throws {
         if let problem = Self.validate(options) { throw Refusal(code: .malformedRequest, message: problem) }
         guard (1...Self.longestClipBuffer).contains(length) else {
             throw Refusal(code: .malformedRequest, message: "a clip buffer keeps 1 to \(Int(Self.longestClipBuffer)) seconds")
@@ -36,26 +36,24 @@ extension ClientConnection {
             }
             chord = parsed
         }
-        try withConsent(Self.capabilities(of: options)) { [self, chord] in
-            try tellWhoChooses(options.area)
+        try await awaitConsent(Self.capabilities(of: options))
+        try tellWhoChooses(options.area)
 
-            var buffered = options
-            buffered.duration = nil
-            // An app keeps its own windows only, as its in-app capture sees them: it may be sent the clip.
-            let filter: WindowFilter = role == .app ? .onlyProcess(peer?.pid ?? -1) : areaFilter
-            let session = daemon.makeRecording(
-                id: "clips-" + LoopbackServer.randomToken(bytes: 6), options: buffered,
-                destination: .clipBuffer(length: MediaTime(seconds: length), byteBudget: budget), filter: filter)
-            try daemon.register(session, by: quotaOwner, clipBytes: budget)
-            start(session) { [self] _ in
-                try clipBufferStarted(session, options: options, length: length, budget: budget, hotkey: hotkey, chord: chord)
-            }
-        }
+        var buffered = options
+        buffered.duration = nil
+        // An app keeps its own windows only, as its in-app capture sees them: it may be sent the clip.
+        let filter: WindowFilter = role == .app ? .onlyProcess(peer?.pid ?? -1) : areaFilter
+        let session = daemon.makeRecording(
+            id: "clips-" + LoopbackServer.randomToken(bytes: 6), options: buffered,
+            destination: .clipBuffer(length: MediaTime(seconds: length), byteBudget: budget), filter: filter)
+        try daemon.register(session, by: quotaOwner, clipBytes: budget)
+        _ = try await start(session)
+        try await clipBufferStarted(session, options: options, length: length, budget: budget, hotkey: hotkey, chord: chord)
     }
 
     /// The buffer runs: its hotkey is grabbed, its owner keeps it, the client and the indicator hear of it.
     private func clipBufferStarted(_ session: any RecordingControl, options: RecordingOptions, length: Double, budget: Int,
-                                   hotkey: String?, chord: KeyChord?) throws {
+                                   hotkey: String?, chord: KeyChord?) async throws {
         let announced = role != .person || options.notify != false
         var grab: (any HotkeyRelease)?
         if let chord {
@@ -76,14 +74,9 @@ extension ClientConnection {
             } catch {
                 // Refused once the buffer has ended, so a new one may start at once.
                 session.stop()
-                let resume = holdRequests(ifOver: { daemon.unregister(session) })
-                session.onFinish { _ in
-                    resume {
-                        daemon.unregister(session)
-                        throw Refusal(code: .captureFailed, message: "cannot use \(hotkey ?? "the hotkey"): \(error)")
-                    }
-                }
-                return
+                _ = await session.finished()
+                daemon.unregister(session)
+                throw Refusal(code: .captureFailed, message: "cannot use \(hotkey ?? "the hotkey"): \(error)")
             }
         }
         if role == .person {
@@ -110,7 +103,7 @@ extension ClientConnection {
         try channel.send(DaemonEvent.clipBufferingStarted(status: try clipStatus(of: session)))
     }
 
-    func saveClip(last: Double?) throws {
+    func saveClip(last: Double?) async throws {
         if let last, !(last > 0 && last <= Self.longestClipBuffer) {
             throw Refusal(code: .malformedRequest, message: "a clip lasts more than 0 and up to \(Int(Self.longestClipBuffer)) seconds")
         }
@@ -118,17 +111,15 @@ extension ClientConnection {
             throw Refusal(code: .outOfOrder, message: "clip buffering is not on")
         }
         // Writing a long clip takes a while: this connection's later requests wait, no thread does.
-        let resume = holdRequests()
-        session.saveClip(last: last.map { MediaTime(seconds: $0) }, trigger: .command, as: daemon.store.newID()) { result in
-            resume { [self] in
-                let saved = try result.get()
-                try channel.send(DaemonEvent.clipSaved(clip: saved))
-                guard role == .app, let path = daemon.store.moviePath(id: saved.id) else { return }
-                // An app's clip is its own windows: it is sent the movie, and the store keeps nothing.
-                let store = daemon.store
-                try sendMovie(at: path, id: saved.id) { _ = store.delete(id: saved.id) }
-            }
-        }
+        let clipID = daemon.store.newID()
+        let saved = try await awaitAnswer { done in
+            session.saveClip(last: last.map { MediaTime(seconds: $0) }, trigger: .command, as: clipID, then: done)
+        }.get()
+        try channel.send(DaemonEvent.clipSaved(clip: saved))
+        guard role == .app, let path = daemon.store.moviePath(id: saved.id) else { return }
+        // An app's clip is its own windows: it is sent the movie, and the store keeps nothing.
+        defer { _ = daemon.store.delete(id: saved.id) }
+        try await sendMovie(at: path, id: saved.id)
     }
 
     func sendClipStatus() throws {
@@ -136,19 +127,15 @@ extension ClientConnection {
         try channel.send(DaemonEvent.clipStatus(status: status))
     }
 
-    func stopClipBuffering() throws {
+    func stopClipBuffering() async throws {
         guard let session = runningClipBuffer() else {
             throw Refusal(code: .outOfOrder, message: "clip buffering is not on")
         }
         session.stop()
-        // Said once its capture process is gone; no thread waits meanwhile (`holdRequests`).
-        let resume = holdRequests()
-        session.onFinish { [self] _ in
-            resume { [self] in
-                if role == .app { clipBuffer = nil }
-                try channel.send(DaemonEvent.clipBufferingStopped)
-            }
-        }
+        // Said once its capture process is gone; no thread waits meanwhile.
+        _ = await session.finished()
+        if role == .app { clipBuffer = nil }
+        try channel.send(DaemonEvent.clipBufferingStopped)
     }
 
     /// The person's buffer (in the daemon), or this app connection's own.

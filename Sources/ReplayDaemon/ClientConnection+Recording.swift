@@ -46,30 +46,28 @@ extension ClientConnection {
         return nil
     }
 
-    func startRecording(_ options: RecordingOptions) throws {
+    func startRecording(_ options: RecordingOptions) async throws {
         if let problem = Self.validate(options) { throw Refusal(code: .malformedRequest, message: problem) }
         guard recording?.isFinished ?? true else {
             throw Refusal(code: .busy, message: "this connection is already recording")
         }
         let filter = try areaFilter(options.area)
         try requireRoomInStore(for: options.video)
-        try withConsent(Self.capabilities(of: options)) { [self] in
-            try tellWhoChooses(options.area)
-
-            let session = daemon.makeRecording(id: daemon.store.newID(), options: options, filter: filter)
-            try daemon.register(session, by: quotaOwner)
-            start(session) { [self] started in try recordingStarted(started, session, options: options) }
-        }
+        try await awaitConsent(Self.capabilities(of: options))
+        try tellWhoChooses(options.area)
+        let session = daemon.makeRecording(id: daemon.store.newID(), options: options, filter: filter)
+        try daemon.register(session, by: quotaOwner)
+        try recordingStarted(try await start(session), session, options: options)
     }
 
-    /// Starts `session`, registered with the daemon (`holdUntilStarted`); one that could not
-    /// start is unregistered.
-    func start(_ session: any RecordingControl, then started: @escaping @Sendable (RecordingStarted) throws -> Void) {
+    /// Starts `session`, registered with the daemon (`awaitStart`); one that could not start
+    /// is unregistered.
+    func start(_ session: any RecordingControl) async throws -> RecordingStarted {
         let daemon = self.daemon
-        holdUntilStarted({ session.start(then: $0) }, release: { daemon.unregister(session) }, abandon: {
+        return try await awaitStart({ session.start(then: $0) }, release: { daemon.unregister(session) }, abandon: {
             session.stop()
             session.onFinish { _ in daemon.unregister(session) }
-        }, then: started)
+        })
     }
 
     /// The recording runs: the connection owns it (its end stops it), the client and the
@@ -95,7 +93,7 @@ extension ClientConnection {
         // Progress once a second until the movie is closed, then the summary.
         let channel = self.channel, daemon = self.daemon, pid = peer?.pid
         let isApp = role == .app
-        let progress = RepeatingTimer(interval: 1) {
+        let progress = daemon.parts.timers.repeating(every: 1) {
             try? channel.send(DaemonEvent.progress(progress: session.progress()))
             // An app's recording stops, kept, before the disk is full for everyone.
             if isApp, let disk = daemon.store.diskSpace(), let why = Self.appOverStoreReserve(disk) { session.end(because: why) }
@@ -182,7 +180,7 @@ extension ClientConnection {
 
     /// Pauses or resumes a recording: the person any running one (named, or the only one), an
     /// app only the one its own connection started.
-    func controlRecording(_ id: String?, pause: Bool) throws {
+    func controlRecording(_ id: String?, pause: Bool) async throws {
         let session: any RecordingControl
         if role == .person {
             session = try daemon.runningRecording(id)
@@ -192,13 +190,9 @@ extension ClientConnection {
             }
             session = own
         }
-        let resume = holdRequests()
-        daemon.pausing.setPaused(pause, session, by: peerDescription) { error in
-            resume { [self] in
-                if let error { throw error }
-                try channel.send(pause ? DaemonEvent.recordingPaused(id: session.id) : DaemonEvent.recordingResumed(id: session.id))
-            }
-        }
+        let pausing = daemon.pausing, who = peerDescription
+        if let error = try await awaitAnswer({ pausing.setPaused(pause, session, by: who, then: $0) }) { throw error }
+        try channel.send(pause ? DaemonEvent.recordingPaused(id: session.id) : DaemonEvent.recordingResumed(id: session.id))
     }
 
     func listRecordings() throws {
@@ -206,77 +200,39 @@ extension ClientConnection {
         try channel.send(DaemonEvent.recordings(list: daemon.store.list()))
     }
 
-    func export(id: String, container: MovieContainer) throws {
+    func export(id: String, container: MovieContainer) async throws {
         try requirePerson("export recordings")
         guard daemon.store.info(id: id) != nil, let path = daemon.store.moviePath(id: id) else {
             throw Refusal(code: .notFound, message: "no recording with id '\(id)'")
         }
-        guard container == .matroska else { return try sendMovie(at: path, id: id) }
+        guard container == .matroska else { return try await sendMovie(at: path, id: id) }
         // The streams copied into a file of the store's own, sent, then removed. In a
         // short-lived process of its own: FFmpeg's demuxer reads the file, and replayd links no
         // FFmpeg. This connection's later requests wait for it, no thread does.
         let copy = daemon.store.directory.appendingPathComponent(".export-\(UUID().uuidString).mkv")
         let removeCopy: @Sendable () -> Void = { try? FileManager.default.removeItem(at: copy) }
-        let resume = holdRequests(ifOver: removeCopy)
-        daemon.parts.captures.remuxToMatroska(path.path, to: copy.path) { error in
-            resume { [self] in
-                if let error {
-                    removeCopy()
-                    throw Refusal(code: .internalError, message: "cannot export \(id) as Matroska: \(error)")
-                }
-                try sendMovie(at: copy, id: id, then: removeCopy)
-            }
-        }
+        let captures = daemon.parts.captures
+        let failure = try await awaitAnswer({ captures.remuxToMatroska(path.path, to: copy.path, then: $0) }, late: { _ in removeCopy() })
+        defer { removeCopy() }
+        if let failure { throw Refusal(code: .internalError, message: "cannot export \(id) as Matroska: \(failure)") }
+        try await sendMovie(at: copy, id: id)
     }
 
     /// Streams the file at `path` as `exportBegin`, `exportChunk`s and `exportEnd`, at the pace
-    /// the client reads: a few chunks queued at most, this connection's later requests held
-    /// meanwhile, no thread waiting. `finished` runs once it is all sent, or failed.
-    func sendMovie(at path: URL, id: String, then finished: @escaping @Sendable () -> Void = {}) throws {
+    /// the client reads: a chunk is sent once fewer than 4 MB are queued, this connection's
+    /// later requests wait meanwhile, no thread does. A client that hung up is no error: it is gone.
+    func sendMovie(at path: URL, id: String) async throws {
         guard let handle = FileHandle(forReadingAtPath: path.path),
               let size = (try? FileManager.default.attributesOfItem(atPath: path.path)[.size] as? NSNumber)?.int64Value else {
-            finished()
             throw Refusal(code: .notFound, message: "no recording with id '\(id)'")
         }
-        let over: @Sendable () -> Void = {
-            try? handle.close()
-            finished()
-        }
-        do {
-            try channel.send(DaemonEvent.exportBegin(size: size))
-        } catch {
-            over()
-            throw error
-        }
-        let resume = holdRequests(ifOver: over)
-        sendChunks(from: handle) { error in
-            resume {
-                over()
-                if let error { throw error }
+        defer { try? handle.close() }
+        try channel.send(DaemonEvent.exportBegin(size: size))
+        while try await channel.room(below: 4 << 20) {
+            guard let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty else {
+                return try channel.send(DaemonEvent.exportEnd)
             }
-        }
-    }
-
-    /// Sends the rest of `handle` a chunk at a time, each once the client has read enough of
-    /// the ones before; then `exportEnd`. `done` hears the error that stopped it, if any (a
-    /// client that hung up is no error: it is gone).
-    private func sendChunks(from handle: FileHandle, then done: @escaping @Sendable ((any Error)?) -> Void) {
-        let channel = self.channel
-        channel.whenRoom(below: 4 << 20) { [self] room in
-            guard room else { return done(nil) }
-            // Off the event loop, where the room is made: reading the file takes a while.
-            DispatchQueue.global().async { [self] in
-                do {
-                    guard let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty else {
-                        try channel.send(DaemonEvent.exportEnd)
-                        return done(nil)
-                    }
-                    try channel.send(DaemonEvent.exportChunk, body: [UInt8](chunk))
-                    sendChunks(from: handle, then: done)
-                } catch {
-                    done(error)
-                }
-            }
+            try channel.send(DaemonEvent.exportChunk, body: [UInt8](chunk))
         }
     }
 

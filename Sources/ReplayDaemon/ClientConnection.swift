@@ -6,18 +6,17 @@ import ReplayIPC
 import ReplaySystem
 import Synchronization
 
-/// Serves one client: its requests are handled one at a time, in order, on `queue`, its
-/// serial executor (no thread while it is idle). A request that waits for something (consent,
-/// a broadcast's start, a session's end) suspends the queue instead of a thread
-/// (`holdRequests`). A malformed or out-of-order request is answered with an error and the
-/// connection is closed; the daemon carries on.
+/// Serves one client: its requests are read and handled one at a time, in order, by the
+/// connection's own task (`serve`), which the daemon's task group runs. A request that waits
+/// for something (consent, a broadcast's start, a session's end) awaits it: the connection's
+/// later requests wait their turn, and no thread does. A malformed or out-of-order request is
+/// answered with an error and the connection is closed; the daemon carries on.
 ///
 /// Who the client is comes from the kernel: the person's own tools (the replay CLI run by
 /// the store's owner) may read the store and answer consent; every other client is an app,
 /// which must get consent to capture and only ever sees opaque recording ids.
 final class ClientConnection: @unchecked Sendable {
-    // @unchecked: the mutable state below is touched only on `queue`, or while it is
-    // suspended for a request that waits (`holdRequests`).
+    // @unchecked: the mutable state below is touched only by the task that runs `serve`.
     enum Role {
         case person
         case app
@@ -25,9 +24,6 @@ final class ClientConnection: @unchecked Sendable {
 
     /// A request refused; `closing` ends the connection after the error is sent.
     typealias Refusal = DaemonError
-
-    /// Requests waiting on `queue` past which a client is cut off: it floods.
-    static let maxQueuedRequests = 64
 
     let daemon: Daemon
     let channel: ClientOutbox
@@ -37,8 +33,6 @@ final class ClientConnection: @unchecked Sendable {
     let role: Role
     /// Why a client that looks like the person's replay is treated as an app; said in refusals.
     let whyNotPerson: String?
-    let queue: DispatchQueue
-    private let queuedRequests = Atomic<Int>(0)
     var recording: (any RecordingControl)?
     /// An app's clip buffer, which ends with its connection (the person's lives in the daemon).
     var clipBuffer: (any RecordingControl)?
@@ -48,7 +42,6 @@ final class ClientConnection: @unchecked Sendable {
     private var isOver = false
     /// Nothing but a hello of this protocol's version passes until the client has said one.
     private var handshake = ClientProtocol.Gate()
-    private var cleanedUp = false
 
     init(daemon: Daemon, channel: ClientOutbox, number: Int, peer: PeerIdentity?, role: Role, whyNotPerson: String? = nil) {
         self.daemon = daemon
@@ -57,7 +50,6 @@ final class ClientConnection: @unchecked Sendable {
         self.peer = peer
         self.role = role
         self.whyNotPerson = whyNotPerson
-        queue = DispatchQueue(label: "replayd.client.\(number)")
     }
 
     var peerDescription: String { peer?.description ?? "unknown peer" }
@@ -74,35 +66,25 @@ final class ClientConnection: @unchecked Sendable {
         return .app(uid: peer?.uid ?? .max, executable: peer?.executable ?? "pid \(peer?.pid ?? -1)")
     }
 
-    /// A framed request arrived (on the event loop): it is handled in turn on `queue`.
-    func received(_ json: [UInt8]) {
-        guard queuedRequests.add(1, ordering: .relaxed).newValue <= Self.maxQueuedRequests else {
-            queue.async { [self] in
-                refuse(Refusal(code: .busy, message: "too many requests at once (\(Self.maxQueuedRequests)); the connection was closed",
-                               closing: true))
+    /// Handles the client's framed requests in order until it hangs up (or shuts down its
+    /// sending side: what it asked is answered first), is cut off, or the task is cancelled
+    /// (replayd stopping); then ends what it started and gives back its place. Bytes that are
+    /// not a frame (too long, truncated) end the sequence with an error: said, and closed.
+    func serve<Requests: AsyncSequence<[UInt8], any Error>>(_ requests: Requests) async {
+        do {
+            for try await json in requests {
+                await serve(json)
+                if isOver { break }
             }
-            return
-        }
-        queue.async { [self] in
-            queuedRequests.subtract(1, ordering: .relaxed)
-            serve(json)
-        }
-    }
-
-    /// Bytes that are not a frame (too long, truncated): said, and the connection closed.
-    func receivedMalformed(_ error: any Error) {
-        queue.async { [self] in
+        } catch is CancellationError {
+            // replayd is stopping: what the client started ends below, as when it hangs up.
+        } catch {
             refuse(Refusal(code: .malformedRequest, message: "\(error)", closing: true), warning: "rejected a malformed request: \(error)")
         }
+        await cleanUp()
     }
 
-    /// The client hung up (or was cut off): what it started ends.
-    func disconnected() {
-        queue.async { [self] in cleanUp() }
-    }
-
-    private func serve(_ json: [UInt8]) {
-        guard !isOver else { return }
+    private func serve(_ json: [UInt8]) async {
         let decoded: ClientProtocol.Decoded<ClientRequest>
         do {
             decoded = try ClientProtocol.decode(ClientRequest.self, from: json)
@@ -128,7 +110,7 @@ final class ClientConnection: @unchecked Sendable {
         }
         guard case .message(let request) = decoded else { return }  // an unknown request never gets .handle
         do {
-            try handle(request)
+            try await handle(request)
         } catch {
             answer(error)
         }
@@ -156,15 +138,15 @@ final class ClientConnection: @unchecked Sendable {
         }
     }
 
-    private func handle(_ request: ClientRequest) throws {
+    private func handle(_ request: ClientRequest) async throws {
         switch request {
         case .hello: break  // answered by `handshake` in serve()
-        case .startRecording(let options): try startRecording(options)
+        case .startRecording(let options): try await startRecording(options)
         case .stopRecording: try stopRecording()
-        case .pauseRecording(let id): try controlRecording(id, pause: true)
-        case .resumeRecording(let id): try controlRecording(id, pause: false)
+        case .pauseRecording(let id): try await controlRecording(id, pause: true)
+        case .resumeRecording(let id): try await controlRecording(id, pause: false)
         case .listRecordings: try listRecordings()
-        case .exportRecording(let id, let container): try export(id: id, container: container ?? .mp4)
+        case .exportRecording(let id, let container): try await export(id: id, container: container ?? .mp4)
         case .deleteRecording(let id): try delete(id: id)
         case .previewURL(let id): try previewURL(id: id)
         case .discardRecording(let id): try discard(id: id)
@@ -172,16 +154,16 @@ final class ClientConnection: @unchecked Sendable {
         case .status: try sendStatus()
         case .registerConsentAgent: try registerAgent()
         case .answerConsent(let requestID, let allow): try answerConsent(requestID: requestID, allow: allow)
-        case .startCapture(let options): try startCapture(options)
-        case .stopCapture: try stopCapture()
+        case .startCapture(let options): try await startCapture(options)
+        case .stopCapture: try await stopCapture()
         case .watchCaptureState: try watchCaptureState()
         case .protectWindow(let id): try protectWindow(id)
         case .unprotectWindow(let id): try unprotectWindow(id)
         case .listExtensions: try listExtensions()
-        case .startBroadcast(let request): try startBroadcast(request)
+        case .startBroadcast(let request): try await startBroadcast(request)
         case .pauseBroadcast(let id): try controlBroadcast(id) { $0.pause() }
         case .resumeBroadcast(let id): try controlBroadcast(id) { $0.resume() }
-        case .stopBroadcast(let id): try stopBroadcast(id)
+        case .stopBroadcast(let id): try await stopBroadcast(id)
         case .broadcastStatus: try sendBroadcastStatus()
         case .showBroadcastPicker(let preferred, let microphone, let scope, let setup):
             try showBroadcastPicker(preferredExtension: preferred, microphone: microphone, scope: scope ?? .screen, setup: setup ?? [:])
@@ -190,10 +172,10 @@ final class ClientConnection: @unchecked Sendable {
             daemon.forgetScreenChoice()
             try channel.send(DaemonEvent.screenChoiceForgotten)
         case .startClipBuffering(let options, let length, let byteBudget, let hotkey):
-            try startClipBuffering(options, length: length, byteBudget: byteBudget, hotkey: hotkey)
-        case .saveClip(let last): try saveClip(last: last)
+            try await startClipBuffering(options, length: length, byteBudget: byteBudget, hotkey: hotkey)
+        case .saveClip(let last): try await saveClip(last: last)
         case .clipStatus: try sendClipStatus()
-        case .stopClipBuffering: try stopClipBuffering()
+        case .stopClipBuffering: try await stopClipBuffering()
         case .listSources:
             try requirePerson("list the screen's windows and the audio devices")
             try channel.send(DaemonEvent.sources(sources: CaptureSources(daemon.parts.desktop.listSources())))
@@ -220,72 +202,48 @@ final class ClientConnection: @unchecked Sendable {
         return base
     }
 
-    /// Holds this connection's later requests until the returned function is called with
-    /// what is left of this one: a request that waits for something (the person's consent, a
-    /// broadcast's end) holds no thread meanwhile. What is left runs on a global queue, alone
-    /// with the connection's state as on `queue`, its errors answered as a request's are; then
-    /// the requests held run on. Only the first call counts. A connection closed meanwhile
-    /// runs `ifOver` instead of the rest.
-    func holdRequests(ifOver: (@Sendable () -> Void)? = nil) -> @Sendable (_ rest: @escaping @Sendable () throws -> Void) -> Void {
-        queue.suspend()
-        let resumed = Atomic(false)
-        return { [self] rest in
-            guard !resumed.exchange(true, ordering: .relaxed) else { return }
-            DispatchQueue.global().async { [self] in
-                defer { queue.resume() }
-                guard !isOver else { ifOver?(); return }
-                do { try rest() } catch { answer(error) }
-            }
-        }
-    }
-
-    /// Starts a session by `begin` and holds this connection's later requests until it has
-    /// started or failed: through the portal the person may be choosing a screen meanwhile, and
-    /// no thread waits for it. `started` runs then, as the rest of the request; a session that
-    /// could not start gives back its place (`release`) and its error is answered. If the client
-    /// was cut off meanwhile, `abandon` ends what started, and nobody hears of it.
-    func holdUntilStarted<Value: Sendable>(_ begin: (@escaping @Sendable (Result<Value, DaemonError>) -> Void) -> Void,
-                                           release: @escaping @Sendable () -> Void, abandon: @escaping @Sendable () -> Void,
-                                           then started: @escaping @Sendable (Value) throws -> Void) {
-        let daemon = self.daemon
-        let resume = holdRequests(ifOver: abandon)
-        begin { result in
-            resume {
-                switch result {
-                case .success(let value):
-                    defer { daemon.sessionStarted() }
-                    try started(value)
-                case .failure(let error):
-                    release()
-                    throw error
-                }
-            }
-        }
-    }
-
-    /// Runs `body` once the client may capture `capabilities`: at once for the person; for an
-    /// app once the broker has decided, which may mean the person's answer (`holdRequests`).
-    func withConsent(_ capabilities: ConsentBroker.Capabilities, then body: @escaping @Sendable () throws -> Void) throws {
-        guard role == .app else { return try body() }
-        guard let peer else { throw Refusal(code: .userDeclined, message: "the app's process could not be identified") }
-        // Held before asking, so an answer that comes at once finds the requests held.
-        let resume = holdRequests()
-        let proceed: @Sendable (ConsentBroker.Decision) -> Void = { [self] decision in
-            resume { [self] in
-                try consented(decision)
-                try body()
-            }
-        }
-        // An answer's work starts once `authorize` has returned, and so said "waiting".
-        let asked = DispatchGroup()
-        asked.enter()
-        let decision = daemon.consent.authorize(peer, capabilities: capabilities, waiting: {
-            try? channel.send(DaemonEvent.waitingForConsent)
-        }, decided: { decision in
-            asked.notify(queue: .global()) { proceed(decision) }
+    /// Starts a session by `begin` and awaits its start: through the portal the person may be
+    /// choosing a screen meanwhile, and the connection's later requests wait their turn. A
+    /// session that could not start gives back its place (`release`), and its error is thrown.
+    /// If the client is gone by then, or replayd stops first, `abandon` ends what started.
+    func awaitStart<Value: Sendable>(_ begin: (@escaping @Sendable (Result<Value, DaemonError>) -> Void) -> Void,
+                                     release: @escaping @Sendable () -> Void,
+                                     abandon: @escaping @Sendable () -> Void) async throws -> Value {
+        let result = try await awaitAnswer(begin, late: { result in
+            if case .success = result { abandon() } else { release() }
         })
-        asked.leave()
-        if let decision { proceed(decision) }
+        switch result {
+        case .success(let value):
+            guard !channel.isClosed else {
+                abandon()
+                throw Refusal(code: .internalError, message: "the client's connection is closed")
+            }
+            daemon.sessionStarted()
+            return value
+        case .failure(let error):
+            release()
+            throw error
+        }
+    }
+
+    /// Returns once the client may capture `capabilities`: at once for the person; for an app
+    /// once the broker has decided, which may mean awaiting the person's answer.
+    func awaitConsent(_ capabilities: ConsentBroker.Capabilities) async throws {
+        guard role == .app else { return }
+        guard let peer else { throw Refusal(code: .userDeclined, message: "the app's process could not be identified") }
+        let daemon = self.daemon, channel = self.channel
+        let decision = try await awaitAnswer { (decided: @escaping @Sendable (ConsentBroker.Decision) -> Void) in
+            // An answer counts once `authorize` has returned, and so said "waiting".
+            let asked = Completion<Void>()
+            let now = daemon.consent.authorize(peer, capabilities: capabilities, waiting: {
+                try? channel.send(DaemonEvent.waitingForConsent)
+            }, decided: { decision in
+                asked.onComplete { decided(decision) }
+            })
+            asked.complete(())
+            if let now { decided(now) }
+        }
+        try consented(decision)
     }
 
     /// Throws `userDeclined` (or `quotaExceeded`) unless the broker allowed the capture.
@@ -313,34 +271,19 @@ final class ClientConnection: @unchecked Sendable {
             indicator: role == .person ? daemon.indicator.reach : nil)))
     }
 
-    private func cleanUp() {
-        // Once: a half-close and the close that follows both say the client is gone.
-        guard !cleanedUp else { return }
-        cleanedUp = true
+    /// The client is gone (or replayd stops): what it started ends, a movie kept, and once
+    /// those have ended what it held is given back.
+    private func cleanUp() async {
         isOver = true
-        // A client that goes away mid-capture ends what it started (a movie is kept); the rest
-        // of the clean-up waits for their ends with the queue suspended, holding no thread.
-        let ended = DispatchGroup()
-        if let recording {
-            recording.stop()
-            ended.enter()
-            recording.onFinish { _ in ended.leave() }
-        }
-        if let capture {
-            capture.stop()
-            ended.enter()
-            capture.onFinish { ended.leave() }
-        }
-        if let clipBuffer {
-            clipBuffer.stop()
-            ended.enter()
-            clipBuffer.onFinish { _ in ended.leave() }
-        }
-        queue.suspend()
-        ended.notify(queue: .global()) { [self] in
-            releaseEverything()
-            queue.resume()
-        }
+        recording?.stop()
+        capture?.stop()
+        clipBuffer?.stop()
+        if let recording { _ = await recording.finished() }
+        if let capture { await capture.finished() }
+        if let clipBuffer { _ = await clipBuffer.finished() }
+        releaseEverything()
+        // Its last words (an error that closed it) reach the client before the socket closes.
+        await channel.written()
     }
 
     /// What the client held besides its captures, once those have ended.

@@ -72,7 +72,7 @@ extension Daemon {
             guard state.broadcasts.removeValue(forKey: session.id) != nil else { return }
             state.finishedBroadcasts.append(status)
             if state.finishedBroadcasts.count > Self.broadcastHistory { state.finishedBroadcasts.removeFirst() }
-            state.lastActivity = MonotonicClock.nanoseconds()
+            state.lastActivity = parts.timers.now()
         }
         noteActivity()
         captureMonitor.end(.broadcast(session.id))

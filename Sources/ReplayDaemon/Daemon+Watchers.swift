@@ -28,10 +28,10 @@ extension Daemon {
 
     /// The running watches' timers.
     struct Watches {
-        var focus: RepeatingTimer?
-        var mirroring: RepeatingTimer?
-        var idleness: (timer: DeadlineTimer, limit: Duration)?
-        var settling: (timer: DeadlineTimer, quiet: Duration)?
+        var focus: (any RepeatingTimerControl)?
+        var mirroring: (any RepeatingTimerControl)?
+        var idleness: (timer: any DeadlineTimerControl, limit: Duration)?
+        var settling: (timer: any DeadlineTimerControl, quiet: Duration)?
 
         fileprivate func cancel() {
             focus?.cancel()
@@ -63,6 +63,7 @@ extension Daemon {
             }
         }
         self.watches.withLock { $0 = watches }
+        state.withLock { $0.lastActivity = parts.timers.now() }
         noteActivity()
         updateProbes()
     }
@@ -81,7 +82,7 @@ extension Daemon {
     /// the pages of that code are dropped at once, while its capture process is at its own
     /// peak (the encoder's first pictures), so that the two peaks do not add up.
     func sessionStarted() {
-        state.withLock { $0.lastActivity = MonotonicClock.nanoseconds() }
+        state.withLock { $0.lastActivity = parts.timers.now() }
         noteActivity()
         Self.watchQueue.async { ProcessMemory.dropCodePages() }
     }
@@ -112,9 +113,9 @@ extension Daemon {
 
     /// An app in focus is in use: its consent does not lapse (ReplayKit asks again only
     /// after 8 minutes in the background). Probed a few times per lapse period.
-    private func watchFocus() -> RepeatingTimer {
+    private func watchFocus() -> any RepeatingTimerControl {
         let period = min(5, max(0.2, configuration.consent.idleLimit.inSeconds / 4))
-        return RepeatingTimer(interval: period, queue: Self.watchQueue, paused: true) { [self] in
+        return parts.timers.repeating(every: period, on: Self.watchQueue, paused: true) { [self] in
             let consented = consent.consentedProcesses
             guard !consented.isEmpty else { return updateProbes() }
             guard let focused = try? windows.focusedProcess(), consented.contains(focused) else { return }
@@ -124,9 +125,9 @@ extension Daemon {
 
     /// Mirroring to a second screen counts as capture for apps that watch: probed from RandR
     /// every two seconds while a client is connected, at once when the first one comes.
-    private func watchMirroring() -> RepeatingTimer {
+    private func watchMirroring() -> any RepeatingTimerControl {
         let probe = Mutex<(probe: MirroringProbe?, mirrored: Bool)>((nil, false))
-        return RepeatingTimer(interval: 2, queue: Self.watchQueue, paused: true) { [self] in
+        return parts.timers.repeating(every: 2, on: Self.watchQueue, paused: true) { [self] in
             let (changed, now) = probe.withLock { state -> (Bool, Bool) in
                 if state.probe == nil { state.probe = try? MirroringProbe(displayName: configuration.displayName) }
                 let now: Bool
@@ -147,10 +148,11 @@ extension Daemon {
     /// gives back what that left behind: malloc's free pages, and the mappings of the code it
     /// ran (`ProcessMemory.dropCodePages`), which neither a daemon waiting all day for its next
     /// request nor one relaying a running session's reports runs again. Once per quiet spell.
-    private func watchSettling(quiet: Duration) -> DeadlineTimer {
-        DeadlineTimer(queue: Self.watchQueue) { [self] in
+    private func watchSettling(quiet: Duration) -> any DeadlineTimerControl {
+        parts.timers.deadline(on: Self.watchQueue) { [self] in
+            let now = parts.timers.now()
             let quietNow = state.withLock { state in
-                MonotonicClock.nanoseconds() - state.lastActivity >= quiet.nanoseconds
+                now - state.lastActivity >= quiet.nanoseconds
             }
             guard quietNow else { return }
             ProcessMemory.settle()
@@ -158,11 +160,12 @@ extension Daemon {
     }
 
     /// Ends a daemon started on demand once nobody has used it for `limit`.
-    private func watchIdleness(limit: Duration) -> DeadlineTimer {
-        DeadlineTimer(queue: Self.watchQueue) { [self] in
+    private func watchIdleness(limit: Duration) -> any DeadlineTimerControl {
+        parts.timers.deadline(on: Self.watchQueue) { [self] in
+            let now = parts.timers.now()
             let idle = state.withLock { state in
                 state.connections == 0 && state.hasNoSessions && !state.stopping
-                    && MonotonicClock.nanoseconds() - state.lastActivity >= limit.nanoseconds
+                    && now - state.lastActivity >= limit.nanoseconds
             }
             guard idle else { return }
             logger.info("idle for \(limit), exiting")

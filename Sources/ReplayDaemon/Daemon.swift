@@ -90,7 +90,7 @@ public final class Daemon: Sendable, PickerBackend {
     let windows: WindowOwnership
     let catalog: ExtensionCatalog
     let pickers = BroadcastPickers()
-    private let pages: LoopbackPages
+    let pages: LoopbackPages
     private let pagesAddress = PagesAddress()
     private let clients: ClientListener
     /// One thread reads and writes every client's connection and the pages' too.
@@ -127,7 +127,8 @@ public final class Daemon: Sendable, PickerBackend {
         var quota = CaptureQuota(physicalMemory: ProcessMemory.physical)
         var connections = 0
         var nextConnection = 0
-        var lastActivity = MonotonicClock.nanoseconds()
+        /// When a client or a session last came, started or went, on `parts.timers`' clock.
+        var lastActivity = Int64(0)
         var stopping = false
 
         /// No recording, clip buffer or broadcast is running.
@@ -150,15 +151,20 @@ public final class Daemon: Sendable, PickerBackend {
             // tokens), are not its to open. (Its sockets are reached by connecting, which
             // Landlock leaves alone, so the runtime folder stays open to it.)
             launcher.hidden = ([configuration.store] + configuration.privateStateDirectories).map(\.path)
+            let timers = DispatchTimers()
+            launcher.timers = timers
             parts = SessionParts(desktop: configuration.capture.desktop(displayName: configuration.displayName),
-                                 captures: CaptureProcesses(launcher: launcher), extensions: SandboxedExtensionHost(logger: logger))
+                                 captures: CaptureProcesses(launcher: launcher),
+                                 extensions: SandboxedExtensionHost(logger: logger, timers: timers), timers: timers)
         }
         store = try RecordingStore(directory: configuration.store)
-        indicator = configuration.notifications ? DesktopNotifications.connect(busAddress: nil, logger: logger)
+        indicator = configuration.notifications ? DesktopNotifications.connect(busAddress: nil, timers: parts.timers, logger: logger)
             : NoCaptureIndicator(reason: "replayd was started with --no-notify")
         pausing = SessionPausing(indicator: indicator, logger: logger)
         let pagesAddress = self.pagesAddress
-        consent = ConsentBroker(settings: configuration.consent) { request, token in
+        var consentSettings = configuration.consent
+        consentSettings.timers = parts.timers
+        consent = ConsentBroker(settings: consentSettings) { request, token in
             (try? pagesAddress.url()).flatMap { $0 }.map { "\($0)/consent/\(request)?token=\(token)" }
         }
         windows = WindowOwnership(displayName: configuration.displayName)
@@ -171,8 +177,6 @@ public final class Daemon: Sendable, PickerBackend {
         let caps = configuration.connectionCaps.fitting(descriptors: Int(clamping: descriptors.rlim_cur))
         if let port = configuration.pagesPort {
             pagesAddress.serve { try pages.start(port: port, connections: caps.pages) }
-            // A port of the person's choosing is bound now, so a clash is reported at start.
-            if port != 0 { _ = try pagesAddress.url() }
         }
         let socketDirectory = URL(fileURLWithPath: configuration.socketPath).deletingLastPathComponent()
         let listener: Int32
@@ -185,7 +189,7 @@ public final class Daemon: Sendable, PickerBackend {
             try ReplayPaths.makePrivateDirectory(socketDirectory)
             listener = try configuration.inheritedListener ?? UnixSocket.listen(path: configuration.socketPath, backlog: 128)
         }
-        clients = ClientListener(listener: listener, inherited: configuration.inheritedListener != nil, group: eventLoop, logger: logger)
+        clients = ClientListener(listener: listener, inherited: configuration.inheritedListener != nil, timers: parts.timers, logger: logger)
         limits = ConnectionLimits(caps: caps)
         personCheck = PersonCheck(ownerUID: configuration.ownerUID, trustedExecutables: configuration.trustedExecutables)
         pages.attach(self)
@@ -213,22 +217,32 @@ public final class Daemon: Sendable, PickerBackend {
     /// The loopback pages' base URL (started on first use); nil with `--no-pages`.
     func pagesBaseURL() throws -> String? { try pagesAddress.url() }
 
-    /// Serves clients until `shutdown()`, holding no thread while it waits.
+    /// Serves clients until `shutdown()`, holding no thread while it waits: each connection is
+    /// a child task of one task group, which this task owns, so cancelling it (the service
+    /// group's SIGTERM) reaches every connection.
     public func run() async {
         logger.info("replayd listening", metadata: [
             "socket": "\(configuration.socketPath)", "store": "\(store.directory.path)", "mode": "\(configuration.mode.rawValue)",
             "pages": "\(pagesAddress.summary)", "capture": "\(parts.desktop.name)",
         ])
         startWatches()
-        await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
-            clients.serve(admit: { [self] fd in admit(fd) }, stopped: { stopped.resume() })
+        let (arrivals, arrived) = AsyncStream.makeStream(of: AcceptedClient.self)
+        clients.serve(admit: { [self] fd in admit(fd) }, accepted: { client in
+            // One that comes as the run is cancelled has nobody to serve it.
+            if case .terminated = arrived.yield(client) { close(client.socket) }
+        }, stopped: { arrived.finish() })
+        await withDiscardingTaskGroup { connections in
+            for await client in arrivals {
+                connections.addTask { [eventLoop, logger] in await client.serve(on: eventLoop, logger: logger) }
+            }
+            // The listener has stopped: the connections still open end what they started and close.
+            connections.cancelAll()
         }
         stopWatches()
         // The pages close their connections on the event loop before it ends (stopped here
         // too, for a listener that ended without a shutdown: its socket gone bad).
         pages.stop()
         await pages.finished()
-        // Ending the event loop closes every client's connection.
         try? await eventLoop.shutdownGracefully()
         logger.info("replayd stopped")
     }
@@ -252,17 +266,15 @@ public final class Daemon: Sendable, PickerBackend {
         let number = state.withLock {
             $0.connections += 1
             $0.nextConnection += 1
-            $0.lastActivity = MonotonicClock.nanoseconds()
+            $0.lastActivity = parts.timers.now()
             return $0.nextConnection
         }
         noteActivity()
         updateProbes()
         return { [self] channel in
-            let connection = ClientConnection(daemon: self, channel: ClientOutbox(channel: channel, limit: configuration.outboxLimit),
-                                              number: number, peer: peer, role: isPerson ? .person : .app,
-                                              whyNotPerson: { if case .app(let why) = verdict { why } else { nil } }())
-            logger.debug("client connected", metadata: ["peer": "\(connection.peerDescription)", "role": "\(connection.role)"])
-            return connection
+            ClientConnection(daemon: self, channel: ClientOutbox(channel: channel, limit: configuration.outboxLimit),
+                             number: number, peer: peer, role: isPerson ? .person : .app,
+                             whyNotPerson: { if case .app(let why) = verdict { why } else { nil } }())
         }
     }
 
@@ -294,7 +306,7 @@ public final class Daemon: Sendable, PickerBackend {
         limits.release(uid: connection.peer?.uid ?? UInt32.max, isPerson: connection.role == .person)
         let last = state.withLock { state in
             state.connections -= 1
-            state.lastActivity = MonotonicClock.nanoseconds()
+            state.lastActivity = parts.timers.now()
             return state.connections == 0 && state.stopping
         }
         noteActivity()
@@ -316,7 +328,7 @@ public final class Daemon: Sendable, PickerBackend {
         for session in sessions { _ = await session.finished() }
         if configuration.inheritedListener == nil { unlink(configuration.socketPath) }
         // Give each recording's client a moment to receive its summary and hang up.
-        if !sessions.isEmpty && state.withLock({ $0.connections > 0 }) { _ = await clientsGone.finished(within: 2) }
+        if !sessions.isEmpty && state.withLock({ $0.connections > 0 }) { _ = await clientsGone.finished(within: 2, on: parts.timers) }
         clients.stop()
         pages.stop()
         // The recordings' ends are announced before the daemon goes.
@@ -339,7 +351,7 @@ public final class Daemon: Sendable, PickerBackend {
         state.withLock {
             $0.sessions[session.id] = nil
             $0.quota.release(session.id)
-            $0.lastActivity = MonotonicClock.nanoseconds()
+            $0.lastActivity = parts.timers.now()
         }
         noteActivity()
         captureMonitor.end(.recording(session.id))

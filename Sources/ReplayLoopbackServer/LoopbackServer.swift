@@ -3,6 +3,7 @@ public import Hummingbird
 import HummingbirdCore
 public import Logging
 public import NIOCore
+import ServiceLifecycle
 import Synchronization
 
 /// A Hummingbird server on 127.0.0.1, started from synchronous code: replayd's pages and the
@@ -32,16 +33,71 @@ public enum LoopbackServer {
         }
     }
 
-    /// Serves `router` on 127.0.0.1:`port` (0 picks a free one) and returns once it listens:
-    /// the port it got and the task running it (cancel it to stop). Throws when it cannot
-    /// listen within 10 s. On `eventLoopGroup` when given (a daemon's own, so the pages cost
-    /// no thread of their own); otherwise on NIO's shared one, a thread a core.
-    public static func start(
+    /// A server made, not yet running: whoever owns it runs it (`run`, in a task of theirs, so
+    /// cancelling that task stops it), and anyone may wait for the port it got (`port`).
+    public struct Prepared: Sendable {
+        private let app: SendableApplication<Application<RouterResponder<BasicRequestContext>>>
+        private let bound: Bound
+        private let requested: Int
+        private let logger: Logger
+        /// The service group `run` serves in, for `stop` to shut down.
+        private let running = Running()
+
+        fileprivate init(app: Application<RouterResponder<BasicRequestContext>>, bound: Bound, requested: Int, logger: Logger) {
+            self.app = SendableApplication(app)
+            self.bound = bound
+            self.requested = requested
+            self.logger = logger
+        }
+
+        /// Listens and serves until `stop`, the calling task's cancellation, or its own service
+        /// group's graceful shutdown. Run it where a thread blocked in `port` cannot starve it:
+        /// on dispatch's threads, not the cooperative pool (`DispatchTaskExecutor`).
+        public func run() async throws {
+            let group = ServiceGroup(configuration: .init(services: [app.value], gracefulShutdownSignals: [], logger: logger))
+            let stoppedAlready = running.state.withLock { running in
+                running.group = group
+                return running.stopped
+            }
+            if stoppedAlready { await group.triggerGracefulShutdown() }
+            do {
+                try await group.run()
+            } catch {
+                bound.settle(.failure(error))
+                throw error
+            }
+            bound.settle(.failure(Failure(description: "stopped before it listened")))
+        }
+
+        /// Shuts it down gracefully: it stops listening, the requests in flight are answered,
+        /// then `run` returns. No cancellation, so no connection is cut mid-write.
+        public func stop() async {
+            let group = running.state.withLock { running in
+                running.stopped = true
+                return running.group
+            }
+            await group?.triggerGracefulShutdown()
+        }
+
+        /// Blocks until it listens, then says on which port; throws if it could not, or did
+        /// not within `seconds`.
+        public func port(within seconds: Double = 10) throws -> Int {
+            switch bound.wait(within: seconds) {
+            case .success(let port)?: return port
+            case .failure(let error)?: throw Failure(description: "cannot listen on 127.0.0.1:\(requested): \(error)")
+            case nil: throw Failure(description: "did not start listening on 127.0.0.1:\(requested) within \(Int(seconds)) s")
+            }
+        }
+    }
+
+    /// Makes a server of `router` on 127.0.0.1:`port` (0 picks a free one), not yet running.
+    /// On `eventLoopGroup` when given (a daemon's own, so the pages cost no thread of their
+    /// own); otherwise on NIO's shared one, a thread a core.
+    public static func prepare(
         router: Router<BasicRequestContext>, port: Int, serverName: String, limits: Limits = Limits(),
         eventLoopGroup: (any EventLoopGroup)? = nil, logger: Logger
-    ) throws -> (port: Int, task: Task<Void, any Error>) {
-        let bound = Mutex<Result<Int, any Error>?>(nil)
-        let ready = DispatchSemaphore(value: 0)
+    ) -> Prepared {
+        let bound = Bound()
         let headerTimeout = TimeAmount(limits.headerTimeout)
         let app = Application(
             router: router,
@@ -49,33 +105,28 @@ public enum LoopbackServer {
                                                 idleTimeout: TimeAmount(limits.idleTimeout))),
             configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: serverName,
                                  availableConnectionsDelegate: MaximumAvailableConnections(limits.connections)),
-            onServerRunning: { channel in
-                bound.withLock { $0 = .success(channel.localAddress?.port ?? port) }
-                ready.signal()
-            },
+            onServerRunning: { channel in bound.settle(.success(channel.localAddress?.port ?? port)) },
             eventLoopGroupProvider: eventLoopGroup.map { .shared($0) } ?? .singleton,
             logger: logger)
-        let server = SendableApplication(app)
-        let task = Task {
-            do {
-                try await server.value.run()
-            } catch {
-                bound.withLock { if $0 == nil { $0 = .failure(error) } }
-                ready.signal()
-                throw error
-            }
-        }
-        guard ready.wait(timeout: .now() + 10) == .success else {
+        return Prepared(app: app, bound: bound, requested: port, logger: logger)
+    }
+
+    /// Serves `router` on 127.0.0.1:`port` (0 picks a free one) and returns once it listens:
+    /// the port it got and the task running it (cancel it to stop). Throws when it cannot
+    /// listen within 10 s. For a program with no task of its own to run it in (an extension).
+    public static func start(
+        router: Router<BasicRequestContext>, port: Int, serverName: String, limits: Limits = Limits(),
+        eventLoopGroup: (any EventLoopGroup)? = nil, logger: Logger
+    ) throws -> (port: Int, task: Task<Void, any Error>) {
+        let server = prepare(router: router, port: port, serverName: serverName, limits: limits, eventLoopGroup: eventLoopGroup,
+                             logger: logger)
+        // The caller blocks below until the server listens: the server runs off the pool.
+        let task = Task(executorPreference: DispatchTaskExecutor.shared) { try await server.run() }
+        do {
+            return (try server.port(within: 10), task)
+        } catch {
             task.cancel()
-            throw Failure(description: "did not start listening on 127.0.0.1:\(port) within 10 s")
-        }
-        // Both signal only after setting `bound`, so nil cannot happen; it would be a failure.
-        switch bound.withLock({ $0 }) {
-        case .success(let port)?: return (port, task)
-        case .failure(let error)?: throw Failure(description: "cannot listen on 127.0.0.1:\(port): \(error)")
-        case nil:
-            task.cancel()
-            throw Failure(description: "did not start listening on 127.0.0.1:\(port)")
+            throw error
         }
     }
 
@@ -126,5 +177,43 @@ private final class HeaderDeadline: ChannelInboundHandler, RemovableChannelHandl
 
     func handlerRemoved(context: ChannelHandlerContext) {
         deadline?.cancel()
+    }
+}
+
+/// A prepared server's service group once it runs, and whether it was asked to stop.
+private final class Running: Sendable {
+    let state = Mutex<(group: ServiceGroup?, stopped: Bool)>((nil, false))
+}
+
+/// Where a server's port meets whoever waits for it: the first outcome counts.
+private final class Bound: Sendable {
+    private let outcome = Mutex<Result<Int, any Error>?>(nil)
+    private let settled = DispatchSemaphore(value: 0)
+
+    func settle(_ result: Result<Int, any Error>) {
+        let first = outcome.withLock { outcome in
+            defer { if outcome == nil { outcome = result } }
+            return outcome == nil
+        }
+        if first { settled.signal() }
+    }
+
+    func wait(within seconds: Double) -> Result<Int, any Error>? {
+        if let known = outcome.withLock({ $0 }) { return known }
+        guard settled.wait(timeout: .now() + seconds) == .success else { return nil }
+        settled.signal()  // for the next who waits
+        return outcome.withLock { $0 }
+    }
+}
+
+/// Runs a task's jobs on dispatch's global queue instead of the cooperative pool, so that
+/// task makes progress while a thread of the pool waits for it (a server's first user
+/// waiting for its port).
+public final class DispatchTaskExecutor: TaskExecutor {
+    public static let shared = DispatchTaskExecutor()
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        DispatchQueue.global().async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }

@@ -193,7 +193,9 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
 
         // SIGTERM and SIGINT shut the daemon down gracefully: recordings are finished and kept.
         let services = ServiceGroup(configuration: ServiceGroupConfiguration(
-            services: [.init(service: DaemonService(daemon: daemon), successTerminationBehavior: .gracefullyShutdownGroup)],
+            services: [.init(service: DaemonService(daemon: daemon), successTerminationBehavior: .gracefullyShutdownGroup),
+                       // Pages that end (replayd stopping, or their server failing) leave the rest running.
+                       .init(service: PagesService(daemon: daemon), successTerminationBehavior: .ignore)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         // Started: the code that only starting up ran need not stay mapped (see Daemon.watchSettling).
         ProcessMemory.dropCodePages()

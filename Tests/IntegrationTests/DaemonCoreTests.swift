@@ -198,6 +198,22 @@ extension IntegrationTests {
             #expect(result.stderr.contains("Error: "), "\(result)")
         }
 
+        /// A pages port of the person's choosing is bound as replayd starts (the pages are a
+        /// service of their own, started on first use otherwise): one already taken ends replayd
+        /// at once, saying which, instead of failing the first consent page later.
+        @Test func aPagesPortAlreadyTakenEndsReplaydAtItsStartSayingWhy() throws {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replayd-port-\(UUID().uuidString)")
+            defer { try? FileManager.default.removeItem(at: directory) }
+            let taken = try LoopbackPort.listen()
+            defer { close(taken.fd) }
+            let result = try Command.run(ReplayFixture.replayd, ["--pages-port", "\(taken.port)", "--no-notify",
+                                                                 "--socket", directory.appendingPathComponent("s.sock").path,
+                                                                 "--store", directory.path], timeout: 30)
+            #expect(result.status != 0, "\(result)")
+            #expect(result.stderr.contains("cannot listen on 127.0.0.1:\(taken.port)") && result.stderr.contains("in use"), "\(result)")
+            #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("s.sock").path), "its socket was left behind")
+        }
+
         /// An extension looks at what it was handed before it opened anything: its standard
         /// streams and its connection, and none of replayd's sockets, listeners or event queues.
         @Test func anExtensionInheritsNothingButItsConnection() throws {

@@ -110,6 +110,63 @@ extension IntegrationTests {
             #expect(status.status == 0, "\(status)")
         }
 
+        /// Issue 26: each connection is a task that reads its next request only as it gets to it.
+        /// An app whose request waits for the person's answer, and which floods requests behind
+        /// it, fills its own socket and waits there: replayd holds a few of its frames, not all
+        /// it sent, and serves everyone else; and a daemon asked to stop meanwhile ends that wait.
+        @Test func requestsFloodedBehindOneThatWaitsStayInTheClientsOwnSocket() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240, demoScene: false))
+            defer { fixture.stop() }
+            try fixture.startDaemon(["--consent-timeout", "120"])
+            let daemon = try #require(fixture.daemon)
+            let agent = try fixture.startReplay(["consent-agent"])
+            defer { agent.process.terminate() }
+            try #require(poll(timeout: 30, every: 0.1) { fixture.daemonLog.contains("consent agent registered") ? true : nil } != nil)
+
+            let app = try RawClient.Connection(socket: fixture.socket)
+            try app.send(.startRecording(options: RecordingOptions(appAudio: false)))
+            #expect(app.answer(containing: ["waitingForConsent"]).contains("waitingForConsent"))
+            let residentBefore = try Self.residentKilobytes(daemon.pid)
+            // Requests as fast as the socket takes them, until it has taken none for a second
+            // (or 64 MiB went: nothing pushed back).
+            _ = fcntl(app.fd, F_SETFL, fcntl(app.fd, F_GETFL) | O_NONBLOCK)
+            let frame = try RawClient.frame(.status)
+            var flood: [UInt8] = []
+            for _ in 0..<4096 { flood += frame }
+            var written = 0
+            var lastTaken = Date()
+            while written < 64 << 20 && Date().timeIntervalSince(lastTaken) < 1 {
+                let count = flood.withUnsafeBytes { send(app.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                if count > 0 {
+                    written += count
+                    lastTaken = Date()
+                } else {
+                    usleep(10_000)
+                }
+            }
+            #expect(written < 4 << 20, "replayd took \(written) bytes of requests queued behind one that waits")
+            let grown = try Self.residentKilobytes(daemon.pid) - residentBefore
+            #expect(grown < 8 << 10, "replayd grew by \(grown) KiB while a client flooded it")
+            // Everyone else is served meanwhile.
+            let status = try fixture.replay(["status"])
+            #expect(status.status == 0, "\(status)")
+
+            // Stopping ends the wait for the person's answer: the daemon exits cleanly, and the
+            // app is told it is shutting down, not left waiting for the consent timeout.
+            daemon.signal(SIGTERM)
+            let exited = daemon.wait(timeout: 60)
+            #expect(exited == 0, "replayd did not stop cleanly: \(String(describing: exited))\n\(fixture.daemonLog.suffix(1500))")
+            _ = fcntl(app.fd, F_SETFL, fcntl(app.fd, F_GETFL) & ~O_NONBLOCK)
+            #expect(app.answer(containing: ["shutting down"]).contains("replayd is shutting down"))
+        }
+
+        /// Resident memory of a process, KiB.
+        static func residentKilobytes(_ pid: Int32) throws -> Int {
+            let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+            let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") })
+            return try #require(Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]))
+        }
+
         /// Item 11: another user made the folder `replay` looks in for replayd's socket first (any
         /// user can, where the runtime folder is shared or once was). The folder is refused, rightly,
         /// but the person cannot remove it: replayd is started in a folder only the person can make.

@@ -5,6 +5,7 @@ import ReplayCapture
 import ReplayIPC
 import ReplayMedia
 @testable import ReplaySession
+import ReplaySystem
 import Synchronization
 import Testing
 
@@ -23,14 +24,17 @@ import Testing
         let backend = FakeCaptureBackend()
         let fake: FakeExtension
         let clock = ManualClock()
+        /// The session's timers: dispatch's, or moved by hand in the tests of a deadline.
+        let timers: any Timers
         let session: BroadcastSession
 
         init(_ behaviour: FakeExtension.Behaviour = .init(), timing: BroadcastSession.Timing = BroadcastSessionTests.patient,
-             setup: [String: String] = [:]) {
+             setup: [String: String] = [:], timers: any Timers = DispatchTimers()) {
             fake = FakeExtension(behaviour)
+            self.timers = timers
             let manifest = ExtensionManifest(id: "fake", displayName: "Fake", executable: "/nonexistent/fake",
                                              extensionPoint: "broadcast-services-upload", setupFields: [])
-            let parts = SessionParts(capture: backend, movies: FakeMovieSink(), extensions: fake, clock: clock)
+            let parts = SessionParts(capture: backend, movies: FakeMovieSink(), extensions: fake, clock: clock, timers: timers)
             let protectedWindows = ProtectedWindows()
             session = BroadcastSession(
                 id: "bc-test", request: BroadcastRequest(extensionID: "fake", setup: setup), host: nil, manifest: manifest,
@@ -89,15 +93,21 @@ import Testing
         rig.expectNothingLeft()
     }
 
+    /// The grace is the session's clock's: killed once it has passed, not a moment before.
     @Test func anExtensionThatEndsWithAnErrorAndStaysIsKilledAfterTheGrace() throws {
         var timing = BroadcastSessionTests.patient
-        timing.finishGrace = 0.3
-        let rig = Rig(.init(exitsOnFinished: false), timing: timing)
+        timing.finishGrace = 5
+        let timers = ManualTimers()
+        let rig = Rig(.init(exitsOnFinished: false), timing: timing, timers: timers)
         try rig.start()
         rig.fake.say(.finish(error: "the stream key was refused"))
-        #expect(rig.session.waitUntilFinished().state == .failed)
-        #expect(rig.fake.received.contains(.finished))
+        // Its watchdog and its grace wait on the clock.
+        eventually("the grace is counting") { rig.fake.received.contains(.finished) && timers.pending == 2 }
+        timers.advance(by: 4.9)
+        #expect(!rig.fake.snapshot.killed, "killed before its grace had passed")
+        timers.advance(by: 0.2)
         #expect(rig.fake.snapshot.killed, "an extension that gave up is not left running")
+        #expect(rig.session.waitUntilFinished().state == .failed)
         rig.expectNothingLeft()
     }
 
@@ -132,12 +142,26 @@ import Testing
         rig.expectNothingLeft()
     }
 
+    /// The heartbeat runs on the session's clock: a hung extension is found once the timeout
+    /// has passed on it, however slow the machine (a real 0.15 s once ended a healthy one on CI).
     @Test func aHungExtensionIsStoppedByTheHeartbeat() throws {
         var timing = BroadcastSessionTests.patient
-        timing.heartbeatTimeout = 0.15
-        let rig = Rig(timing: timing)
+        timing.heartbeatTimeout = 10
+        let timers = ManualTimers()
+        let rig = Rig(timing: timing, timers: timers)
         try rig.start()
+        // Answered pings keep it alive however long it runs (each second's pongs heard before
+        // the clock moves on: the fake answers on a queue of its own).
+        for _ in 0..<30 {
+            timers.advance(by: 1)
+            rig.fake.heardSoFar()
+        }
+        #expect(rig.fake.received.contains { if case .ping = $0 { true } else { false } })
+        #expect(!rig.session.status.isOver, "\(rig.session.status)")
         rig.fake.change { $0.answersPings = false }
+        timers.advance(by: 9)
+        #expect(!rig.session.status.isOver, "ended before its heartbeat timed out")
+        timers.advance(by: 2)
         let status = rig.session.waitUntilFinished()
         #expect(status.lastError?.contains("stopped responding") == true)
         #expect(rig.fake.snapshot.killed)
@@ -205,11 +229,24 @@ import Testing
         rig.expectNothingLeft()
     }
 
+    /// Its readiness time is counted on the session's clock, then the start fails.
     @Test func anExtensionThatNeverGetsReadyFailsTheStart() throws {
         var timing = BroadcastSessionTests.patient
-        timing.ready = 0.3
-        let rig = Rig(.init(getsReady: false), timing: timing)
-        #expect(throws: DaemonError.self) { try rig.start() }
+        timing.ready = 10
+        let timers = ManualTimers()
+        let rig = Rig(.init(getsReady: false), timing: timing, timers: timers)
+        let started = Completion<DaemonError?>()
+        Thread.detachNewThread {
+            do throws(DaemonError) { try rig.start(); started.complete(nil) } catch { started.complete(error) }
+        }
+        eventually("the extension launched") { rig.fake.snapshot.listenerInstalled && timers.pending == 2 }
+        timers.advance(by: 9.9)
+        #expect(started.value == nil, "the start gave up before the readiness time")
+        timers.advance(by: 0.2)
+        // Failed, then the grace after a failure passes and the extension is killed.
+        eventually("the start failed") { rig.session.status.isOver }
+        timers.advance(by: 1)
+        #expect(started.wait()?.message.contains("did not get ready within 10 seconds") == true)
         let status = rig.session.waitUntilFinished()
         #expect(status.lastError?.contains("did not get ready") == true)
         rig.expectNothingLeft()

@@ -17,6 +17,7 @@ import Glibc
 struct ScriptedCaptureLauncher: CaptureProcessLauncher {
     /// Runs on a thread of its own with the process's end of the channel and the process.
     let script: @Sendable (CaptureChannel, ChildProcess) -> Void
+    var timers: any Timers = DispatchTimers()
 
     func launch(id: String) throws -> (CaptureProcessHandle, CaptureChannel) {
         let (ours, theirs) = try CaptureChannel.pair()
@@ -26,7 +27,7 @@ struct ScriptedCaptureLauncher: CaptureProcessLauncher {
             script(theirs, process)
             theirs.close()
         }
-        return (CaptureProcessHandle(process), ours)
+        return (CaptureProcessHandle(process, timers: timers), ours)
     }
 
     func remuxToMatroska(_ input: String, to output: String, then done: @escaping @Sendable (DaemonError?) -> Void) {

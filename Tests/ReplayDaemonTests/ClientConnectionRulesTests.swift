@@ -19,6 +19,8 @@ import Testing
         let directory: URL
         let daemon: Daemon
         let backend = FakeCaptureBackend()
+        /// Every client's request stream: finished at clean-up, as a client hangs up.
+        private let clients = Mutex<[AsyncThrowingStream<[UInt8], any Error>.Continuation]>([])
 
         /// - Parameter launcher: runs recordings in (scripted) capture processes instead of replayd.
         /// - Parameter extensions: manifests installed (beside a stand-in executable) where the daemon looks.
@@ -51,7 +53,12 @@ import Testing
             let (outbox, client) = try socketPair()
             let peer = try client.peer(executableOf: { _ in "/usr/bin/some-app" })
             let connection = ClientConnection(daemon: daemon, channel: outbox, number: Int.random(in: 1...1_000_000), peer: peer, role: role)
-            let connected = Client(connection: connection, channel: client)
+            let (requests, sender) = AsyncThrowingStream.makeStream(of: [UInt8].self)
+            // Served on dispatch's threads, as the daemon's own connections are served beside
+            // tests that block the cooperative pool's few threads waiting for an answer.
+            Task(executorPreference: DispatchTaskExecutor()) { await connection.serve(requests) }
+            clients.withLock { $0.append(sender) }
+            let connected = Client(connection: connection, requests: sender, channel: client)
             guard case .welcome = try connected.ask(.hello(protocolVersion: ClientProtocol.version, client: "test")) else {
                 throw Failure(description: "no welcome")
             }
@@ -59,6 +66,7 @@ import Testing
         }
 
         func cleanUp() {
+            for client in clients.withLock({ $0 }) { client.finish() }
             // Waited for from a test's thread, which is the cooperative pool's: the shutdown
             // runs on dispatch's threads, so tests waiting at once cannot starve it.
             let daemon = self.daemon, done = DispatchSemaphore(value: 0)
@@ -83,14 +91,24 @@ import Testing
         let description: String
     }
 
-    /// One client: its requests are handed to the connection as received bytes.
+    /// One client: its requests are handed to the connection's task as received frames.
     struct Client {
         let connection: ClientConnection
+        let requests: AsyncThrowingStream<[UInt8], any Error>.Continuation
         let channel: MessageChannel
+
+        /// Sends `request` without waiting for its answer.
+        func send(_ request: ClientRequest) throws {
+            send(bytes: [UInt8](try JSONEncoder().encode(request)))
+        }
+
+        func send(bytes: [UInt8]) {
+            requests.yield(bytes)
+        }
 
         /// The next event the daemon sends after `request`.
         func ask(_ request: ClientRequest) throws -> DaemonEvent {
-            connection.received([UInt8](try JSONEncoder().encode(request)))
+            try send(request)
             return try next()
         }
 
@@ -101,7 +119,7 @@ import Testing
 
         /// Sends `request` (none: only listens), then the summary of the next recording to finish.
         func summary(after request: ClientRequest? = nil) throws -> RecordingSummary {
-            if let request { connection.received([UInt8](try JSONEncoder().encode(request))) }
+            if let request { try send(request) }
             while true {
                 if case .recordingFinished(let summary) = try next() { return summary }
             }
@@ -210,7 +228,7 @@ import Testing
         #expect(try agent.ask(.registerConsentAgent) == .consentAgentRegistered)
         let app = try rig.connect(as: .app)
         for request in [ClientRequest.startRecording(options: RecordingOptions(appAudio: false)), .status] {
-            app.connection.received([UInt8](try JSONEncoder().encode(request)))
+            try app.send(request)
         }
         #expect(try app.next() == .waitingForConsent)
         guard case .consentRequested(let prompt) = try agent.next() else { throw Failure(description: "the agent was not asked") }
@@ -234,7 +252,7 @@ import Testing
         defer { rig.cleanUp() }
         let person = try rig.connect(as: .person)
         for request in [ClientRequest.startRecording(options: RecordingOptions(appAudio: false)), .listRecordings] {
-            person.connection.received([UInt8](try JSONEncoder().encode(request)))
+            try person.send(request)
         }
         let other = try rig.connect(as: .person)
         guard case .status(let status) = try other.ask(.status) else { throw Failure(description: "the other client was not served") }
@@ -258,7 +276,7 @@ import Testing
         defer { rig.cleanUp() }
         let person = try rig.connect(as: .person)
         for request in [ClientRequest.startRecording(options: RecordingOptions(appAudio: false)), .listRecordings] {
-            person.connection.received([UInt8](try JSONEncoder().encode(request)))
+            try person.send(request)
         }
         guard case .error(let code, let message) = try person.next() else { throw Failure(description: "the start did not fail") }
         #expect(code == .captureFailed && message.contains("SIGKILL") && message.hasSuffix("while starting"), "\(message)")
@@ -291,7 +309,7 @@ import Testing
         let rig = try Rig()
         defer { rig.cleanUp() }
         let app = try rig.connect(as: .app)
-        app.connection.received(Array("{\"startRecording\":{\"options\":42}}".utf8))
+        app.send(bytes: Array("{\"startRecording\":{\"options\":42}}".utf8))
         #expect(Client.code(try app.next()) == .malformedRequest)
         #expect(try app.channel.receive(DaemonEvent.self) == nil, "the connection is closed")
         let other = try rig.connect(as: .person)

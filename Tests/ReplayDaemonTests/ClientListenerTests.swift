@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 @testable import ReplayDaemon
 import ReplayIPC
+import ReplaySystem
 import Synchronization
 import Testing
 #if canImport(Glibc)
@@ -19,7 +20,6 @@ import Glibc
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("listener-\(UUID().uuidString)")
         let path: String
         let socket: Int32
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let admitted = Mutex(0)
         let stops = Mutex(0)
         private let stopped = DispatchSemaphore(value: 0)
@@ -31,7 +31,7 @@ import Glibc
         }
 
         func listener(inherited: Bool) -> ClientListener {
-            ClientListener(listener: socket, inherited: inherited, group: group, logger: Logger(label: "test"))
+            ClientListener(listener: socket, inherited: inherited, timers: DispatchTimers(), logger: Logger(label: "test"))
         }
 
         func serve(_ listener: ClientListener) {
@@ -39,7 +39,7 @@ import Glibc
                 close(fd)
                 admitted.withLock { $0 += 1 }
                 return nil
-            }, stopped: { [self] in
+            }, accepted: { _ in }, stopped: { [self] in
                 stops.withLock { $0 += 1 }
                 stopped.signal()
             })
@@ -55,7 +55,6 @@ import Glibc
 
         deinit {
             close(socket)
-            try? group.syncShutdownGracefully()
             try? FileManager.default.removeItem(at: directory)
         }
     }

@@ -155,17 +155,26 @@ extension ConsentBroker {
         #expect(broker.decide(me, capabilities: .screen) {} == .allowed, "the answer was not kept")
     }
 
+    /// The timeout is counted on the broker's timers: declined once it has passed, not before.
     @Test func aQuestionNobodyAnswersIsDeclinedWhenItsTimeRunsOut() throws {
-        let broker = ConsentBroker(settings: .init(timeout: .milliseconds(100))) { id, token in
+        let timers = ManualTimers()
+        var settings = ConsentBroker.Settings(timeout: .seconds(120))
+        settings.timers = timers
+        let broker = ConsentBroker(settings: settings) { id, token in
             "http://127.0.0.1:1/consent/\(id)?token=\(token)"
         }
         let (daemonSide, clientSide) = try socketPair()
         _ = broker.addAgent(daemonSide)
-        #expect(broker.decide(me, capabilities: .screen) {} == .declined("nobody answered within 0.1 seconds"))
+        let decision = Completion<ConsentBroker.Decision>()
+        #expect(broker.authorize(me, capabilities: .screen, waiting: {}, decided: { decision.complete($0) }) == nil)
         guard case .consentRequested(let prompt)? = try clientSide.receive(DaemonEvent.self)?.message else {
             Issue.record("the agent was not asked")
             return
         }
+        timers.advance(by: 119.9)
+        #expect(decision.value == nil, "declined before its time ran out")
+        timers.advance(by: 0.2)
+        #expect(decision.value == .declined("nobody answered within 120 seconds"))
         #expect(!broker.answer(requestID: prompt.requestID, allow: true, session: nil), "an answer after the time ran out counted")
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import ReplayCaptureModel
 @testable import ReplayDaemon
+import ReplaySystem
 import Testing
 
 /// The cgroup v2 set-up, on a folder laid out as /proc and /sys would be: this machine's kernel
@@ -34,7 +35,7 @@ import Testing
         #expect(try String(contentsOfFile: own + "/replayd/cgroup.procs", encoding: .utf8) == "4242")
         #expect(try String(contentsOfFile: own + "/cgroup.subtree_control", encoding: .utf8) == "+memory +pids")
 
-        let group = try #require(cgroups.confine([100, 101], name: "bc-1", memoryLimit: 50 << 20, processLimit: 64))
+        let group = try #require(cgroups.confine([100, 101], name: "bc-1", memoryLimit: 50 << 20, processLimit: 64, timers: DispatchTimers()))
         #expect(try String(contentsOfFile: group.path + "/memory.max", encoding: .utf8) == "\(50 << 20)")
         #expect(try String(contentsOfFile: group.path + "/memory.swap.max", encoding: .utf8) == "0")
         #expect(try String(contentsOfFile: group.path + "/pids.max", encoding: .utf8) == "64")

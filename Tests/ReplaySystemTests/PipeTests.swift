@@ -6,13 +6,13 @@ import ReplaySystem
 import Synchronization
 import Testing
 
-/// `Pipe.readLine(_:within:then:)`, which starting a sandbox follows bwrap and pasta with.
+/// `Pipe.readLine(_:within:on:then:)`, which starting a sandbox follows bwrap and pasta with.
 @Suite struct PipeTests {
     /// Reads the first line of `fd` through the watch, and waits (in the test) for the answer.
     private static func line(of fd: Int32, within seconds: Int64, writing: (Int32) -> Void = { _ in }) -> String?? {
         let answers = Mutex<[String?]>([])
         let answered = DispatchSemaphore(value: 0)
-        Pipe.readLine(fd, within: seconds) { line in
+        Pipe.readLine(fd, within: seconds, on: DispatchTimers()) { line in
             answers.withLock { $0.append(line) }
             answered.signal()
         }

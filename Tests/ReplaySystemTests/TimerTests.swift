@@ -59,4 +59,23 @@ import Testing
         timer.resume()
         #expect(ticked.wait(timeout: .now() + 10) == .success)
     }
+
+    /// `DispatchTimers.after`: runs once, on the queue it was given; cancelled first, never.
+    @Test func aOneShotRunsOnceOnItsQueueAndACancelledOneNever() {
+        let timers = DispatchTimers()
+        let queue = DispatchQueue(label: "timer-test")
+        let key = DispatchSpecificKey<Bool>()
+        queue.setSpecific(key: key, value: true)
+        let ran = DispatchSemaphore(value: 0)
+        let onQueue = Mutex<[Bool]>([])
+        timers.after(0.05, on: queue) {
+            onQueue.withLock { $0.append(DispatchQueue.getSpecific(key: key) == true) }
+            ran.signal()
+        }
+        let cancelled = timers.after(0.05) { ran.signal() }
+        cancelled.cancel()
+        #expect(ran.wait(timeout: .now() + 10) == .success)
+        #expect(ran.wait(timeout: .now() + 0.5) == .timedOut, "the cancelled one ran, or the other twice")
+        #expect(onQueue.withLock { $0 } == [true])
+    }
 }

@@ -1,6 +1,7 @@
 public import Logging
 public import ReplayCaptureModel
 public import ReplayIPC
+public import ReplaySystem
 
 /// Starts upload extensions for broadcasts. The real host runs each in a bubblewrap sandbox
 /// (`SandboxedExtensionHost`); sessions see only this, so their logic is tested with a fake.
@@ -48,12 +49,18 @@ public protocol ExtensionLink: AnyObject, Sendable {
 /// goes, rate-limited, into `logger`.
 public struct SandboxedExtensionHost: ExtensionHost {
     let logger: Logger
+    /// What the start's and the end's waits are timed by.
+    let timers: any Timers
 
-    public init(logger: Logger) { self.logger = logger }
+    public init(logger: Logger, timers: any Timers = DispatchTimers()) {
+        self.logger = logger
+        self.timers = timers
+    }
 
     public func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String], network: ExtensionNetworkPolicy,
                        started: @escaping @Sendable (Result<any ExtensionLink, DaemonError>) -> Void) {
-        ExtensionProcess.start(manifest: manifest, hidden: hidden, writable: writable, network: network, logger: logger) { result in
+        ExtensionProcess.start(manifest: manifest, hidden: hidden, writable: writable, network: network, timers: timers,
+                               logger: logger) { result in
             started(result.map { $0 })
         }
     }

@@ -19,13 +19,15 @@ final class ExtensionOutput: Sendable {
     private let watch = Mutex<ReadableWatch?>(nil)
     private let state = Mutex((pending: [UInt8](), windowStart: Int64(0), linesInWindow: 0, dropped: 0))
     private let logger: Logger
+    private let timers: any Timers
     private let extensionID: String
     /// Everything the pipe held is logged, and the drops said.
     private let ended = Completion<Void>()
 
     /// Starts reading `fd` (the pipe's read end, which it then owns).
-    init(fd: Int32, extensionID: String, logger: Logger) {
+    init(fd: Int32, extensionID: String, timers: any Timers, logger: Logger) {
         self.logger = logger
+        self.timers = timers
         self.extensionID = extensionID
         let watch = ReadableWatch(descriptor: fd, label: "extension-stderr", whenCancelled: { [self] in
             // Closed at the end of the pipe, or by `close` (the extension is gone, and its last
@@ -45,7 +47,7 @@ final class ExtensionOutput: Sendable {
     /// Runs `handler` once the pipe has ended (every process that could write to it gone) and
     /// what it held is logged, or after `seconds`, whichever comes first.
     func whenEnded(within seconds: Double, _ handler: @escaping @Sendable () -> Void) {
-        ended.onComplete(within: seconds) { _ in handler() }
+        ended.onComplete(within: seconds, on: timers) { _ in handler() }
     }
 
     /// Reads what the pipe has and logs its whole lines; false at its end (or an error).
@@ -70,7 +72,7 @@ final class ExtensionOutput: Sendable {
                 if !state.pending.isEmpty { lines.append(String(decoding: state.pending.prefix(Self.maxLine), as: UTF8.self)) }
                 state.pending = []
             }
-            let now = MonotonicClock.nanoseconds()
+            let now = timers.now()
             var reportDropped = 0
             if now - state.windowStart >= 1_000_000_000 {
                 reportDropped = state.dropped

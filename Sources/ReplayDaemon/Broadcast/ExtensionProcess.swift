@@ -57,24 +57,26 @@ final class ExtensionProcess: ExtensionLink {
     ///   - writable: directories the person chose for it (setup fields of kind `directory`).
     ///   - network: the TCP ports it may connect to.
     static func start(manifest: ExtensionManifest, hidden: [String], writable: [String], network: ExtensionNetworkPolicy,
-                      logger: Logger, started: @escaping @Sendable (Result<ExtensionProcess, DaemonError>) -> Void) {
+                      timers: any Timers, logger: Logger, started: @escaping @Sendable (Result<ExtensionProcess, DaemonError>) -> Void) {
         let sandbox: StartingSandbox
         do throws(DaemonError) {
-            sandbox = try StartingSandbox(manifest: manifest, hidden: hidden, writable: writable, network: network, logger: logger)
+            sandbox = try StartingSandbox(manifest: manifest, hidden: hidden, writable: writable, network: network, timers: timers,
+                                          logger: logger)
         } catch {
             return started(.failure(error))
         }
         // bwrap says on `status` which pid the sandbox's init got in our namespace.
-        Pipe.readLine(sandbox.status, within: 10) { line in
+        Pipe.readLine(sandbox.status, within: 10, on: timers) { line in
             let sandboxInit = line.flatMap(Self.childPID(statusLine:))
-            let cgroup = Self.confine([sandbox.process.pid] + (sandboxInit.map { [$0] } ?? []), extensionID: manifest.id, logger: logger)
+            let cgroup = Self.confine([sandbox.process.pid] + (sandboxInit.map { [$0] } ?? []), extensionID: manifest.id,
+                                      timers: timers, logger: logger)
             guard sandbox.ownNetwork else {
                 return started(.success(sandbox.release(sandboxInit: sandboxInit, network: nil, cgroup: cgroup)))
             }
             guard let sandboxInit else {
                 return started(.failure(sandbox.abandon(sandboxInit: nil, cgroup: cgroup, why: SystemError(call: "bwrap --json-status-fd", errno: ESRCH))))
             }
-            SandboxNetwork.start(sandbox: sandboxInit, blockFD: 6, policy: network, stderr: sandbox.errorsWrite) { result in
+            SandboxNetwork.start(sandbox: sandboxInit, blockFD: 6, policy: network, stderr: sandbox.errorsWrite, timers: timers) { result in
                 switch result {
                 case .success(let network):
                     started(.success(sandbox.release(sandboxInit: sandboxInit, network: network, cgroup: cgroup)))
@@ -90,6 +92,7 @@ final class ExtensionProcess: ExtensionLink {
     private final class StartingSandbox: Sendable {
         let manifest: ExtensionManifest
         let logger: Logger
+        let timers: any Timers
         let process: ChildProcess
         let ownNetwork: Bool
         /// Our ends: the connection, bwrap's status (read), the extension's standard error.
@@ -99,9 +102,10 @@ final class ExtensionProcess: ExtensionLink {
         let errorsWrite: Int32, releaseRead: Int32, releaseWrite: Int32
 
         init(manifest: ExtensionManifest, hidden: [String], writable: [String], network: ExtensionNetworkPolicy,
-             logger: Logger) throws(DaemonError) {
+             timers: any Timers, logger: Logger) throws(DaemonError) {
             self.manifest = manifest
             self.logger = logger
+            self.timers = timers
             guard FileManager.default.isExecutableFile(atPath: ExtensionProcess.bubblewrap) else {
                 throw DaemonError(code: .captureFailed,
                                   message: "bubblewrap (\(ExtensionProcess.bubblewrap)) is not installed; extensions only run sandboxed")
@@ -183,7 +187,7 @@ final class ExtensionProcess: ExtensionLink {
             // The status pipe is kept open while bwrap runs: it writes its exit status there
             // last, and a closed pipe would end it with SIGPIPE instead of the extension's own.
             return ExtensionProcess(process: process, sandboxInit: sandboxInit, statusPipe: status, network: network, socketDiag: socketDiag,
-                                    output: ExtensionOutput(fd: errorsRead, extensionID: manifest.id, logger: logger),
+                                    output: ExtensionOutput(fd: errorsRead, extensionID: manifest.id, timers: timers, logger: logger),
                                     socket: socket, cgroup: cgroup)
         }
 
@@ -218,11 +222,11 @@ final class ExtensionProcess: ExtensionLink {
     static let cgroups = SandboxCgroups.detect()
 
     /// Puts bwrap and the sandbox's init, before the extension runs, into a cgroup of their own.
-    private static func confine(_ pids: [Int32], extensionID: String, logger: Logger) -> SandboxCgroup? {
+    private static func confine(_ pids: [Int32], extensionID: String, timers: any Timers, logger: Logger) -> SandboxCgroup? {
         guard case .offered(let cgroups) = Self.cgroups else { return nil }
         let name = "extension-\(extensionID.filter { $0.isLetter || $0.isNumber || $0 == "-" })-\(pids[0])"
         // pids.max counts threads too: an uploader (GStreamer, FFmpeg) runs dozens of them.
-        let group = cgroups.confine(pids, name: name, memoryLimit: memoryLimit, processLimit: 4 * processLimit)
+        let group = cgroups.confine(pids, name: name, memoryLimit: memoryLimit, processLimit: 4 * processLimit, timers: timers)
         if group == nil { logger.warning("cannot put extension '\(extensionID)' in a cgroup of its own: the walk alone counts its memory") }
         return group
     }

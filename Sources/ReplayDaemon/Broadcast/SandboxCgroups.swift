@@ -71,10 +71,10 @@ final class SandboxCgroups: Sendable {
 
     /// A cgroup for one sandbox, holding `pids` (bwrap and the sandbox's init, before the
     /// extension starts, so that everything it forks is born inside).
-    func confine(_ pids: [Int32], name: String, memoryLimit: Int, processLimit: Int) -> SandboxCgroup? {
+    func confine(_ pids: [Int32], name: String, memoryLimit: Int, processLimit: Int, timers: any Timers) -> SandboxCgroup? {
         let path = base + "/" + name
         guard mkdir(path, 0o755) == 0 else { return nil }
-        let group = SandboxCgroup(path: path)
+        let group = SandboxCgroup(path: path, timers: timers)
         // No swap either, where swap is accounted (the file exists only then).
         _ = Self.write("0", to: path + "/memory.swap.max")
         let limits = Self.write("\(memoryLimit)", to: path + "/memory.max") && Self.write("\(processLimit)", to: path + "/pids.max")
@@ -99,6 +99,8 @@ final class SandboxCgroups: Sendable {
 /// One sandbox's cgroup.
 struct SandboxCgroup: Sendable {
     let path: String
+    /// What the retries of its removal wait on.
+    let timers: any Timers
 
     /// Whether the kernel killed something in it at `memory.max`.
     var killedAtMemoryLimit: Bool {
@@ -118,6 +120,6 @@ struct SandboxCgroup: Sendable {
 
     private func removeFolder(attempts: Int, then removed: @escaping @Sendable () -> Void) {
         guard rmdir(path) != 0, errno == EBUSY, attempts > 1 else { return removed() }
-        DispatchQueue.global().asyncAfter(deadline: .now() + 0.01) { removeFolder(attempts: attempts - 1, then: removed) }
+        timers.after(0.01) { removeFolder(attempts: attempts - 1, then: removed) }
     }
 }

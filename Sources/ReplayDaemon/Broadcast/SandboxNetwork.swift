@@ -47,11 +47,11 @@ final class SandboxNetwork: Sendable {
     /// network; or with why not. No thread waits meanwhile.
     ///   - blockFD: the descriptor on which the sandbox waits.
     ///   - stderr: where pasta writes, open until `then`.
-    static func start(sandbox: Int32, blockFD: Int32, policy: ExtensionNetworkPolicy, stderr: Int32,
+    static func start(sandbox: Int32, blockFD: Int32, policy: ExtensionNetworkPolicy, stderr: Int32, timers: any Timers,
                       then: @escaping @Sendable (Result<SandboxNetwork, SystemError>) -> Void) {
         // bwrap's child sets up the namespace's loopback before it waits; pasta's netlink
         // requests at the same time made that fail now and then (RTM_NEWADDR).
-        whenWaiting(sandbox, on: blockFD, until: MonotonicClock.nanoseconds() + 10_000_000_000) {
+        whenWaiting(sandbox, on: blockFD, until: timers.now() + 10_000_000_000, timers: timers) {
             let ready: (read: Int32, write: Int32), process: ChildProcess
             do throws(SystemError) {
                 ready = try Pipe.make()
@@ -66,7 +66,7 @@ final class SandboxNetwork: Sendable {
             }
             // pasta writes its pid file (here a pipe) once the namespace is configured; it
             // closes the pipe without a word if it fails.
-            Pipe.readLine(ready.read, within: 10) { line in
+            Pipe.readLine(ready.read, within: 10, on: timers) { line in
                 close(ready.read)
                 guard line != nil else {
                     process.signal(SIGKILL)
@@ -120,12 +120,13 @@ final class SandboxNetwork: Sendable {
     /// Calls `then` once `pid` is blocked reading descriptor `fd` (/proc: the call's first
     /// argument, and a pipe read as its wait channel), has gone, or `deadline` passed. Nothing
     /// tells when a process starts to wait: /proc is looked at again 2 ms later, by a timer.
-    private static func whenWaiting(_ pid: Int32, on fd: Int32, until deadline: Int64, then: @escaping @Sendable () -> Void) {
+    private static func whenWaiting(_ pid: Int32, on fd: Int32, until deadline: Int64, timers: any Timers,
+                                    then: @escaping @Sendable () -> Void) {
         let call = (try? String(contentsOfFile: "/proc/\(pid)/syscall", encoding: .utf8)) ?? ""
         let channel = (try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) ?? ""
         let fields = call.split(separator: " ")
         let waiting = fields.count > 1 && fields[1] == "0x" + String(fd, radix: 16) && channel.contains("pipe_read")
-        guard !waiting, !(call.isEmpty && channel.isEmpty), MonotonicClock.nanoseconds() < deadline else { return then() }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(2)) { whenWaiting(pid, on: fd, until: deadline, then: then) }
+        guard !waiting, !(call.isEmpty && channel.isEmpty), timers.now() < deadline else { return then() }
+        timers.after(0.002) { whenWaiting(pid, on: fd, until: deadline, timers: timers, then: then) }
     }
 }

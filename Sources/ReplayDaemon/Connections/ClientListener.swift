@@ -1,7 +1,6 @@
 import Foundation
 import Logging
 import NIOCore
-import NIOPosix
 import ReplayCaptureModel
 import ReplayIPC
 import ReplaySystem
@@ -10,17 +9,16 @@ import Synchronization
 import Glibc
 #endif
 
-/// Accepts clients on replayd's socket and hands each to the event loop. No thread waits
-/// to accept: the listening socket is non-blocking and a dispatch source on a serial queue
-/// accepts whoever is waiting when it becomes readable (admission may ask a root helper who
-/// the client is, so it stays off the event loop); one event-loop thread reads and writes
-/// every connection; a connection's requests run on its own serial queue, so an idle
-/// client costs no thread at all.
+/// Accepts clients on replayd's socket and hands each admitted one on (to the daemon's task
+/// group of connections). No thread waits to accept: the listening socket is non-blocking and
+/// a dispatch source on a serial queue accepts whoever is waiting when it becomes readable
+/// (admission may ask a root helper who the client is, so it stays off the event loop and
+/// the cooperative pool).
 final class ClientListener: Sendable {
     private let listener: Int32
-    /// The daemon's event loop, where each accepted connection is read and written.
-    private let group: any EventLoopGroup
     private let queue = DispatchQueue(label: "replayd.accept")
+    /// What the pause after running out of descriptors waits on.
+    private let timers: any Timers
     private let logger: Logger
     /// Set for a socket a service manager handed over (socket activation). That socket is
     /// shared with the manager, so stopping must not shut it down (it would refuse every
@@ -40,9 +38,9 @@ final class ClientListener: Sendable {
         var complaints = RateLimit(perSecond: 1)
     }
 
-    init(listener: Int32, inherited: Bool = false, group: any EventLoopGroup, logger: Logger) {
+    init(listener: Int32, inherited: Bool = false, timers: any Timers, logger: Logger) {
         self.listener = listener
-        self.group = group
+        self.timers = timers
         self.inherited = inherited
         self.logger = logger
         source = DispatchSource.makeReadSource(fileDescriptor: listener, queue: queue)
@@ -58,12 +56,13 @@ final class ClientListener: Sendable {
 
     /// Accepts until `stop()`, then calls `stopped`. `admit` decides, from the socket, who the
     /// client is and whether it may stay: it returns what makes its connection, or nil after
-    /// telling it why and closing the socket.
+    /// telling it why and closing the socket. Each client admitted goes to `accepted`.
     func serve(admit: @escaping @Sendable (_ fd: Int32) -> (@Sendable (any Channel) -> ClientConnection)?,
+               accepted: @escaping @Sendable (AcceptedClient) -> Void,
                stopped: @escaping @Sendable () -> Void) {
         // Accepting until EAGAIN must not block; a handed-over socket may already be non-blocking.
         _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
-        source.setEventHandler { [self] in acceptWaitingClients(admit: admit) }
+        source.setEventHandler { [self] in acceptWaitingClients(admit: admit, accepted: accepted) }
         source.setCancelHandler(handler: stopped)
         let start = state.withLock { state in
             defer { state.started = true }
@@ -76,7 +75,8 @@ final class ClientListener: Sendable {
         }
     }
 
-    private func acceptWaitingClients(admit: @Sendable (_ fd: Int32) -> (@Sendable (any Channel) -> ClientConnection)?) {
+    private func acceptWaitingClients(admit: @Sendable (_ fd: Int32) -> (@Sendable (any Channel) -> ClientConnection)?,
+                                      accepted: @Sendable (AcceptedClient) -> Void) {
         while true {
             let fd: Int32
             do {
@@ -96,17 +96,7 @@ final class ClientListener: Sendable {
                 return
             }
             guard let connect = admit(fd) else { continue }
-            // A client that shuts down its sending side still gets its answers before we close.
-            let bootstrap = ClientBootstrap(group: group).channelOption(.allowRemoteHalfClosure, value: true).channelInitializer { channel in
-                let connection = connect(channel)
-                return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(RequestFrameDecoder()))
-                    try channel.pipeline.syncOperations.addHandler(ConnectionHandler(connection: connection))
-                }
-            }
-            bootstrap.withConnectedSocket(fd).whenFailure { [logger] (error: any Error) in
-                logger.debug("a client could not be served: \(error)")
-            }
+            accepted(AcceptedClient(socket: fd, connect: connect))
         }
     }
 
@@ -118,7 +108,7 @@ final class ClientListener: Sendable {
         }
         guard pause else { return }
         source.suspend()
-        queue.asyncAfter(deadline: .now() + .milliseconds(50)) { [self] in resumeAccepting() }
+        timers.after(0.05, on: queue) { [self] in resumeAccepting() }
     }
 
     private func resumeAccepting() {
@@ -129,7 +119,7 @@ final class ClientListener: Sendable {
         if resume { source.resume() }
     }
 
-    /// Stops accepting; open connections close with the event loop.
+    /// Stops accepting; open connections are the daemon's to close.
     func stop() {
         let (first, started, paused) = state.withLock { state in
             defer {

@@ -73,6 +73,18 @@ public final class ClientOutbox: Sendable {
         wakeRoomWaiters()
     }
 
+    /// True once fewer than `bytes` are queued, false once the connection has closed: a bulk
+    /// sender's task awaits it, holding no thread.
+    func room(below bytes: Int) async throws -> Bool {
+        try await awaitAnswer { whenRoom(below: bytes, $0) }
+    }
+
+    /// Returns once what was queued so far has been written, or has failed (the client gone).
+    func written() async {
+        guard let last = lastWrite.withLock({ $0 }) else { return }
+        _ = try? await last.get()
+    }
+
     private func wakeRoomWaiters() {
         let closed = isClosed
         let ready = roomWaiters.withLock { waiters -> [(room: Bool, handler: @Sendable (Bool) -> Void)] in

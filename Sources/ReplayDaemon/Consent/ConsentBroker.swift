@@ -3,7 +3,7 @@ public import ReplayCaptureModel
 import ReplayIPC
 import ReplayLoopbackServer
 import ReplayMedia
-import ReplaySystem
+public import ReplaySystem
 import Synchronization
 
 /// Decides whether an app may capture, asking the person out of the app's process.
@@ -22,6 +22,8 @@ public final class ConsentBroker: Sendable {
         public var idleLimit: Duration
         /// What idleness is measured on (a test's manual clock).
         public var clock: any SessionClock = MonotonicSessionClock()
+        /// What an unanswered request's timeout waits on (a test's manual timers).
+        public var timers: any Timers = DispatchTimers()
 
         public init(policy: ConsentPolicy = .askEveryone, timeout: Duration = .seconds(120), idleLimit: Duration = .seconds(480)) {
             self.policy = policy
@@ -149,9 +151,7 @@ public final class ConsentBroker: Sendable {
         }
         waiting()
         // An answer that came already finds the request gone: this does nothing then.
-        DispatchQueue.global().asyncAfter(deadline: .now() + settings.timeout.inSeconds) { [self] in
-            resolve(requestID, answer: nil)
-        }
+        settings.timers.after(settings.timeout.inSeconds) { [self] in resolve(requestID, answer: nil) }
         return nil
     }
 

@@ -54,21 +54,23 @@ final class DesktopNotifications: CaptureIndicator, @unchecked Sendable {
     /// Why the notification service is no longer reached, once it went away.
     private let lost = Mutex<String?>(nil)
     private let logger: Logger
+    private let timers: any Timers
     private let finished = Completion<Void>()
 
     /// Desktop notifications on `busAddress` (nil: this session's), or no indicator, saying why,
     /// when there is no bus or no notification server on it (the log warns once).
-    static func connect(busAddress: String?, logger: Logger) -> any CaptureIndicator {
+    static func connect(busAddress: String?, timers: any Timers, logger: Logger) -> any CaptureIndicator {
         do {
-            return try DesktopNotifications(busAddress: busAddress, logger: logger)
+            return try DesktopNotifications(busAddress: busAddress, timers: timers, logger: logger)
         } catch {
             logger.warning("no desktop notifications: captures are not announced (\(error))")
             return NoCaptureIndicator(reason: "no desktop notification server: \(error)")
         }
     }
 
-    private init(busAddress: String?, logger: Logger) throws {
+    private init(busAddress: String?, timers: any Timers, logger: Logger) throws {
         self.logger = logger
+        self.timers = timers
         let connection = try DBusConnection(address: busAddress)
         // The bus delivers only the name owner's broadcasts; signals sent straight to this
         // connection are checked against the server that showed the notification (`hear`).
@@ -105,7 +107,7 @@ final class DesktopNotifications: CaptureIndicator, @unchecked Sendable {
     /// Sends what is queued (the ends too), then lets the bus go: waits for that up to 3 s.
     func close() async {
         queue.async { [self] in watch.withLock { $0 }?.cancel() }
-        _ = await finished.finished(within: 3)
+        _ = await finished.finished(within: 3, on: timers)
     }
 
     static let interface = "org.freedesktop.Notifications"

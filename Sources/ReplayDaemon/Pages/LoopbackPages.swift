@@ -5,6 +5,7 @@ import NIOCore
 import ReplayCaptureModel
 import ReplayIPC
 import ReplayLoopbackServer
+public import ServiceLifecycle
 import Synchronization
 
 /// The pages replayd serves on loopback, out of every app's process: the consent page
@@ -19,7 +20,14 @@ final class LoopbackPages: Sendable {
     private let previews: PreviewTokens
     private let store: RecordingStore
     private let logger: Logger
-    private let task = Mutex<Task<Void, any Error>?>(nil)
+    /// The server, once the pages are first used, for `PagesService` to run; nil if replayd
+    /// stopped before anyone used them.
+    private let server = Completion<LoopbackServer.Prepared?>()
+    /// `PagesService`'s run has ended (at once if the pages were never used).
+    private let ended = Completion<Void>()
+    private let stopping = Completion<Void>()
+    /// Whether `run` took a server to serve: only then is there an end to wait for.
+    private let serving = Mutex(false)
     private let backend = Mutex(WeakBackend())
 
     private struct WeakBackend {
@@ -45,30 +53,95 @@ final class LoopbackPages: Sendable {
     }
 
     /// Serves on 127.0.0.1:`port` (0 picks a free one) with at most `connections` open at
-    /// once (their share of the descriptors); returns the base URL once listening.
+    /// once (their share of the descriptors); returns the base URL once listening. The server
+    /// runs in `PagesService`'s task, which this waits for (10 s at most).
     func start(port: Int, connections: Int) throws -> String {
         var pageLogger = logger
         pageLogger.logLevel = .warning
         do {
             let listening = LoopbackRequestGuard<BasicRequestContext>.Port()
-            let (bound, runner) = try LoopbackServer.start(router: router(port: listening), port: port, serverName: "replayd",
-                                                           limits: LoopbackServer.Limits(connections: connections),
-                                                           eventLoopGroup: eventLoop, logger: pageLogger)
+            let prepared = LoopbackServer.prepare(router: router(port: listening), port: port, serverName: "replayd",
+                                                  limits: LoopbackServer.Limits(connections: connections),
+                                                  eventLoopGroup: eventLoop, logger: pageLogger)
+            server.complete(prepared)
+            let bound = try prepared.port(within: 10)
             listening.set(bound)
-            task.withLock { $0 = runner }
             return "http://127.0.0.1:\(bound)"
         } catch {
             throw DaemonError(code: .failedToShowPreview, message: "cannot serve the loopback pages: \(error)")
         }
     }
 
+    /// `PagesService`'s work: waits for the pages' first use, then serves them until the
+    /// service group shuts down gracefully (which Hummingbird's own group hears), `stop`, or the
+    /// task's cancellation; returns at once if they stop before anyone used them.
+    func run() async {
+        defer { ended.complete(()) }
+        let server = await withGracefulShutdownHandler {
+            await withTaskCancellationHandler {
+                await self.server.finished()
+            } onCancel: {
+                self.server.complete(nil)
+            }
+        } onGracefulShutdown: {
+            self.server.complete(nil)
+        }
+        guard let server else { return }
+        serving.withLock { $0 = true }
+        await withDiscardingTaskGroup { group in
+            group.addTask { [stopping, logger] in
+                do { try await server.run() } catch { logger.warning("the loopback pages stopped: \(error)") }
+                stopping.complete(())  // ended by itself: nothing left to stop
+            }
+            group.addTask { [stopping] in
+                await stopping.finished()
+                await server.stop()
+            }
+        }
+    }
+
     func stop() {
-        task.withLock { $0?.cancel() }
+        server.complete(nil)
+        stopping.complete(())
     }
 
     /// Returns once the pages' server has closed its connections (at once when never started).
     func finished() async {
-        _ = try? await task.withLock({ $0 })?.value
+        guard serving.withLock({ $0 }) else { return }
+        await ended.finished()
+    }
+}
+
+/// The loopback pages as a service of the daemon's service group: started on their first
+/// use, shut down gracefully with the group (or stopped by replayd's own stop), their
+/// connections child tasks of this one.
+public struct PagesService: Service, CustomStringConvertible {
+    let daemon: Daemon
+
+    public init(daemon: Daemon) { self.daemon = daemon }
+
+    public var description: String { "replayd pages" }
+
+    /// The pages' first user waits for their port on a thread it holds, which may be one of
+    /// the cooperative pool's few: this task, and the server's, run on dispatch's threads.
+    /// A port of the person's choosing (`--pages-port`) is bound at once, so that a clash
+    /// ends replayd at its start, saying why, rather than failing a page later.
+    public func run() async throws {
+        let daemon = self.daemon
+        try await withTaskExecutorPreference(DispatchTaskExecutor.shared) {
+            async let served: Void = daemon.pages.run()
+            if let port = daemon.configuration.pagesPort, port != 0 {
+                do {
+                    _ = try daemon.pagesBaseURL()
+                } catch {
+                    daemon.logger.critical("cannot start: \(error)")
+                    daemon.pages.stop()
+                    await served
+                    throw error
+                }
+            }
+            await served
+        }
     }
 }
 

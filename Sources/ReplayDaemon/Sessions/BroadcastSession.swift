@@ -54,7 +54,7 @@ final class BroadcastSession: Sendable {
 
     let id: String
     /// When it was asked for: lists show broadcasts oldest first, so the latest is last.
-    let createdAt = MonotonicClock.nanoseconds()
+    let createdAt: Int64
     let request: BroadcastRequest
     /// The app that started it through the picker, if one did: it may pause, resume and stop it.
     let host: PeerIdentity?
@@ -86,12 +86,13 @@ final class BroadcastSession: Sendable {
         /// The extension protocol's minor version the extension announced in `ready` (0: 1.0):
         /// what its messages may carry.
         var minorVersion: UInt16 = 0
-        var lastPong = MonotonicClock.nanoseconds()
+        /// On `parts.timers`' clock, like every time the watchdog compares.
+        var lastPong: Int64
         var lastPing = Int64(0)
         var pingSequence: UInt32 = 0
         /// The ping sent right after `started`: its pong says the handler took the start.
         var acceptancePing: UInt32?
-        var watchdog: RepeatingTimer?
+        var watchdog: (any RepeatingTimerControl)?
         var exited = false
         var peakMemory = 0
         /// Frames the extension's socket would not take in time.
@@ -116,6 +117,7 @@ final class BroadcastSession: Sendable {
         self.hostChannel = hostChannel
         self.manifest = manifest
         self.parts = parts
+        createdAt = parts.timers.now()
         extensions = parts.extensions
         self.timing = timing
         self.protectedWindows = protectedWindows
@@ -123,7 +125,7 @@ final class BroadcastSession: Sendable {
         self.makeFeed = makeFeed
         var status = BroadcastStatus(id: id, extensionID: request.extensionID, scope: request.scope, state: .starting)
         status.memoryCounting = parts.extensions.memoryCounting
-        state = Mutex(State(status: status))
+        state = Mutex(State(status: status, lastPong: parts.timers.now()))
     }
 
     var status: BroadcastStatus { state.withLock { $0.final ?? Self.liveStatus($0) } }
@@ -210,12 +212,12 @@ final class BroadcastSession: Sendable {
         let limits = BroadcastCodec.Surfaces(count: UInt16(opened.descriptors.count), size: UInt64(opened.surfaceSize))
         link.listen { [self] utterance in heard(utterance, limits: limits, from: link) }
         link.onExit { [self] how in extensionExited(how) }
-        let watchdog = RepeatingTimer(interval: timing.watchInterval) { [self] in watch(link) }
+        let watchdog = parts.timers.repeating(every: timing.watchInterval) { [self] in watch(link) }
         state.withLock { $0.watchdog = watchdog }
 
         // The extension must say it is ready before anything else happens.
         let size = "\(opened.width)x\(opened.height)"
-        readiness.onComplete(within: timing.ready) { [self] _ in
+        readiness.onComplete(within: timing.ready, on: parts.timers) { [self] _ in
             whenReady(feed: feed, size: size, applicationInfo: applicationInfo, started: started)
         }
     }
@@ -242,7 +244,7 @@ final class BroadcastSession: Sendable {
             return state.pingSequence
         }
         send(.ping(probe))
-        acceptance.onComplete(within: timing.ready) { [self] _ in
+        acceptance.onComplete(within: timing.ready, on: parts.timers) { [self] _ in
             if let why = state.withLock({ $0.isEnding ? ($0.status.lastError ?? "was stopped") : nil }) {
                 let failure = DaemonError(code: .captureFailed, message: "cannot start the broadcast: \(why)")
                 return onFinish { _ in started(failure) }
@@ -371,7 +373,7 @@ final class BroadcastSession: Sendable {
         case .closed:
             // Its exit status, when it comes at once, says more ("crashed (SIGSEGV)"); a process
             // that only dropped the connection is ended after a moment.
-            DispatchQueue.global().asyncAfter(deadline: .now() + timing.closeGrace) { [self] in
+            parts.timers.after(timing.closeGrace) { [self] in
                 end(failure: "the extension closed its connection before the broadcast ended")
                 link.kill()
             }
@@ -394,7 +396,7 @@ final class BroadcastSession: Sendable {
             readiness.complete(())
         case .pong(let sequence):
             let accepted = state.withLock { state in
-                state.lastPong = MonotonicClock.nanoseconds()
+                state.lastPong = parts.timers.now()
                 return state.acceptancePing == sequence
             }
             if accepted { acceptance.complete(()) }
@@ -416,7 +418,7 @@ final class BroadcastSession: Sendable {
 
     /// Heartbeat and memory, on every tick of the watchdog timer until the extension is gone.
     private func watch(_ link: any ExtensionLink) {
-        let now = MonotonicClock.nanoseconds()
+        let now = parts.timers.now()
         let usage = link.usage()
         let (lastPong, ready, lastPing) = state.withLock { state in
             state.peakMemory = max(state.peakMemory, usage.bytes)
@@ -466,7 +468,7 @@ final class BroadcastSession: Sendable {
         guard let link, !exited else { return }
         let orderly = failure == nil || extensionAsked
         if orderly { _ = link.send(BroadcastCodec.encode(.finished), descriptors: []) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + (orderly ? timing.finishGrace : timing.failureGrace)) {
+        parts.timers.after(orderly ? timing.finishGrace : timing.failureGrace) {
             link.kill()
         }
     }

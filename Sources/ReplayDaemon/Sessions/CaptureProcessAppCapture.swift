@@ -45,6 +45,15 @@ protocol AppCaptureControl: AnyObject, Sendable {
     func onFinish(_ handler: @escaping @Sendable () -> Void)
 }
 
+extension AppCaptureControl {
+    /// Returns once the capture has ended, holding no thread meanwhile.
+    func finished() async {
+        let ended = Completion<Void>()
+        onFinish { ended.complete(()) }
+        await ended.finished()
+    }
+}
+
 /// In-app capture run by a capture process of its own (`replay-capture`): the process
 /// captures the app's windows and lends replayd each picture in a slot of a memfd that
 /// replayd maps read-only; replayd sends it to the app (or drops it while the app is behind)

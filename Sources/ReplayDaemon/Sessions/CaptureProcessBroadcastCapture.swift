@@ -103,7 +103,7 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
         tell(.stop)
         // A process that will not stop is not waited for: its surfaces are the extension's to let go.
         if let process {
-            DispatchQueue.global().asyncAfter(deadline: .now() + 5) { [weak self] in
+            launcher.timers.after(5) { [weak self] in
                 if self?.done.value == nil { process.kill() }
             }
         }

@@ -12,6 +12,8 @@ import Glibc
 /// Starts the process that runs one recording: the real one starts `replay-capture`; a
 /// unit test can hand back a process of its own making.
 protocol CaptureProcessLauncher: Sendable {
+    /// What its processes' waits are timed by (a process's end, a remux that hangs).
+    var timers: any Timers { get }
     /// A running process and replayd's end of its channel.
     func launch(id: String) throws -> (CaptureProcessHandle, CaptureChannel)
     /// Copies the movie at `input` into Matroska at `output` (an export) in a process of its
@@ -23,10 +25,12 @@ protocol CaptureProcessLauncher: Sendable {
 struct CaptureProcessHandle: Sendable {
     let pid: Int32
     private let process: ChildProcess
+    private let timers: any Timers
 
-    init(_ process: ChildProcess) {
+    init(_ process: ChildProcess, timers: any Timers) {
         pid = process.pid
         self.process = process
+        self.timers = timers
     }
 
     /// Reaps it once it exits (the one reaper: a second `waitpid` would race it for the
@@ -47,7 +51,7 @@ struct CaptureProcessHandle: Sendable {
     /// or closed its channel); one that has not ended within 5 s is killed. No thread waits.
     func whenExited(_ handler: @escaping @Sendable (String) -> Void) {
         let exited = self.exited
-        exited.onComplete(within: 5) { status in
+        exited.onComplete(within: 5, on: timers) { status in
             if let status { return handler(Self.describe(status: status)) }
             kill()
             exited.onComplete { handler(Self.describe(status: $0)) }
@@ -79,6 +83,7 @@ struct ReplayCaptureLauncher: CaptureProcessLauncher {
     var logLevel = "info"
     /// Folders the process may not open anything beneath.
     var hidden: [String] = []
+    var timers: any Timers = DispatchTimers()
 
     /// What the process may open by path: everything but `hidden`, read-only but /dev.
     var files: FileAccess? { hidden.isEmpty ? nil : .everything(except: hidden, writable: ["/dev"]) }
@@ -136,14 +141,14 @@ struct ReplayCaptureLauncher: CaptureProcessLauncher {
             return done(DaemonError(code: .internalError, message: "cannot start the remux process: \(error)"))
         }
         // A remux reads the file once: minutes only for hours of movie. One that hangs is ended.
-        DispatchQueue.global().asyncAfter(deadline: .now() + 3600) { child.signal(SIGKILL) }
+        timers.after(3600) { child.signal(SIGKILL) }
         child.onExit { status in
             guard status != 0 else {
                 close(errors.read)
                 return done(nil)
             }
             // What it said is in the pipe by now: one line.
-            Pipe.readLine(errors.read, within: 1) { said in
+            Pipe.readLine(errors.read, within: 1, on: timers) { said in
                 close(errors.read)
                 done(DaemonError(code: .internalError, message: said ?? "the remux process \(CaptureProcessHandle.describe(status: status))"))
             }
@@ -159,7 +164,7 @@ struct ReplayCaptureLauncher: CaptureProcessLauncher {
             // dropped before the new process allocates its encoder's pictures, so that the two
             // do not add up to the session's peak.
             ProcessMemory.dropCodePages()
-            return (CaptureProcessHandle(child), ours)
+            return (CaptureProcessHandle(child, timers: timers), ours)
         } catch {
             ours.close()
             throw error
@@ -192,6 +197,7 @@ final class CaptureProcessLink: Sendable {
     let process: CaptureProcessHandle
     private let channel: CaptureChannel
     private let protectedWindows: ProtectedWindows
+    private let timers: any Timers
     private let state = Mutex<(channelOpen: Bool, exitStatus: Int32?, observer: Int?, ended: Bool)>((true, nil, nil, false))
 
     /// Starts a process for `id` and sends it `start`, made with the protected windows of now
@@ -203,6 +209,7 @@ final class CaptureProcessLink: Sendable {
          ended: @escaping @Sendable (Int32) -> Void) throws {
         (process, channel) = try launcher.launch(id: id)
         self.protectedWindows = protectedWindows
+        timers = launcher.timers
         // The channel is closed only once the watch has let go of it, never under the watch.
         channel.watchReports(label: label, heard: { report, descriptors in
             if !heard(report, descriptors) { descriptors.forEach { Glibc.close($0) } }
@@ -256,7 +263,7 @@ final class CaptureProcessLink: Sendable {
         // more, not even to stop: it is ended if it has not exited a moment later. (One that
         // closed it by exiting, the usual case, is reaped meanwhile and keeps its own status.)
         if channelClosed && end == nil {
-            DispatchQueue.global().asyncAfter(deadline: .now() + 2) { [self] in
+            timers.after(2) { [self] in
                 if state.withLock({ $0.exitStatus == nil }) { process.kill() }
             }
         }

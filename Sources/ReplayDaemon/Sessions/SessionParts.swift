@@ -1,6 +1,7 @@
 import Logging
 public import ReplayCaptureModel
 public import ReplayDesktop
+public import ReplaySystem
 
 /// What sessions are built from, chosen once when the daemon starts: sessions are handed
 /// these and never make their own capture, extension process or clock.
@@ -10,14 +11,19 @@ public struct SessionParts: Sendable {
     /// Where each session's capture runs.
     var captures: any SessionCaptures
     public var extensions: any ExtensionHost
+    /// The clock samples are stamped with.
     public var clock: any SessionClock
+    /// What every wait of the daemon and its sessions is timed by (timeouts, graces, watchdogs,
+    /// probes, settling): dispatch's timers, or a clock a test moves by hand.
+    public var timers: any Timers
 
     init(desktop: any DesktopBackend, captures: any SessionCaptures, extensions: any ExtensionHost,
-                 clock: any SessionClock = MonotonicSessionClock()) {
+         clock: any SessionClock = MonotonicSessionClock(), timers: any Timers = DispatchTimers()) {
         self.desktop = desktop
         self.captures = captures
         self.extensions = extensions
         self.clock = clock
+        self.timers = timers
     }
 }
 

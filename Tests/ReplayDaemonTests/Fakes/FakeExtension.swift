@@ -127,6 +127,9 @@ final class FakeExtension: ExtensionLink, ExtensionHost, @unchecked Sendable {
 
     func close() { state.withLock { $0.closed = true } }
 
+    /// Returns once everything it has said so far has been heard (its deliveries are a queue).
+    func heardSoFar() { deliveries.sync {} }
+
     private func deliver(_ utterance: ExtensionUtterance) {
         guard let listener = state.withLock({ $0.closed ? nil : $0.listener }) else { return }
         deliveries.async { listener(utterance) }

@@ -3,6 +3,7 @@ import ReplayCapture
 import ReplayCodec
 @testable import ReplayDaemon
 import ReplayIPC
+import ReplaySystem
 import ReplaySession
 
 /// Sessions run in the test's own process on fake parts (a capture backend, a movie writer, a
@@ -44,9 +45,9 @@ struct InProcessCaptures: SessionCaptures {
 extension SessionParts {
     /// Sessions in the test's own process, on `capture`, `movies` and `clock`.
     init(capture: any CaptureBackend, movies: any MovieSinkFactory = MovieFileFactory(), extensions: any ExtensionHost,
-         clock: any SessionClock = MonotonicSessionClock()) {
+         clock: any SessionClock = MonotonicSessionClock(), timers: any Timers = DispatchTimers()) {
         self.init(desktop: capture, captures: InProcessCaptures(capture: capture, movies: movies, clock: clock),
-                  extensions: extensions, clock: clock)
+                  extensions: extensions, clock: clock, timers: timers)
     }
 
     /// Broadcast `id`'s capture, in the test's own process, hiding `protectedWindows`.

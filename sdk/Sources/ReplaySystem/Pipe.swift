@@ -15,14 +15,15 @@ public enum Pipe {
 
     /// The first line written on `fd` (without its newline), handed to `then` once it came;
     /// nil if the writer closed first or said nothing within `seconds`. No thread waits
-    /// meanwhile: a `ReadableWatch` reads what comes. `then` runs once, on the watch's queue;
-    /// `fd` stays open, the caller's.
-    public static func readLine(_ fd: Int32, within seconds: Int64, then: @escaping @Sendable (String?) -> Void) {
+    /// meanwhile: a `ReadableWatch` reads what comes, and the time limit is a timer of `timers`.
+    /// `then` runs once, on the watch's queue; `fd` stays open, the caller's.
+    public static func readLine(_ fd: Int32, within seconds: Int64, on timers: any Timers,
+                                then: @escaping @Sendable (String?) -> Void) {
         let reader = LineReader()
         let watch = ReadableWatch(descriptor: fd, label: "replay.pipe-line", whenCancelled: { then(reader.line) }) { watch in
             if reader.readSome(fd) { watch.cancel() }
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(Int(seconds))) { watch.cancel() }
+        timers.after(Double(seconds)) { watch.cancel() }
     }
 }
 
