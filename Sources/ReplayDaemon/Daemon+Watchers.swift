@@ -159,7 +159,8 @@ extension Daemon {
         }
     }
 
-    /// Ends a daemon started on demand once nobody has used it for `limit`.
+    /// Ends a daemon started on demand once nobody has used it for `limit`: says so to
+    /// `idled`, which `DaemonService` awaits beside a graceful shutdown.
     private func watchIdleness(limit: Duration) -> any DeadlineTimerControl {
         parts.timers.deadline(on: Self.watchQueue) { [self] in
             let now = parts.timers.now()
@@ -169,7 +170,7 @@ extension Daemon {
             }
             guard idle else { return }
             logger.info("idle for \(limit), exiting")
-            Task { await shutdown() }
+            idled.complete(())
         }
     }
 }

@@ -97,6 +97,8 @@ public final class Daemon: Sendable, PickerBackend {
     private let eventLoop = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     /// Happens when the last client hangs up during a shutdown.
     private let clientsGone = Completion<Void>()
+    /// A daemon started on demand has been idle for its limit (`watchIdleness`): it stops.
+    let idled = Completion<Void>()
     private let limits: ConnectionLimits
     private let personCheck: PersonCheck
     /// Warnings about admitted or refused clients, a few a second at most.

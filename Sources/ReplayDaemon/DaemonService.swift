@@ -4,9 +4,10 @@ import ReplaySystem
 public import ServiceLifecycle
 
 /// replayd as a swift-service-lifecycle service: it serves until its group shuts down
-/// gracefully (SIGTERM, SIGINT) or cancels it, then finishes and keeps running recordings,
-/// ends broadcasts, and returns once their files are closed. An idle daemon that exits by
-/// itself returns too. Two child tasks, neither holding a thread while it waits.
+/// gracefully (SIGTERM, SIGINT) or cancels it, or until a daemon started on demand has been
+/// idle for its limit, then finishes and keeps running recordings, ends broadcasts, and
+/// returns once their files are closed. Two child tasks, neither holding a thread while it
+/// waits.
 public struct DaemonService: Service, CustomStringConvertible {
     let daemon: Daemon
 
@@ -23,9 +24,15 @@ public struct DaemonService: Service, CustomStringConvertible {
                 ended.raise()
             }
             group.addTask {
-                // Returns on a graceful shutdown, throws on cancellation: either way the daemon
-                // shuts down, unless it has ended by itself (and this task was cancelled for that).
-                try? await gracefulShutdown()
+                // The first of a graceful shutdown and the daemon's idle exit; a cancellation
+                // ends both waits. Either way the daemon shuts down, unless it has ended by
+                // itself (and this task was cancelled for that).
+                await withTaskGroup(of: Void.self) { reason in
+                    reason.addTask { try? await gracefulShutdown() }
+                    reason.addTask { _ = try? await awaitAnswer { idle in daemon.idled.onComplete { idle(()) } } }
+                    _ = await reason.next()
+                    reason.cancelAll()
+                }
                 guard !ended.isRaised else { return }
                 await daemon.shutdown()
             }
