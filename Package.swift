@@ -256,7 +256,7 @@ let package = Package(
         .testTarget(
             name: "ReplayDaemonTests",
             dependencies: ["ReplayDaemon", "ReplaySession", "ReplayCaptureModel", "ReplayDesktop", "ReplayIPC", "ReplaySystem", "ReplayCapture",
-                           "ReplayCodec", "ReplayMedia",
+                           "ReplayCodec", "ReplayMedia", "ReplayLoopbackServer",
                            .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio")],
             swiftSettings: strictSettings),

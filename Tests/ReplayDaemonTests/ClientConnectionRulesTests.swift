@@ -3,6 +3,7 @@ import Logging
 import ReplayCapture
 @testable import ReplayDaemon
 import ReplayIPC
+import ReplayLoopbackServer
 import ReplayMedia
 @testable import ReplaySession
 import ReplaySystem
@@ -56,7 +57,7 @@ import Testing
             let (requests, sender) = AsyncThrowingStream.makeStream(of: [UInt8].self)
             // Served on dispatch's threads, as the daemon's own connections are served beside
             // tests that block the cooperative pool's few threads waiting for an answer.
-            Task(executorPreference: DispatchTaskExecutor()) { await connection.serve(requests) }
+            Task(executorPreference: DispatchTaskExecutor.shared) { await connection.serve(requests) }
             clients.withLock { $0.append(sender) }
             let connected = Client(connection: connection, requests: sender, channel: client)
             guard case .welcome = try connected.ask(.hello(protocolVersion: ClientProtocol.version, client: "test")) else {
@@ -70,20 +71,12 @@ import Testing
             // Waited for from a test's thread, which is the cooperative pool's: the shutdown
             // runs on dispatch's threads, so tests waiting at once cannot starve it.
             let daemon = self.daemon, done = DispatchSemaphore(value: 0)
-            Task(executorPreference: DispatchTaskExecutor()) {
+            Task(executorPreference: DispatchTaskExecutor.shared) {
                 await daemon.shutdown()
                 done.signal()
             }
             done.wait()
             try? FileManager.default.removeItem(at: directory)
-        }
-    }
-
-    /// Runs a task's jobs on dispatch's global queue instead of the cooperative pool.
-    final class DispatchTaskExecutor: TaskExecutor {
-        func enqueue(_ job: consuming ExecutorJob) {
-            let job = UnownedJob(job)
-            DispatchQueue.global().async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
         }
     }
 
