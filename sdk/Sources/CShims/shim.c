@@ -10,6 +10,7 @@
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
+#include <linux/userfaultfd.h>
 #include <linux/unix_diag.h>
 #include <netinet/in.h>
 #include <linux/filter.h>
@@ -320,6 +321,40 @@ int CShims_spawn_confined(const struct CShims_confined_spawn *spawn) {
     return pid;
 }
 
+/* userfaultfd's asynchronous write-protection mode (Linux 6.7), for headers older than it. */
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_ASYNC (1 << 15)
+#endif
+
+/* A fault on a file's page maps the pages around it too ("fault-around", 64 KB), and a range
+   that userfaultfd watches for writes is the one place the kernel skips that. So the range of
+   each read-only segment is registered for write-protection, in the asynchronous mode in which
+   the kernel settles a write itself and nobody reads the descriptor; nothing ever writes
+   there, so the watch never fires and a read maps just its own page. One descriptor for the
+   process's life (closing it would end the watch), close-on-exec, made on first use; -1 where
+   the kernel lacks the mode (before 6.7), forbids userfaultfd, or a seccomp filter refuses it:
+   then fault-around stays as it was. */
+static int code_watch = -1;
+static pthread_once_t code_watch_once = PTHREAD_ONCE_INIT;
+
+static void open_code_watch(void) {
+    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+    if (fd < 0) return;
+    struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_WP_ASYNC };
+    if (ioctl(fd, UFFDIO_API, &api) != 0 || !(api.features & UFFD_FEATURE_WP_ASYNC)) {
+        close(fd);
+        return;
+    }
+    code_watch = fd;
+}
+
+int CShims_map_one_page_per_fault(void *start, size_t length) {
+    pthread_once(&code_watch_once, open_code_watch);
+    if (code_watch < 0) return -ENOSYS;
+    struct uffdio_register range = { .range = { .start = (uintptr_t)start, .len = length }, .mode = UFFDIO_REGISTER_MODE_WP };
+    return ioctl(code_watch, UFFDIO_REGISTER, &range) == 0 ? 0 : -errno;
+}
+
 /* Per loaded object: its segments that nothing may write (no PF_W), less its RELRO range,
    dropped from the resident set. Such pages hold the file's own bytes and nothing else, so a
    later read maps them back unchanged. An object with text relocations is left alone: the
@@ -353,7 +388,9 @@ static int drop_read_only_segments(struct dl_phdr_info *info, size_t size, void 
             if (relroStart > start) end = relroStart & ~(page - 1);
             else start = (relroEnd + page - 1) & ~(page - 1);
         }
-        if (end > start && madvise((void *)start, end - start, MADV_DONTNEED) == 0) *dropped += end - start;
+        if (end <= start) continue;
+        (void)CShims_map_one_page_per_fault((void *)start, end - start);  /* refused: fault-around as before */
+        if (madvise((void *)start, end - start, MADV_DONTNEED) == 0) *dropped += end - start;
     }
     return 0;
 }

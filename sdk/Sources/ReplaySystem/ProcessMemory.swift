@@ -62,10 +62,23 @@ public enum ProcessMemory {
     /// and starting leave megabytes mapped that the process does not run again: FFmpeg's
     /// libraries alone bring 21 MB of such pages into a capture process. The pages stay in the
     /// page cache, where the kernel may reclaim them sooner than mapped ones; what runs later
-    /// maps back in at a minor fault. Only segments nothing may write, less their relocated
-    /// (RELRO) part, whose pages hold the file's own bytes. Returns the bytes those span.
+    /// maps back in at a minor fault, and from the first call on, on Linux 6.7 and later, a
+    /// page at a time: the segments are registered with a userfaultfd write-protection watch
+    /// that never fires (nothing writes there) and under which the kernel does no fault-around.
+    /// Only segments nothing may write, less their relocated (RELRO) part, whose pages hold the
+    /// file's own bytes. Returns the bytes those span.
     @discardableResult
     public static func dropCodePages() -> Int { Int(CShims_drop_read_only_segments()) }
+
+    /// From now on a fault in `pages` (page-aligned, of a mapping nothing writes) maps that page
+    /// alone, not the 64 KB around it; what `dropCodePages` does for every loaded object's
+    /// read-only segments. False where the kernel cannot (before Linux 6.7, or userfaultfd
+    /// refused): faults there map as before.
+    @discardableResult
+    public static func mapOnePagePerFault(_ pages: UnsafeRawBufferPointer) -> Bool {
+        guard let start = pages.baseAddress else { return false }
+        return CShims_map_one_page_per_fault(UnsafeMutableRawPointer(mutating: start), pages.count) == 0
+    }
 
     /// No transparent huge pages for this process: an encoder madvises its picture buffers for
     /// huge pages, which then take 2 MB of memory at a time whether or not it is all used.
