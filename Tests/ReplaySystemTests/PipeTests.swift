@@ -9,10 +9,11 @@ import Testing
 /// `Pipe.readLine(_:within:on:then:)`, which starting a sandbox follows bwrap and pasta with.
 @Suite struct PipeTests {
     /// Reads the first line of `fd` through the watch, and waits (in the test) for the answer.
-    private static func line(of fd: Int32, within seconds: Int64, writing: (Int32) -> Void = { _ in }) -> String?? {
+    private static func line(of fd: Int32, within seconds: Int64, on timers: any Timers = DispatchTimers(),
+                             writing: (Int32) -> Void = { _ in }) -> String?? {
         let answers = Mutex<[String?]>([])
         let answered = DispatchSemaphore(value: 0)
-        Pipe.readLine(fd, within: seconds, on: DispatchTimers()) { line in
+        Pipe.readLine(fd, within: seconds, on: timers) { line in
             answers.withLock { $0.append(line) }
             answered.signal()
         }
@@ -55,5 +56,51 @@ import Testing
         Self.write("later\n", to: pipe.write)
         var byte: UInt8 = 0
         #expect(read(pipe.read, &byte, 1) == 1 && byte == UInt8(ascii: "l"))
+    }
+
+    /// A line that comes first ends the time limit too: its timer is cancelled, not left to
+    /// run out its seconds holding the finished watch.
+    @Test func aLineThatComesFirstCancelsTheTimeLimit() throws {
+        let pipe = try Pipe.make()
+        defer { close(pipe.read); close(pipe.write) }
+        let timers = WatchedTimers()
+        let line = Self.line(of: pipe.read, within: 600, on: timers) { _ in Self.write("ready\n", to: pipe.write) }
+        #expect(line == .some("ready"))
+        #expect(timers.limits.withLock { $0.count } == 1)
+        #expect(timers.limits.withLock { $0.allSatisfy(\.cancelled) })
+    }
+}
+
+/// Dispatch's timers, keeping each one-shot timer handed out to see whether it was cancelled.
+private final class WatchedTimers: Timers {
+    final class Limit: TimerControl {
+        let inner: any TimerControl
+        private let ended = Mutex(false)
+        var cancelled: Bool { ended.withLock { $0 } }
+        init(_ inner: any TimerControl) { self.inner = inner }
+        func cancel() {
+            ended.withLock { $0 = true }
+            inner.cancel()
+        }
+    }
+
+    private let dispatch = DispatchTimers()
+    let limits = Mutex<[Limit]>([])
+
+    func now() -> Int64 { dispatch.now() }
+
+    func after(_ seconds: Double, on queue: DispatchQueue, _ action: @escaping @Sendable () -> Void) -> any TimerControl {
+        let limit = Limit(dispatch.after(seconds, on: queue, action))
+        limits.withLock { $0.append(limit) }
+        return limit
+    }
+
+    func repeating(every interval: Double, on queue: DispatchQueue, paused: Bool,
+                   _ action: @escaping @Sendable () -> Void) -> any RepeatingTimerControl {
+        dispatch.repeating(every: interval, on: queue, paused: paused, action)
+    }
+
+    func deadline(on queue: DispatchQueue, _ action: @escaping @Sendable () -> Void) -> any DeadlineTimerControl {
+        dispatch.deadline(on: queue, action)
     }
 }

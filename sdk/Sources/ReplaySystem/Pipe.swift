@@ -20,10 +20,35 @@ public enum Pipe {
     public static func readLine(_ fd: Int32, within seconds: Int64, on timers: any Timers,
                                 then: @escaping @Sendable (String?) -> Void) {
         let reader = LineReader()
-        let watch = ReadableWatch(descriptor: fd, label: "replay.pipe-line", whenCancelled: { then(reader.line) }) { watch in
+        let limit = LineTimeLimit()
+        let watch = ReadableWatch(descriptor: fd, label: "replay.pipe-line", whenCancelled: {
+            limit.end()
+            then(reader.line)
+        }) { watch in
             if reader.readSome(fd) { watch.cancel() }
         }
-        timers.after(Double(seconds)) { watch.cancel() }
+        limit.arm(timers.after(Double(seconds)) { watch.cancel() })
+    }
+}
+
+/// `Pipe.readLine`'s time limit, cancelled when the line (or the writer's close) comes first,
+/// so that its timer does not live out the limit for nothing.
+private final class LineTimeLimit: Sendable {
+    private let state = Mutex<(ended: Bool, timer: (any TimerControl)?)>((false, nil))
+
+    func arm(_ timer: any TimerControl) {
+        let ended = state.withLock { state in
+            if !state.ended { state.timer = timer }
+            return state.ended
+        }
+        if ended { timer.cancel() }
+    }
+
+    func end() {
+        state.withLock { state in
+            state.ended = true
+            return state.timer.take()
+        }?.cancel()
     }
 }
 
