@@ -110,6 +110,7 @@ size_t CShims_drop_read_only_segments(void);
    maps that page alone, not the 64 KB around it. 0, or -errno: -ENOSYS where the kernel has no
    asynchronous userfaultfd write-protection (before Linux 6.7) or userfaultfd is refused. */
 int CShims_map_one_page_per_fault(void *start, size_t length);
+
 /* prctl(PR_SET_THP_DISABLE): no transparent huge pages for this process and its children. */
 void CShims_disable_transparent_huge_pages(void);
 
