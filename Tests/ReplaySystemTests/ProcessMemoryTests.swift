@@ -70,11 +70,10 @@ import Testing
     /// The `Rss` of the mapping that starts at `address`, from /proc/self/smaps.
     static func resident(of address: UnsafeMutableRawPointer) -> Int? {
         guard let smaps = ProcFS.text("/proc/self/smaps") else { return nil }
-        let start = String(UInt(bitPattern: address), radix: 16)
         var inside = false
         for line in smaps.split(separator: "\n") {
             if let range = line.split(separator: " ").first, range.contains("-") {
-                inside = range.split(separator: "-").first.map { $0 == start || $0.drop { $0 == "0" } == start } ?? false
+                inside = range.split(separator: "-").first.flatMap { UInt($0, radix: 16) } == UInt(bitPattern: address)
             } else if inside, line.hasPrefix("Rss:") {
                 return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }.map { $0 * 1024 }
             }

@@ -48,9 +48,7 @@ protocol AppCaptureControl: AnyObject, Sendable {
 extension AppCaptureControl {
     /// Returns once the capture has ended, holding no thread meanwhile.
     func finished() async {
-        let ended = Completion<Void>()
-        onFinish { ended.complete(()) }
-        await ended.finished()
+        await withCheckedContinuation { waiter in onFinish { waiter.resume() } }
     }
 }
 
