@@ -27,6 +27,14 @@ enum CaptureProcessMain {
         // two never add up. Huge pages off: x264 asks for them for its pictures, 2 MB at a time.
         ProcessMemory.withoutHugePages()
         ProcessMemory.dropCodePages()
+        // That opened the code's watch, the one userfaultfd this process needs: a session
+        // taken over by a hostile picture or stream can open none of its own.
+        do {
+            try ProcessMemory.refuseNewUserfaultfds()
+        } catch {
+            FileHandle.standardError.write(Data("replay-capture: could not confine itself further: \(error)\n".utf8))
+            exit(1)
+        }
         signal(SIGPIPE, SIG_IGN)
         LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
         var logger = Logger(label: "replay-capture")

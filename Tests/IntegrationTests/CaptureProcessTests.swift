@@ -190,10 +190,15 @@ extension IntegrationTests {
                 #expect(held.filter { $0 == watch }.count == 1, "\(held)")
                 #expect(daemonHolds.contains(watch), "\(daemonHolds)")
             }
-            // No new privileges, and the seccomp filter.
+            // No new privileges, and two seccomp filters more than replayd has: the one it was
+            // started under, and its own against any other userfaultfd, once it held the watch.
             let status = ProcFS.text("/proc/\(pid)/status") ?? ""
             #expect(status.contains("NoNewPrivs:\t1"), "\(status)")
             #expect(status.contains("Seccomp:\t2"), "\(status)")
+            let filters = { (pid: Int32) in ProcFS.text("/proc/\(pid)/status")?.split(separator: "\n")
+                .first { $0.hasPrefix("Seccomp_filters:") }.flatMap { Int($0.split(separator: "\t").last ?? "") } }
+            let daemonFilters = try #require(filters(daemon.pid))
+            #expect(filters(pid) == daemonFilters + 2, "\(status)")
 
             recording.process.signal(SIGINT)  // Ctrl-C: the recording stops, kept
             let result = recording.finish(timeout: 30)

@@ -355,6 +355,38 @@ int CShims_map_one_page_per_fault(void *start, size_t length) {
     return ioctl(code_watch, UFFDIO_REGISTER, &range) == 0 ? 0 : -errno;
 }
 
+/* Refuses every new userfaultfd: the call, and the device's USERFAULTFD_IOC_NEW
+   (/dev/userfaultfd, which only its permissions guard). Other architectures' numbers are
+   refused first, as in the confinement filter above. */
+static struct sock_filter no_new_userfaultfd_filter[] = {
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_AUDIT_ARCH, 1, 0),
+    BPF_STMT(BPF_RET | BPF_K, REFUSE),
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+#if defined(__x86_64__)
+    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U /* __X32_SYSCALL_BIT */, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, REFUSE),
+#endif
+    REFUSE_CALL(__NR_userfaultfd),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 3),
+    LOAD_LOW_WORD_OF_ARGUMENT(1),
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, USERFAULTFD_IOC_NEW, 0, 1),
+    BPF_STMT(BPF_RET | BPF_K, REFUSE),
+    BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+};
+
+int CShims_refuse_new_userfaultfds(void) {
+    /* What seccomp asks of a process without CAP_SYS_ADMIN; a confined one has it already. */
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return -errno;
+    struct sock_fprog program = {
+        .len = (unsigned short)(sizeof no_new_userfaultfd_filter / sizeof no_new_userfaultfd_filter[0]),
+        .filter = no_new_userfaultfd_filter };
+    /* Every thread at once: one started by a library before this call is no way around it. */
+    long result = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program);
+    if (result < 0) return -errno;
+    return result == 0 ? 0 : -EAGAIN;  /* the id of a thread that could not take the filter */
+}
+
 /* Per loaded object: its segments that nothing may write (no PF_W), less its RELRO range,
    dropped from the resident set. Such pages hold the file's own bytes and nothing else, so a
    later read maps them back unchanged. An object with text relocations is left alone: the

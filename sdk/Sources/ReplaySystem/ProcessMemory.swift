@@ -80,6 +80,16 @@ public enum ProcessMemory {
         return CShims_map_one_page_per_fault(UnsafeMutableRawPointer(mutating: start), pages.count) == 0
     }
 
+    /// From now on this process, and what it starts, may open no userfaultfd of its own (the
+    /// call, or /dev/userfaultfd's): one more seccomp filter, on every thread. For a confined
+    /// process that opened the one it needs, `dropCodePages`'s watch, at its start: a
+    /// userfaultfd stalls the process's own accesses at will, and its code in the kernel is
+    /// more for an attacker to reach. The watch it holds goes on taking what loads later.
+    public static func refuseNewUserfaultfds() throws(SystemError) {
+        let result = CShims_refuse_new_userfaultfds()
+        if result < 0 { throw SystemError(call: "seccomp (no new userfaultfd)", errno: -result) }
+    }
+
     /// No transparent huge pages for this process: an encoder madvises its picture buffers for
     /// huge pages, which then take 2 MB of memory at a time whether or not it is all used.
     public static func withoutHugePages() { CShims_disable_transparent_huge_pages() }

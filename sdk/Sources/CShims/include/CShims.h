@@ -111,6 +111,11 @@ size_t CShims_drop_read_only_segments(void);
    asynchronous userfaultfd write-protection (before Linux 6.7) or userfaultfd is refused. */
 int CShims_map_one_page_per_fault(void *start, size_t length);
 
+/* From now on this process and its children may open no userfaultfd (the call, or
+   /dev/userfaultfd): one more seccomp filter, on every thread. A watch opened before goes on
+   working. 0, or -errno. */
+int CShims_refuse_new_userfaultfds(void);
+
 /* prctl(PR_SET_THP_DISABLE): no transparent huge pages for this process and its children. */
 void CShims_disable_transparent_huge_pages(void);
 
