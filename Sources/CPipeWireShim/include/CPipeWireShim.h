@@ -60,6 +60,9 @@ void CPW_buffer_end_read(struct pw_buffer *buffer);
 /* Drops this process's mapping of a shared-memory (memfd) buffer's pages, which stay the
    producer's: a buffer handed back is not counted in our resident memory until read again. */
 void CPW_buffer_drop_pages(struct pw_buffer *buffer);
+/* The same for the pages of a plane that lie wholly before `end`, a place inside it: what was
+   read already, while the rest is still to come. */
+void CPW_buffer_drop_pages_before(struct pw_buffer *buffer, const void *end);
 
 typedef struct {
     int32_t x, y;

@@ -262,6 +262,13 @@ final class PipeWireStream {
         return body(UnsafeRawPointer(data), rowBytes, format)
     }
 
+    /// Lets go of the held frame's shared pages that lie wholly before `end`, a place in its
+    /// picture: read already, they need not count as this process's memory while the rest is
+    /// read. They map back if read again.
+    func dropHeldPages(before end: UnsafeRawPointer) {
+        if let held { CPW_buffer_drop_pages_before(held, end) }
+    }
+
     /// Gives the held frame back to the producer. Our view of its pages goes too: the producer
     /// cycles through several buffers of a whole picture each (4 × 8 MB at 1080p), which would
     /// otherwise all count as this process's memory, though only the one being read is used.

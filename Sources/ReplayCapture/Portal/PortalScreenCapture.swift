@@ -18,6 +18,10 @@ public final class PortalScreenCapture: ScreenCapturing {
         let stream: PipeWireStream
     }
 
+    /// Rows converted between two lettings-go of the compositor's picture: 1 MB of a 1080p one,
+    /// few enough calls that they cost nothing that shows.
+    static let bandRows = 128
+
     private let connection: DBusConnection
     private var cast: Cast
     private var request: ScreenCastRequest
@@ -246,7 +250,12 @@ public final class PortalScreenCapture: ScreenCapturing {
                         for part in parts { format.layout.convert(data, rowBytes: rowBytes, into: pixels, part: part) }
                         picturesConvertedInPart += 1
                     } else {
-                        format.layout.convert(data, rowBytes: rowBytes, into: pixels)
+                        // A band at a time, each band's pages let go of once read: at most a
+                        // band of the compositor's picture (8 MB at 1080p) is this process's
+                        // memory at once, for about the same work.
+                        format.layout.convert(data, rowBytes: rowBytes, into: pixels, bandRows: Self.bandRows) { rows in
+                            stream.dropHeldPages(before: data + rows * rowBytes)
+                        }
                         stream.cursor.forgetDrawing()
                     }
                     if options.showCursor { stream.cursor.draw(into: pixels) }
