@@ -291,32 +291,18 @@ import Glibc
             spa.datas = plane
             return try withUnsafeMutablePointer(to: &spa) { spa in
                 buffer.buffer = spa
-                #expect(Self.resident(of: mapping) == size)
+                #expect(ProcessMemory.resident(ofMappingAt: mapping) == size)
                 // Five pages and a bit read: the five go, the one partly read stays.
                 CPW_buffer_drop_pages_before(&buffer, mapping + 5 * page + 100)
-                let afterBand = try #require(Self.resident(of: mapping))
+                let afterBand = try #require(ProcessMemory.resident(ofMappingAt: mapping))
                 // A place outside the plane drops nothing.
                 CPW_buffer_drop_pages_before(&buffer, mapping + size + page)
-                return (afterBand, try #require(Self.resident(of: mapping)))
+                return (afterBand, try #require(ProcessMemory.resident(ofMappingAt: mapping)))
             }
         }
         #expect(resident.0 == size - 5 * page)
         #expect(resident.1 == resident.0)
         for offset in stride(from: 0, to: size, by: page) { #expect(mapping.load(fromByteOffset: offset, as: UInt8.self) == UInt8(offset / page + 1)) }
-    }
-
-    /// The `Rss` of the mapping that starts at `address`, from /proc/self/smaps.
-    static func resident(of address: UnsafeMutableRawPointer) -> Int? {
-        guard let smaps = ProcFS.text("/proc/self/smaps") else { return nil }
-        var inside = false
-        for line in smaps.split(separator: "\n") {
-            if let range = line.split(separator: " ").first, range.contains("-") {
-                inside = range.split(separator: "-").first.flatMap { UInt($0, radix: 16) } == UInt(bitPattern: address)
-            } else if inside, line.hasPrefix("Rss:") {
-                return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }.map { $0 * 1024 }
-            }
-        }
-        return nil
     }
 
     @Test func aCamerasYUY2FrameHasTwoBytesAPixel() {

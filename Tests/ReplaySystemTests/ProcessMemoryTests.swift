@@ -50,7 +50,7 @@ import Testing
             var sum = 0
             for offset in stride(from: 0, to: length, by: 512 << 10) { sum += Int(mapping.load(fromByteOffset: offset, as: UInt8.self)) }
             #expect(sum == 8 * 0x5a)
-            return try #require(Self.resident(of: mapping))
+            return try #require(ProcessMemory.resident(ofMappingAt: mapping))
         }
 
         let plain = try #require(try residentAfterReading(registered: false))
@@ -124,18 +124,4 @@ import Testing
         let release = withUnsafeBytes(of: &names.release) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
         return release.split(separator: ".").prefix(2).map { Int($0.prefix { $0.isNumber }) ?? 0 }
     }()
-
-    /// The `Rss` of the mapping that starts at `address`, from /proc/self/smaps.
-    static func resident(of address: UnsafeMutableRawPointer) -> Int? {
-        guard let smaps = ProcFS.text("/proc/self/smaps") else { return nil }
-        var inside = false
-        for line in smaps.split(separator: "\n") {
-            if let range = line.split(separator: " ").first, range.contains("-") {
-                inside = range.split(separator: "-").first.flatMap { UInt($0, radix: 16) } == UInt(bitPattern: address)
-            } else if inside, line.hasPrefix("Rss:") {
-                return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }.map { $0 * 1024 }
-            }
-        }
-        return nil
-    }
 }

@@ -131,17 +131,22 @@ static int allow_beneath(int ruleset, char *const *paths, int count, uint64_t ac
 #define REFUSE_CALL(number) BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, number, 0, 1), BPF_STMT(BPF_RET | BPF_K, REFUSE)
 
 /* Another architecture's numbers (i386 through int 0x80) and x32's would get past a
-   number-only filter, so they are refused first. The checks on arguments come last, as they
-   replace the call's number in the accumulator. */
-static struct sock_filter confinement_filter[] = {
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_AUDIT_ARCH, 1, 0),
-    BPF_STMT(BPF_RET | BPF_K, REFUSE),
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+   number-only filter, so a filter refuses them first; then it loads the call's number. */
 #if defined(__x86_64__)
-    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U /* __X32_SYSCALL_BIT */, 0, 1),
-    BPF_STMT(BPF_RET | BPF_K, REFUSE),
+#define REFUSE_X32 BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U /* __X32_SYSCALL_BIT */, 0, 1), BPF_STMT(BPF_RET | BPF_K, REFUSE),
+#else
+#define REFUSE_X32
 #endif
+#define NATIVE_CALLS_ONLY \
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)), \
+    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_AUDIT_ARCH, 1, 0), \
+    BPF_STMT(BPF_RET | BPF_K, REFUSE), \
+    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)), \
+    REFUSE_X32
+
+/* The checks on arguments come last, as they replace the call's number in the accumulator. */
+static struct sock_filter confinement_filter[] = {
+    NATIVE_CALLS_ONLY
     /* A System V segment outlives its mappings and is no process's memory: uncountable. */
     REFUSE_CALL(__NR_shmget),
     REFUSE_CALL(__NR_ptrace),
@@ -356,17 +361,9 @@ int CShims_map_one_page_per_fault(void *start, size_t length) {
 }
 
 /* Refuses every new userfaultfd: the call, and the device's USERFAULTFD_IOC_NEW
-   (/dev/userfaultfd, which only its permissions guard). Other architectures' numbers are
-   refused first, as in the confinement filter above. */
+   (/dev/userfaultfd, which only its permissions guard). */
 static struct sock_filter no_new_userfaultfd_filter[] = {
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-    BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, NATIVE_AUDIT_ARCH, 1, 0),
-    BPF_STMT(BPF_RET | BPF_K, REFUSE),
-    BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-#if defined(__x86_64__)
-    BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000U /* __X32_SYSCALL_BIT */, 0, 1),
-    BPF_STMT(BPF_RET | BPF_K, REFUSE),
-#endif
+    NATIVE_CALLS_ONLY
     REFUSE_CALL(__NR_userfaultfd),
     BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 3),
     LOAD_LOW_WORD_OF_ARGUMENT(1),

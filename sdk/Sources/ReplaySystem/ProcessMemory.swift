@@ -20,6 +20,21 @@ public enum ProcessMemory {
         return (total * 1024, anonymous * 1024)
     }
 
+    /// Resident bytes of the one mapping that starts at `address` (its `Rss` in
+    /// /proc/self/smaps): what a single mapping holds, whatever else the process does meanwhile.
+    public static func resident(ofMappingAt address: UnsafeRawPointer) -> Int? {
+        guard let smaps = ProcFS.text("/proc/self/smaps") else { return nil }
+        var inside = false
+        for line in smaps.split(separator: "\n") {
+            if let range = line.split(separator: " ").first, range.contains("-") {
+                inside = range.split(separator: "-").first.flatMap { UInt($0, radix: 16) } == UInt(bitPattern: address)
+            } else if inside, line.hasPrefix("Rss:") {
+                return line.split(separator: " ").dropFirst().first.flatMap { Int($0) }.map { $0 * 1024 }
+            }
+        }
+        return nil
+    }
+
     /// The machine's physical memory in bytes.
     public static var physical: Int { sysconf(Int32(_SC_PHYS_PAGES)) * sysconf(Int32(_SC_PAGESIZE)) }
 
