@@ -8,10 +8,13 @@ final class PictureTurner {
     private var asLaid: PixelBuffer?
     private var mirrored: PixelBuffer?
 
-    func convertUpright(_ data: UnsafeRawPointer, rowBytes: Int, _ layout: PixelLayout, _ turn: PictureTurn, into pixels: PixelBuffer) {
+    /// `converted` is told, band by band, how many of the buffer's rows have been read
+    /// (`PixelLayout.convert(_:rowBytes:into:bandRows:converted:)`).
+    func convertUpright(_ data: UnsafeRawPointer, rowBytes: Int, _ layout: PixelLayout, _ turn: PictureTurn, into pixels: PixelBuffer,
+                        bandRows: Int, converted: (Int) -> Void) {
         let (width, height) = turn.uprightSize(width: pixels.width, height: pixels.height)
         let laid = Self.reuse(&asLaid, width: width, height: height)
-        layout.convert(data, rowBytes: rowBytes, into: laid)
+        layout.convert(data, rowBytes: rowBytes, into: laid, bandRows: bandRows, converted: converted)
         var upright = laid
         if turn.mirrored {
             upright = Self.reuse(&mirrored, width: width, height: height)

@@ -237,9 +237,13 @@ public final class PortalScreenCapture: ScreenCapturing {
                         stream.cursor.forgetDrawing()
                         return true
                     }
+                    // A whole picture is read a band at a time, each band's pages let go of once
+                    // read: at most a band of the compositor's picture (8 MB at 1080p) is this
+                    // process's memory at once, for about the same work.
+                    let letGo = { (rows: Int) in stream.dropHeldPages(before: data + rows * rowBytes) }
                     if turn != .none {
                         // (A metadata cursor comes from mutter, which turns pictures itself.)
-                        turner.convertUpright(data, rowBytes: rowBytes, format.layout, turn, into: pixels)
+                        turner.convertUpright(data, rowBytes: rowBytes, format.layout, turn, into: pixels, bandRows: Self.bandRows, converted: letGo)
                         stream.cursor.forgetDrawing()
                         return true
                     }
@@ -250,12 +254,7 @@ public final class PortalScreenCapture: ScreenCapturing {
                         for part in parts { format.layout.convert(data, rowBytes: rowBytes, into: pixels, part: part) }
                         picturesConvertedInPart += 1
                     } else {
-                        // A band at a time, each band's pages let go of once read: at most a
-                        // band of the compositor's picture (8 MB at 1080p) is this process's
-                        // memory at once, for about the same work.
-                        format.layout.convert(data, rowBytes: rowBytes, into: pixels, bandRows: Self.bandRows) { rows in
-                            stream.dropHeldPages(before: data + rows * rowBytes)
-                        }
+                        format.layout.convert(data, rowBytes: rowBytes, into: pixels, bandRows: Self.bandRows, converted: letGo)
                         stream.cursor.forgetDrawing()
                     }
                     if options.showCursor { stream.cursor.draw(into: pixels) }
