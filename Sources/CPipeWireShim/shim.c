@@ -183,8 +183,9 @@ void CPW_buffer_begin_read(struct pw_buffer *buffer) { sync_dmabuf(buffer, DMA_B
 
 void CPW_buffer_end_read(struct pw_buffer *buffer) { sync_dmabuf(buffer, DMA_BUF_SYNC_END); }
 
-/* Reading the buffer maps its pages back a fault per 64 KB: about 0.3 ms a 1080p picture here,
-   no less with MADV_POPULATE_READ first. */
+/* Reading the buffer maps its pages back a fault per 64 KB: 0.6–0.7 ms a 1080p picture here
+   against reading one kept mapped, no less with MADV_POPULATE_READ first or read with pread
+   instead (README, Benchmarks). */
 void CPW_buffer_drop_pages(struct pw_buffer *buffer) { drop_shared_planes(buffer, NULL); }
 
 void CPW_buffer_drop_pages_before(struct pw_buffer *buffer, const void *end) { drop_shared_planes(buffer, end); }
