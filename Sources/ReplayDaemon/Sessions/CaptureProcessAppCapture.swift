@@ -102,21 +102,20 @@ final class CaptureProcessAppCapture: AppCaptureControl {
     func start(then started: @escaping @Sendable (Result<(width: Int, height: Int), DaemonError>) -> Void) {
         let link: CaptureProcessLink
         do {
-            link = try CaptureProcessLink(
-                launcher: launcher, id: plan.id, label: "app-capture-\(plan.id)", protectedWindows: protectedWindows,
-                start: { [plan] windows in
-                    var plan = plan
-                    plan.protectedWindows = windows
-                    return .startAppCapture(plan)
-                },
-                heard: { [weak self] report, descriptors in self?.heard(report, descriptors: descriptors) != nil },
-                ended: { [weak self] status in self?.ended(exitStatus: status) })
+            link = try CaptureProcessLink(launcher: launcher, id: plan.id, protectedWindows: protectedWindows)
         } catch {
             let failure = DaemonError(code: .captureFailed, message: "cannot start the capture process: \(error)")
             completion.complete(failure.message)
             return started(.failure(failure))
         }
+        // Kept before the process is heard: what it reports may be answered at once.
         state.withLock { $0.link = link }
+        link.start(label: "app-capture-\(plan.id)", { [plan] windows in
+            var plan = plan
+            plan.protectedWindows = windows
+            return .startAppCapture(plan)
+        }, heard: { [weak self] report, descriptors in self?.heard(report, descriptors: descriptors) != nil },
+           ended: { [weak self] status in self?.ended(exitStatus: status) })
         let process = link.process
         answer.onComplete { [self] answer in
             guard case .success(let size) = answer else {

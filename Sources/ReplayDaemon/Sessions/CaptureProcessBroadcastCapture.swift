@@ -57,20 +57,19 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
     func open(then opened: @escaping @Sendable (Result<BroadcastCaptureOpened, DaemonError>) -> Void) {
         let link: CaptureProcessLink
         do {
-            link = try CaptureProcessLink(
-                launcher: launcher, id: plan.id, label: "broadcast-capture-\(plan.id)", protectedWindows: protectedWindows,
-                start: { [plan] windows in
-                    var plan = plan
-                    plan.protectedWindows = windows
-                    return .startBroadcastCapture(plan)
-                },
-                heard: { [weak self] report, descriptors in self?.heard(report, descriptors: descriptors) != nil },
-                ended: { [weak self] status in self?.ended(exitStatus: status) })
+            link = try CaptureProcessLink(launcher: launcher, id: plan.id, protectedWindows: protectedWindows)
         } catch {
             done.complete(())
             return opened(.failure(DaemonError(code: .captureFailed, message: "cannot start the capture process: \(error)")))
         }
+        // Kept before the process is heard: what it reports may be answered at once.
         state.withLock { $0.link = link }
+        link.start(label: "broadcast-capture-\(plan.id)", { [plan] windows in
+            var plan = plan
+            plan.protectedWindows = windows
+            return .startBroadcastCapture(plan)
+        }, heard: { [weak self] report, descriptors in self?.heard(report, descriptors: descriptors) != nil },
+           ended: { [weak self] status in self?.ended(exitStatus: status) })
         let process = link.process
         answer.onComplete { [logger] answer in
             if case .success = answer {

@@ -200,16 +200,20 @@ final class CaptureProcessLink: Sendable {
     private let timers: any Timers
     private let state = Mutex<(channelOpen: Bool, exitStatus: Int32?, observer: Int?, ended: Bool)>((true, nil, nil, false))
 
-    /// Starts a process for `id` and sends it `start`, made with the protected windows of now
-    /// (each later change follows at once). `heard` gets every report and owns its
-    /// descriptors if it returns true (false: its session is gone, and they are closed here);
-    /// `ended` gets the exit status, once, at the end.
-    init(launcher: any CaptureProcessLauncher, id: String, label: String, protectedWindows: ProtectedWindows,
-         start: ([UInt32]) -> CaptureCommand, heard: @escaping @Sendable (CaptureReport, [Int32]) -> Bool,
-         ended: @escaping @Sendable (Int32) -> Void) throws {
+    /// Starts a process for `id`; it is told nothing and heard from only once `start` runs,
+    /// so its session can keep this link first (and tell the process things as it hears it).
+    init(launcher: any CaptureProcessLauncher, id: String, protectedWindows: ProtectedWindows) throws {
         (process, channel) = try launcher.launch(id: id)
         self.protectedWindows = protectedWindows
         timers = launcher.timers
+    }
+
+    /// Sends the process `start`, made with the protected windows of now (each later change
+    /// follows at once), and hears it from then on. `heard` gets every report and owns its
+    /// descriptors if it returns true (false: its session is gone, and they are closed here);
+    /// `ended` gets the exit status, once, at the end.
+    func start(label: String, _ start: ([UInt32]) -> CaptureCommand, heard: @escaping @Sendable (CaptureReport, [Int32]) -> Bool,
+               ended: @escaping @Sendable (Int32) -> Void) {
         // The channel is closed only once the watch has let go of it, never under the watch.
         channel.watchReports(label: label, heard: { report, descriptors in
             if !heard(report, descriptors) { descriptors.forEach { Glibc.close($0) } }
