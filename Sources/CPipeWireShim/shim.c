@@ -9,7 +9,6 @@
 #include <linux/dma-buf.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 int CPW_loop_iterate(struct pw_loop *loop, int timeout_ms) {
     pw_loop_enter(loop);
@@ -54,12 +53,12 @@ const struct spa_pod *CPW_build_enum_format(uint8_t *buffer, uint32_t size, cons
     return (const struct spa_pod *)spa_pod_builder_pop(&b, &object);
 }
 
-uint32_t CPW_build_buffer_params(uint8_t *buffer, uint32_t size, uint32_t data_types,
+uint32_t CPW_build_buffer_params(uint8_t *buffer, uint32_t size, uint32_t data_types, int32_t buffers,
                                  const struct spa_pod **params, uint32_t max) {
     struct spa_pod_builder b = SPA_POD_BUILDER_INIT(buffer, size);
     uint32_t n = 0;
     if (n < max) params[n++] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
-        SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(4, 2, 16),
+        SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(buffers, 2, 16),
         SPA_PARAM_BUFFERS_dataType, SPA_POD_CHOICE_FLAGS_Int((int)data_types));
     if (n < max) params[n++] = spa_pod_builder_add_object(&b, SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
         SPA_PARAM_META_type, SPA_POD_Id(SPA_META_Header),
@@ -160,35 +159,9 @@ static void sync_dmabuf(struct pw_buffer *buffer, uint64_t flags) {
     while (ioctl((int)d->fd, DMA_BUF_IOCTL_SYNC, &sync) < 0 && errno == EINTR) {}
 }
 
-/* The pages of a buffer's planes that are the producer's shared memory (a memfd, which
-   PipeWire maps shared), dropped from this process's mapping: never MemPtr (memory of this
-   process), nor a DMA-BUF. With `before`, only a plane that holds it, and only its pages
-   that lie wholly before it. */
-static void drop_shared_planes(struct pw_buffer *buffer, const void *before) {
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    for (uint32_t i = 0; i < buffer->buffer->n_datas; i++) {
-        const struct spa_data *d = &buffer->buffer->datas[i];
-        if (d->type != SPA_DATA_MemFd || d->data == NULL || d->maxsize == 0) continue;
-        uintptr_t data = (uintptr_t)d->data, start = data & ~(page - 1);
-        uintptr_t end = (data + d->maxsize + page - 1) & ~(page - 1);
-        if (before != NULL) {
-            if ((uintptr_t)before < data || (uintptr_t)before > data + d->maxsize) continue;
-            end = (uintptr_t)before & ~(page - 1);
-        }
-        if (end > start) madvise((void *)start, end - start, MADV_DONTNEED);
-    }
-}
-
 void CPW_buffer_begin_read(struct pw_buffer *buffer) { sync_dmabuf(buffer, DMA_BUF_SYNC_START); }
 
 void CPW_buffer_end_read(struct pw_buffer *buffer) { sync_dmabuf(buffer, DMA_BUF_SYNC_END); }
-
-/* Reading the buffer maps its pages back a fault per 64 KB: 0.6–0.7 ms a 1080p picture here
-   against reading one kept mapped, no less with MADV_POPULATE_READ first or read with pread
-   instead (README, Benchmarks). */
-void CPW_buffer_drop_pages(struct pw_buffer *buffer) { drop_shared_planes(buffer, NULL); }
-
-void CPW_buffer_drop_pages_before(struct pw_buffer *buffer, const void *end) { drop_shared_planes(buffer, end); }
 
 #define CPW_MAX_MAPPINGS 32
 

@@ -30,9 +30,19 @@ extension IntegrationTests {
             let token = try #require(capture.restoreToken, "Start returned no restore token")
             #expect(!token.isEmpty)
 
-            let frames = try Self.collect(from: capture, seconds: 3)
+            let collector = Collector()
+            var pictureBuffers: [String] = []
+            try Self.run(capture, into: collector, seconds: 3) {
+                Thread.sleep(forTimeInterval: 1.5)
+                pictureBuffers = Self.sharedPictureMappings(atLeast: 1280 * 720 * 4)
+            }
+            let frames = collector.frames.withLock { $0 }
             let fresh = frames.filter { !$0.isRepeat }
             print("portal frames in 3 s: \(capture.framesFromCompositor) from the compositor, \(fresh.count) delivered, \(frames.count - fresh.count) repeated; distinct pictures \(Set(fresh.map(\.digest)).count); converted in part \(capture.picturesConvertedInPart)")
+            print("the compositor's picture buffers mapped: \(pictureBuffers.map { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).joined(separator: " ") })")
+            // The compositor allocates each buffer of whole pictures for this cast alone: it was
+            // asked for two, one to draw while the other is converted, and holds to that.
+            #expect(pictureBuffers.count == 2, "the compositor's picture buffers mapped: \(pictureBuffers)")
             // Every picture the compositor sent is delivered (the scene draws 30 a second, within
             // the cap); how many it manages depends on the shared CPU, so at least 10 a second.
             #expect(Double(fresh.count) >= 0.95 * Double(capture.framesFromCompositor),
@@ -446,6 +456,19 @@ extension IntegrationTests {
             let duration = try #require(probe.duration)
             #expect(abs(duration - Double(seconds)) <= 0.5, "duration \(duration)")
             #expect((video.packets ?? 0) >= Int(duration * 20), "\(video.packets ?? 0) frames in \(duration) s")
+        }
+
+        /// This process's shared mappings of at least `bytes`: a compositor's picture buffers, as
+        /// PipeWire maps them (mutter's memfds, xdg-desktop-portal-wlr's shm files). Each line of
+        /// /proc/self/maps that is one.
+        static func sharedPictureMappings(atLeast bytes: Int) -> [String] {
+            let maps = (try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? ""
+            return maps.split(separator: "\n").map(String.init).filter { line in
+                let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                guard fields.count >= 6, fields[1].hasSuffix("s") else { return false }
+                let range = fields[0].split(separator: "-").compactMap { Int($0, radix: 16) }
+                return range.count == 2 && range[1] - range[0] >= bytes
+            }
         }
 
         static func collect(from capture: PortalScreenCapture, seconds: Double) throws -> [FrameFacts] {

@@ -1,11 +1,6 @@
 @testable import ReplayCapture
-import CPipeWire
-import CPipeWireShim
 import Foundation
 import ReplayDBus
-import ReplayMedia
-import ReplayProcessing
-import ReplaySystem
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -243,66 +238,6 @@ import Glibc
         #expect(format.rowBytes(stride: 5120, size: 5120 * 719) == nil)  // a row missing
         #expect(format.rowBytes(stride: 4000, size: 4000 * 720) == nil)  // rows narrower than the picture
         #expect(format.rowBytes(stride: -5120, size: 5120 * 720) == nil)  // bottom-up layouts are not read
-    }
-
-    /// The portal's pictures are converted a band of rows at a time, each band let go of once
-    /// read: the same picture as converting it whole, the bands told in order, the last one short.
-    @Test(arguments: [PixelLayout.bgrx, .rgba])
-    func aPictureConvertedInBandsIsThePictureConvertedWhole(_ layout: PixelLayout) {
-        let (width, height, rowBytes) = (48, 70, 48 * 4 + 32)  // padded rows; 70 rows: bands of 16 end short
-        var generator = SystemRandomNumberGenerator()
-        let source = (0..<rowBytes * height).map { _ in UInt8.random(in: 0 ... 255, using: &generator) }
-        let blank = { PixelBuffer(width: width, height: height, format: PixelConverter.format) { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
-        let whole = blank(), banded = blank()
-        var told: [Int] = []
-        source.withUnsafeBytes { data in
-            layout.convert(data.baseAddress!, rowBytes: rowBytes, into: whole)
-            layout.convert(data.baseAddress!, rowBytes: rowBytes, into: banded, bandRows: 16) { told.append($0) }
-        }
-        #expect(told == [16, 32, 48, 64, 70])
-        #expect(banded.bytes.elementsEqual(whole.bytes))
-        #expect(whole.bytes.contains { $0 != 0 })
-    }
-
-    /// What lets go of a band: of a plane in shared memory (mapped shared, as PipeWire maps a
-    /// compositor's memfd), the pages wholly before the place given leave this process's
-    /// resident memory; the rest stay, and what was dropped reads back unchanged.
-    @Test func aSharedPlaneDropsOnlyThePagesBeforeThePlaceGiven() throws {
-        let page = Int(sysconf(Int32(_SC_PAGESIZE))), size = 16 * page
-        // A tmpfs file: shared memory as a memfd is.
-        let path = "/dev/shm/replay-drop-before-\(getpid())-\(UInt32.random(in: 0 ... .max))"
-        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        try #require(fd >= 0)
-        unlink(path)
-        defer { close(fd) }
-        try #require(ftruncate(fd, off_t(size)) == 0)
-        let mapping = try #require(mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0).flatMap { $0 == MAP_FAILED ? nil : $0 })
-        defer { munmap(mapping, size) }
-        for offset in stride(from: 0, to: size, by: page) { mapping.storeBytes(of: UInt8(offset / page + 1), toByteOffset: offset, as: UInt8.self) }
-        var plane = spa_data()
-        plane.type = SPA_DATA_MemFd.rawValue
-        plane.fd = Int64(fd)
-        plane.maxsize = UInt32(size)
-        plane.data = mapping
-        var spa = spa_buffer()
-        var buffer = pw_buffer()
-        let resident = try withUnsafeMutablePointer(to: &plane) { plane in
-            spa.n_datas = 1
-            spa.datas = plane
-            return try withUnsafeMutablePointer(to: &spa) { spa in
-                buffer.buffer = spa
-                #expect(ProcessMemory.resident(ofMappingAt: mapping) == size)
-                // Five pages and a bit read: the five go, the one partly read stays.
-                CPW_buffer_drop_pages_before(&buffer, mapping + 5 * page + 100)
-                let afterBand = try #require(ProcessMemory.resident(ofMappingAt: mapping))
-                // A place outside the plane drops nothing.
-                CPW_buffer_drop_pages_before(&buffer, mapping + size + page)
-                return (afterBand, try #require(ProcessMemory.resident(ofMappingAt: mapping)))
-            }
-        }
-        #expect(resident.0 == size - 5 * page)
-        #expect(resident.1 == resident.0)
-        for offset in stride(from: 0, to: size, by: page) { #expect(mapping.load(fromByteOffset: offset, as: UInt8.self) == UInt8(offset / page + 1)) }
     }
 
     @Test func aCamerasYUY2FrameHasTwoBytesAPixel() {

@@ -21,10 +21,10 @@ const struct spa_pod *CPW_build_enum_format(uint8_t *buffer, uint32_t size, cons
 /// DRM_FORMAT_MOD_LINEAR (libdrm's drm_fourcc.h): a DMA-BUF laid out as rows of pixels.
 #define CPW_MODIFIER_LINEAR 0ULL
 
-/// The Buffers param (data types as a bit mask of 1 << SPA_DATA_*) and the Meta params
-/// this consumer reads (header, video transform, damage, cursor). Writes up to `max` pods into
-/// `params`; returns how many.
-uint32_t CPW_build_buffer_params(uint8_t *buffer, uint32_t size, uint32_t data_types,
+/// The Buffers param (data types as a bit mask of 1 << SPA_DATA_*; `buffers` asked for, any
+/// from 2 to 16 taken) and the Meta params this consumer reads (header, video transform,
+/// damage, cursor). Writes up to `max` pods into `params`; returns how many.
+uint32_t CPW_build_buffer_params(uint8_t *buffer, uint32_t size, uint32_t data_types, int32_t buffers,
                                  const struct spa_pod **params, uint32_t max);
 
 typedef struct {
@@ -57,12 +57,6 @@ void CPW_buffer_view(struct pw_buffer *buffer, CPW_frame_view *out);
 /// visible and its caches kept coherent; nothing for shared memory.
 void CPW_buffer_begin_read(struct pw_buffer *buffer);
 void CPW_buffer_end_read(struct pw_buffer *buffer);
-/* Drops this process's mapping of a shared-memory (memfd) buffer's pages, which stay the
-   producer's: a buffer handed back is not counted in our resident memory until read again. */
-void CPW_buffer_drop_pages(struct pw_buffer *buffer);
-/* The same for the pages of a plane that lie wholly before `end`, a place inside it: what was
-   read already, while the rest is still to come. */
-void CPW_buffer_drop_pages_before(struct pw_buffer *buffer, const void *end);
 
 typedef struct {
     int32_t x, y;

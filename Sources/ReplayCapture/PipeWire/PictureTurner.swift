@@ -8,13 +8,10 @@ final class PictureTurner {
     private var asLaid: PixelBuffer?
     private var mirrored: PixelBuffer?
 
-    /// `converted` is told, band by band, how many of the buffer's rows have been read
-    /// (`PixelLayout.convert(_:rowBytes:into:bandRows:converted:)`).
-    func convertUpright(_ data: UnsafeRawPointer, rowBytes: Int, _ layout: PixelLayout, _ turn: PictureTurn, into pixels: PixelBuffer,
-                        bandRows: Int, converted: (Int) -> Void) {
+    func convertUpright(_ data: UnsafeRawPointer, rowBytes: Int, _ layout: PixelLayout, _ turn: PictureTurn, into pixels: PixelBuffer) {
         let (width, height) = turn.uprightSize(width: pixels.width, height: pixels.height)
         let laid = Self.reuse(&asLaid, width: width, height: height)
-        layout.convert(data, rowBytes: rowBytes, into: laid, bandRows: bandRows, converted: converted)
+        layout.convert(data, rowBytes: rowBytes, into: laid)
         var upright = laid
         if turn.mirrored {
             upright = Self.reuse(&mirrored, width: width, height: height)

@@ -19,6 +19,8 @@ final class PipeWireStream {
     private var listener: OpaquePointer?
     /// The producer's node: its id, or PW_ID_ANY with the name asked for.
     private let producer: (id: UInt32, name: String?)
+    /// How many buffers the producer is asked to cycle through.
+    private let bufferCount: Int32
     /// The newest frame, kept from the producer until it is converted.
     private var held: UnsafeMutablePointer<pw_buffer>?
     /// When the held frame was drawn (monotonic nanoseconds): its time.
@@ -63,8 +65,8 @@ final class PipeWireStream {
             if let remote { close(remote) }
             throw CaptureError(.pipeWireFailed, "cannot make a PipeWire loop")
         }
-        // Buffers not locked in memory: a locked mapping cannot be let go of between frames
-        // (`releaseHeld`), and losing a frame to swap is no worse than any late frame.
+        // Buffers not locked in memory: they are the producer's, and a user's memlock limit
+        // (8 MB) is one 1080p picture; losing a frame to swap is no worse than any late frame.
         guard let context = pw_context_new(loop, pw_properties_new_string("mem.allow-mlock=false"), 0) else {
             if let remote { close(remote) }
             pw_loop_destroy(loop)
@@ -86,6 +88,9 @@ final class PipeWireStream {
             properties = pw_properties_new_string("media.type=Video media.category=Capture media.role=Screen")
             node = portalNode
             layouts = PixelLayout.screen
+            // Two whole pictures, which the compositor allocates for this cast alone (8 MB each
+            // at 1080p): one it draws into while we hold the newest until it is converted.
+            bufferCount = 2
         case .camera(let target):
             properties = pw_properties_new_string("media.type=Video media.category=Capture media.role=Camera")
             if let target {
@@ -96,6 +101,8 @@ final class PipeWireStream {
             node = UInt32(bitPattern: -1)  // PW_ID_ANY: the target, or the session manager's choice
             nodeName = target
             layouts = PixelLayout.camera
+            // A camera's driver queues buffers to fill ahead; its pictures are small.
+            bufferCount = 4
         }
         guard let stream = pw_stream_new(core, "replayd", properties) else {
             pw_core_disconnect(core)
@@ -262,21 +269,9 @@ final class PipeWireStream {
         return body(UnsafeRawPointer(data), rowBytes, format)
     }
 
-    /// Lets go of the held frame's shared pages that lie wholly before `end`, a place in its
-    /// picture: read already, they need not count as this process's memory while the rest is
-    /// read. They map back if read again.
-    func dropHeldPages(before end: UnsafeRawPointer) {
-        if let held { CPW_buffer_drop_pages_before(held, end) }
-    }
-
-    /// Gives the held frame back to the producer. Our view of its pages goes too: the producer
-    /// cycles through several buffers of a whole picture each (4 × 8 MB at 1080p), which would
-    /// otherwise all count as this process's memory, though only the one being read is used.
+    /// Gives the held frame back to the producer.
     func releaseHeld() {
-        if let held {
-            CPW_buffer_drop_pages(held)
-            pw_stream_queue_buffer(stream, held)
-        }
+        if let held { pw_stream_queue_buffer(stream, held) }
         held = nil
     }
 
@@ -321,8 +316,8 @@ final class PipeWireStream {
             : UInt32(1 << SPA_DATA_MemFd.rawValue | 1 << SPA_DATA_MemPtr.rawValue)
         podBuffer.withUnsafeMutableBufferPointer { buffer in
             params.withUnsafeMutableBufferPointer { params in
-                let count = CPW_build_buffer_params(buffer.baseAddress, UInt32(buffer.count), dataTypes, params.baseAddress,
-                                                    UInt32(params.count))
+                let count = CPW_build_buffer_params(buffer.baseAddress, UInt32(buffer.count), dataTypes, bufferCount,
+                                                    params.baseAddress, UInt32(params.count))
                 _ = pw_stream_update_params(stream, params.baseAddress, count)
             }
         }

@@ -44,20 +44,6 @@ enum PixelLayout: CaseIterable, Equatable {
         }
     }
 
-    /// Converts the whole picture as `convert(_:rowBytes:into:)` does, `bandRows` (even) rows
-    /// at a time, telling `converted` after each band how many rows are done: so the caller
-    /// can let go of what was read while the rest is still to come.
-    func convert(_ data: UnsafeRawPointer, rowBytes: Int, into pixels: PixelBuffer, bandRows: Int, converted: (Int) -> Void) {
-        precondition(bandRows > 0 && bandRows % 2 == 0, "bands start on even rows")
-        var done = 0
-        while done < pixels.height {
-            let rows = min(bandRows, pixels.height - done)
-            convert(data, rowBytes: rowBytes, into: pixels, part: DamageTracker.Rect(x: 0, y: done, width: pixels.width, height: rows))
-            done += rows
-            converted(done)
-        }
-    }
-
     /// Converts one part (even edges) into the same place of `pixels`, leaving the rest.
     func convert(_ data: UnsafeRawPointer, rowBytes: Int, into pixels: PixelBuffer, part: DamageTracker.Rect) {
         if isBlueFirst {

@@ -18,10 +18,6 @@ public final class PortalScreenCapture: ScreenCapturing {
         let stream: PipeWireStream
     }
 
-    /// Rows converted between two lettings-go of the compositor's picture: 1 MB of a 1080p one,
-    /// few enough calls that they cost nothing that shows.
-    static let bandRows = 128
-
     private let connection: DBusConnection
     private var cast: Cast
     private var request: ScreenCastRequest
@@ -237,13 +233,9 @@ public final class PortalScreenCapture: ScreenCapturing {
                         stream.cursor.forgetDrawing()
                         return true
                     }
-                    // A whole picture is read a band at a time, each band's pages let go of once
-                    // read: at most a band of the compositor's picture (8 MB at 1080p) is this
-                    // process's memory at once, for about the same work.
-                    let letGo = { (rows: Int) in stream.dropHeldPages(before: data + rows * rowBytes) }
                     if turn != .none {
                         // (A metadata cursor comes from mutter, which turns pictures itself.)
-                        turner.convertUpright(data, rowBytes: rowBytes, format.layout, turn, into: pixels, bandRows: Self.bandRows, converted: letGo)
+                        turner.convertUpright(data, rowBytes: rowBytes, format.layout, turn, into: pixels)
                         stream.cursor.forgetDrawing()
                         return true
                     }
@@ -254,7 +246,7 @@ public final class PortalScreenCapture: ScreenCapturing {
                         for part in parts { format.layout.convert(data, rowBytes: rowBytes, into: pixels, part: part) }
                         picturesConvertedInPart += 1
                     } else {
-                        format.layout.convert(data, rowBytes: rowBytes, into: pixels, bandRows: Self.bandRows, converted: letGo)
+                        format.layout.convert(data, rowBytes: rowBytes, into: pixels)
                         stream.cursor.forgetDrawing()
                     }
                     if options.showCursor { stream.cursor.draw(into: pixels) }
