@@ -39,10 +39,10 @@ extension IntegrationTests {
             let frames = collector.frames.withLock { $0 }
             let fresh = frames.filter { !$0.isRepeat }
             print("portal frames in 3 s: \(capture.framesFromCompositor) from the compositor, \(fresh.count) delivered, \(frames.count - fresh.count) repeated; distinct pictures \(Set(fresh.map(\.digest)).count); converted in part \(capture.picturesConvertedInPart)")
-            print("the compositor's picture buffers mapped: \(pictureBuffers.map { $0.split(separator: " ", omittingEmptySubsequences: true).dropFirst(5).joined(separator: " ") })")
+            print("the compositor's picture buffers mapped: \(pictureBuffers)")
             // The compositor allocates each buffer of whole pictures for this cast alone: it was
             // asked for two, one to draw while the other is converted, and holds to that.
-            #expect(pictureBuffers.count == 2, "the compositor's picture buffers mapped: \(pictureBuffers)")
+            #expect(pictureBuffers.count == 2, "\(pictureBuffers.count) of the compositor's picture buffers mapped")
             // Every picture the compositor sent is delivered (the scene draws 30 a second, within
             // the cap); how many it manages depends on the shared CPU, so at least 10 a second.
             #expect(Double(fresh.count) >= 0.95 * Double(capture.framesFromCompositor),
@@ -459,15 +459,16 @@ extension IntegrationTests {
         }
 
         /// This process's shared mappings of at least `bytes`: a compositor's picture buffers, as
-        /// PipeWire maps them (mutter's memfds, xdg-desktop-portal-wlr's shm files). Each line of
-        /// /proc/self/maps that is one.
+        /// PipeWire maps them (mutter's memfds, xdg-desktop-portal-wlr's shm files). Each one's
+        /// address range and what it maps, from /proc/self/maps.
         static func sharedPictureMappings(atLeast bytes: Int) -> [String] {
             let maps = (try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? ""
-            return maps.split(separator: "\n").map(String.init).filter { line in
+            return maps.split(separator: "\n").compactMap { line in
                 let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-                guard fields.count >= 6, fields[1].hasSuffix("s") else { return false }
+                guard fields.count >= 6, fields[1].hasSuffix("s") else { return nil }
                 let range = fields[0].split(separator: "-").compactMap { Int($0, radix: 16) }
-                return range.count == 2 && range[1] - range[0] >= bytes
+                guard range.count == 2 && range[1] - range[0] >= bytes else { return nil }
+                return "\(fields[0]) \(fields[5...].joined(separator: " "))"
             }
         }
 
