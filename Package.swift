@@ -267,7 +267,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "ReplayTesting", "ReplaySystem", "ReplayIPC", "ReplayCapture", "ReplayCaptureModel", "ReplayMedia", "ReplayVirtualDesktop", "replayd", "replay-capture", "replay", "replay-demo-scene", "secret-notes", "call-share",
+                "ReplayTesting", "ReplaySystem", "ReplayIPC", "ReplayCapture", "ReplayCaptureModel", "ReplayDBus", "ReplayMedia", "ReplayVirtualDesktop", "replayd", "replay-capture", "replay", "replay-demo-scene", "secret-notes", "call-share",
                 "replay-file-extension", "replay-hostile-extension",
                 "replay-rtmp-extension", "replay-srt-extension", "replay-hls-extension", "replay-webrtc-extension",
                 "replay-videoroom-extension",

@@ -424,3 +424,36 @@ int CPW_inspect_producer(struct pw_loop *loop, struct pw_core *core, uint32_t no
     free(in);
     return result;
 }
+
+struct roundtrip {
+    int pending;
+    int done;
+};
+
+static void roundtrip_done(void *data, uint32_t id, int seq) {
+    struct roundtrip *trip = data;
+    if (id == PW_ID_CORE && seq == trip->pending) trip->done = 1;
+}
+
+static const struct pw_core_events roundtrip_core_events = {
+    PW_VERSION_CORE_EVENTS,
+    .done = roundtrip_done,
+};
+
+int CPW_core_roundtrip(struct pw_loop *loop, struct pw_core *core, int timeout_ms) {
+    struct roundtrip trip = { 0 };
+    struct spa_hook hook;
+    spa_zero(hook);
+    pw_core_add_listener(core, &hook, &roundtrip_core_events, &trip);
+    trip.pending = pw_core_sync(core, PW_ID_CORE, 0);
+    int64_t deadline = monotonic_ms() + timeout_ms;
+    int result = trip.pending < 0 ? trip.pending : 0;
+    while (result == 0 && !trip.done) {
+        int64_t left = deadline - monotonic_ms();
+        if (left <= 0) { result = -ETIMEDOUT; break; }
+        int dispatched = CPW_loop_iterate(loop, (int)left);
+        if (dispatched < 0 && dispatched != -EINTR) result = dispatched;
+    }
+    spa_hook_remove(&hook);
+    return result;
+}

@@ -96,6 +96,10 @@ typedef struct {
 int CPW_inspect_producer(struct pw_loop *loop, struct pw_core *core, uint32_t node_id, const char *node_name,
                          int timeout_ms, CPW_producer_offer *out);
 
+/// Waits, running `loop` for up to `timeout_ms`, until the server has handled everything sent
+/// on `core` so far (a sync and its done). 0, or a negative errno.
+int CPW_core_roundtrip(struct pw_loop *loop, struct pw_core *core, int timeout_ms);
+
 /// The stream events, as plain C function pointers with one context.
 typedef struct {
     void *context;

@@ -165,14 +165,21 @@ final class PipeWireStream {
         return "it offers no buffers replayd can read (shared memory or a linear DMA-BUF)"
     }
 
-    /// Stops reading: the producer's buffers go back and the node is unlinked.
+    /// Stops reading: the producer's buffers go back, and this returns once the server has
+    /// removed the stream's node. A node left behind still names its producer by id, and
+    /// PipeWire gives ids again: the session manager linked it to the next cast of the same
+    /// monitor (mutter's new node had the old one's id), and that cast, with a consumer that
+    /// never reads, agreed on no format.
     func disconnect() {
         releaseHeld()
         pw_stream_disconnect(stream)
+        _ = CPW_core_roundtrip(loop, core, 1000)
     }
 
     deinit {
-        disconnect()
+        // Closing the connection removes the node at once: no need to wait for the server.
+        releaseHeld()
+        pw_stream_disconnect(stream)
         CPW_stream_unlisten(listener)
         pw_stream_destroy(stream)
         pw_core_disconnect(core)

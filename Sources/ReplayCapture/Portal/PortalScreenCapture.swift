@@ -145,16 +145,11 @@ public final class PortalScreenCapture: ScreenCapturing {
             throw CaptureError(.connectionLost, "the desktop stopped the screen cast")
         }
         receivedBefore += cast.stream.received
+        // Gone from PipeWire before the next cast is asked for: see `disconnect`.
         cast.stream.disconnect()
         cast.session.close()
         request.restoreToken = restoreToken ?? request.restoreToken
-        do {
-            cast = try Self.open(request, on: connection, fps: options.fps, formatTimeout: formatTimeout)
-        } catch where error.code == .pipeWireFailed {
-            // Right after a monitor change mutter 43 now and then serves the new cast no format
-            // (one full run here): that session is closed, and the monitor asked for once more.
-            cast = try Self.open(request, on: connection, fps: options.fps, formatTimeout: formatTimeout)
-        }
+        cast = try Self.open(request, on: connection, fps: options.fps, formatTimeout: formatTimeout)
         nodeID = cast.session.streams[0].nodeID
         if let token = cast.session.restoreToken {
             restoreToken = token
