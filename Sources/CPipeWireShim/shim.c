@@ -395,6 +395,19 @@ static int64_t monotonic_ms(void) {
     return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
 }
 
+/* Runs `loop` until `*value` reaches `target` (set by the loop's own callbacks), for up to
+   `timeout_ms`. 0, -ETIMEDOUT, or the loop's own negative errno. */
+static int iterate_until(struct pw_loop *loop, const int *value, int target, int timeout_ms) {
+    int64_t deadline = monotonic_ms() + timeout_ms;
+    while (*value < target) {
+        int64_t left = deadline - monotonic_ms();
+        if (left <= 0) return -ETIMEDOUT;
+        int dispatched = CPW_loop_iterate(loop, (int)left);
+        if (dispatched < 0 && dispatched != -EINTR) return dispatched;
+    }
+    return 0;
+}
+
 int CPW_inspect_producer(struct pw_loop *loop, struct pw_core *core, uint32_t node_id, const char *node_name,
                          int timeout_ms, CPW_producer_offer *out) {
     *out = (CPW_producer_offer){ 0 };
@@ -406,14 +419,7 @@ int CPW_inspect_producer(struct pw_loop *loop, struct pw_core *core, uint32_t no
     pw_core_add_listener(core, &in->core_hook, &inspection_core_events, in);
     pw_registry_add_listener(in->registry, &in->registry_hook, &inspection_registry_events, in);
     in->pending = pw_core_sync(core, PW_ID_CORE, 0);
-    int64_t deadline = monotonic_ms() + timeout_ms;
-    int result = 0;
-    while (in->stage < 2) {
-        int64_t left = deadline - monotonic_ms();
-        if (left <= 0) { result = -ETIMEDOUT; break; }
-        int dispatched = CPW_loop_iterate(loop, (int)left);
-        if (dispatched < 0 && dispatched != -EINTR) { result = dispatched; break; }
-    }
+    int result = iterate_until(loop, &in->stage, 2, timeout_ms);
     if (in->port != NULL) {
         spa_hook_remove(&in->port_hook);
         pw_proxy_destroy((struct pw_proxy *)in->port);
@@ -446,14 +452,7 @@ int CPW_core_roundtrip(struct pw_loop *loop, struct pw_core *core, int timeout_m
     spa_zero(hook);
     pw_core_add_listener(core, &hook, &roundtrip_core_events, &trip);
     trip.pending = pw_core_sync(core, PW_ID_CORE, 0);
-    int64_t deadline = monotonic_ms() + timeout_ms;
-    int result = trip.pending < 0 ? trip.pending : 0;
-    while (result == 0 && !trip.done) {
-        int64_t left = deadline - monotonic_ms();
-        if (left <= 0) { result = -ETIMEDOUT; break; }
-        int dispatched = CPW_loop_iterate(loop, (int)left);
-        if (dispatched < 0 && dispatched != -EINTR) result = dispatched;
-    }
+    int result = trip.pending < 0 ? trip.pending : iterate_until(loop, &trip.done, 1, timeout_ms);
     spa_hook_remove(&hook);
     return result;
 }
