@@ -128,7 +128,7 @@ let package = Package(
         // runs `replay record` in one on a headless machine; the integration tests use it too.
         .target(
             name: "ReplayVirtualDesktop",
-            dependencies: ["ReplaySystem", "ReplayDBus", "CXCB", "CPulse"],
+            dependencies: ["ReplaySystem", "ReplayIPC", "ReplayDBus", "CXCB", "CPulse"],
             swiftSettings: strictSettings),
         .executableTarget(
             name: "replayd",

@@ -35,7 +35,7 @@ extension WaylandDesktop {
             // What KWin's screen-cast plugin does, in its log (stopped, started, buffers).
             "QT_LOGGING_RULES": "kwin_screencast=true",
         ], removing: ["WAYLAND_DISPLAY", "QT_QPA_PLATFORM"])
-        try waitFor("KWin's Wayland socket", file: waylandDisplay)
+        try waitFor("KWin's Wayland socket", socket: waylandDisplay)
         try waitFor("KWin's D-Bus service", name: "org.kde.KWin", on: bus)
         try launch("xdg-desktop-portal-kde", try Self.kdePortalBackend(), [], environment: ["QT_QPA_PLATFORM": "wayland"])
         try waitFor("the KDE portal backend", name: "org.freedesktop.impl.portal.desktop.kde", on: bus)

@@ -1,5 +1,6 @@
 public import Foundation
 import ReplayDBus
+import ReplayIPC
 import ReplaySystem
 #if canImport(Glibc)
 import Glibc
@@ -212,15 +213,15 @@ public final class WaylandDesktop: @unchecked Sendable {
             .write(to: configuration, atomically: true, encoding: .utf8)
 
         try launch("dbus", "/usr/bin/dbus-daemon", ["--config-file=\(configuration.path)", "--nofork", "--nopidfile"])
-        try waitFor("the session bus", file: "bus")
+        try waitFor("the session bus", socket: "bus")
         let bus = try connectBus()
 
         try launch("pipewire", "/usr/bin/pipewire", [])
-        try waitFor("PipeWire", file: "pipewire-0")
+        try waitFor("PipeWire", socket: "pipewire-0")
         try launch("wireplumber", "/usr/bin/wireplumber", [])
         if options.audio {
             try launch("pipewire-pulse", "/usr/bin/pipewire-pulse", [])
-            try waitFor("pipewire-pulse", file: "pulse/native")
+            try waitFor("pipewire-pulse", socket: "pulse/native")
             pulseServer = "unix:\(runtimeDirectory.path)/pulse/native"
         }
         switch compositor {
@@ -260,7 +261,7 @@ public final class WaylandDesktop: @unchecked Sendable {
             try launch("mutter", "/usr/bin/mutter", arguments)
         }
         try waitFor("mutter's screen cast service", name: "org.gnome.Mutter.ScreenCast", on: bus)
-        try waitFor("mutter's Wayland socket", file: waylandDisplay)
+        try waitFor("mutter's Wayland socket", socket: waylandDisplay)
         try launch("xdg-desktop-portal-gnome", "/usr/libexec/xdg-desktop-portal-gnome", [])
         try waitFor("the GNOME portal backend", name: "org.freedesktop.impl.portal.desktop.gnome", on: bus)
     }
@@ -340,12 +341,17 @@ public final class WaylandDesktop: @unchecked Sendable {
     /// sway's Wayland socket (`wayland-N`), once it listens.
     private func swaySocket() -> String? {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: runtimeDirectory.path)) ?? []
-        return names.first { $0.hasPrefix("wayland-") && !$0.hasSuffix(".lock") }
+        return names.first {
+            $0.hasPrefix("wayland-") && !$0.hasSuffix(".lock")
+                && UnixSocket.acceptsConnections(path: runtimeDirectory.appendingPathComponent($0).path)
+        }
     }
 
+    /// sway's IPC socket (`sway-ipc.*`), once it listens.
     private func swayIPCSocket() -> String? {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: runtimeDirectory.path)) ?? []
-        return names.first { $0.hasPrefix("sway-ipc.") }.map { runtimeDirectory.appendingPathComponent($0).path }
+        return names.lazy.filter { $0.hasPrefix("sway-ipc.") }.map { self.runtimeDirectory.appendingPathComponent($0).path }
+            .first { UnixSocket.acceptsConnections(path: $0) }
     }
 
     /// Runs `swaymsg` with `arguments` against this desktop's sway.
@@ -459,9 +465,12 @@ public final class WaylandDesktop: @unchecked Sendable {
         }
     }
 
-    func waitFor(_ what: String, file: String) throws {
-        let path = runtimeDirectory.appendingPathComponent(file).path
-        try waitFor(what) { FileManager.default.fileExists(atPath: path) }
+    /// Waits until the Unix socket `name` in the runtime directory takes a connection. Its file
+    /// alone is not enough: a server binds (the file appears) before it listens, and a client
+    /// that connects in between is refused.
+    func waitFor(_ what: String, socket name: String) throws {
+        let path = runtimeDirectory.appendingPathComponent(name).path
+        try waitFor(what) { UnixSocket.acceptsConnections(path: path) }
     }
 
     func waitFor(_ what: String, name: String, on bus: DBusConnection) throws {

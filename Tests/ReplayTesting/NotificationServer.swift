@@ -1,5 +1,6 @@
 public import Foundation
 import ReplaySystem
+import ReplayIPC
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -56,7 +57,7 @@ public final class NotificationServer: @unchecked Sendable {
         do {
             processes.append(try ChildProcess(path: "/usr/bin/dbus-daemon", arguments: ["--session", "--address=\(busAddress)", "--nofork"],
                                               environment: ChildProcess.environment(adding: [:]), stdout: .null, stderr: .null))
-            guard poll(timeout: 5, every: 0.02, { FileManager.default.fileExists(atPath: "\(directory.path)/bus") ? true : nil }) != nil else {
+            guard poll(timeout: 5, every: 0.02, { UnixSocket.acceptsConnections(path: "\(directory.path)/bus") ? true : nil }) != nil else {
                 throw MediaProbe.Failure(description: "the notification server's bus did not start")
             }
             processes.append(try ChildProcess(

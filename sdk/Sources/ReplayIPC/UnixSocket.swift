@@ -37,6 +37,14 @@ public enum UnixSocket {
         }
     }
 
+    /// Whether a server listens on `path`: connects and hangs up at once. A server binds (the
+    /// file appears) before it listens, so the file alone does not say it is ready.
+    public static func acceptsConnections(path: String) -> Bool {
+        guard let fd = try? connect(path: path) else { return false }
+        Glibc.close(fd)
+        return true
+    }
+
     public static func accept(_ listener: Int32) throws(SystemError) -> Int32 {
         try syscall("accept4") { CShims_accept_cloexec(listener) }
     }
