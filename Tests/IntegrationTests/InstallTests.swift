@@ -145,7 +145,7 @@ extension IntegrationTests {
             defer { activator.process.terminate(grace: 10) }
             let pid = activator.process.pid
             // Listening, and nothing started yet: the socket is the activator's.
-            try #require(poll(timeout: 10, every: 0.05) { FileManager.default.fileExists(atPath: fixture.socket) ? true : nil } == true,
+            try #require(poll(timeout: 10, every: 0.05) { UnixSocket.acceptsConnections(path: fixture.socket) ? true : nil } == true,
                          "no socket: \(activator.finish(timeout: 1))")
             #expect(Self.executable(of: pid)?.hasSuffix("systemd-socket-activate") == true)
 
@@ -176,7 +176,7 @@ extension IntegrationTests {
             let activator = try Command.start(activate, ["-l", fixture.socket] + variables
                 + [ReplayFixture.replayd, "--socket", other, "--store", fixture.store.path, "--no-pages"])
             defer { activator.process.terminate(grace: 5) }
-            try #require(poll(timeout: 10, every: 0.05) { FileManager.default.fileExists(atPath: fixture.socket) ? true : nil } == true)
+            try #require(poll(timeout: 10, every: 0.05) { UnixSocket.acceptsConnections(path: fixture.socket) ? true : nil } == true)
             let fd = try UnixSocket.connect(path: fixture.socket)
             defer { close(fd) }
             let ended = activator.finish(timeout: 15)
