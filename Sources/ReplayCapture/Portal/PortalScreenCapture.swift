@@ -100,16 +100,17 @@ public final class PortalScreenCapture: ScreenCapturing {
     static func requestedFramerate(cap: Int) -> Int { cap * 2 }
 
     /// Asks the portal for the monitor and connects to its stream; returns once the stream
-    /// has a format and (if the compositor sends one soon) its first picture.
+    /// has a format and (if the compositor sends one soon) its first picture, or at once when
+    /// `stop` is raised meanwhile (a reopen that waits must not hold up a stop).
     private static func open(_ request: ScreenCastRequest, on connection: DBusConnection, fps: Int,
-                             formatTimeout: Double) throws(CaptureError) -> Cast {
+                             formatTimeout: Double, stop: StopFlag? = nil) throws(CaptureError) -> Cast {
         let session = try ScreenCastPortal(bus: SDBusPortalBus(connection)).open(request)
         let source = session.streams[0]
         let stream = try PipeWireStream(.portal(remote: session.takePipeWireRemote(), node: source.nodeID),
                                         preferredWidth: source.width ?? 1920, preferredHeight: source.height ?? 1080,
                                         maxFPS: requestedFramerate(cap: fps))
         let deadline = MonotonicClock.nanoseconds() + Int64(formatTimeout * 1e9)
-        while stream.format == nil {
+        while stream.format == nil, stop?.isRaised != true {
             guard MonotonicClock.nanoseconds() < deadline else {
                 if let why = stream.whyNoFormat() {
                     throw CaptureError(.pipeWireFailed, "the desktop's screen cast cannot be read: \(why)")
@@ -121,7 +122,9 @@ public final class PortalScreenCapture: ScreenCapturing {
         // The compositor sends its first picture as the stream starts: wait a moment for it, so
         // a recording has a picture from its first instant (a still screen sends no more).
         let firstPicture = MonotonicClock.nanoseconds() + 1_000_000_000
-        while !stream.takeNewest() && MonotonicClock.nanoseconds() < firstPicture { try stream.iterate(timeout: 0.05) }
+        while stream.format != nil, !stream.takeNewest(), MonotonicClock.nanoseconds() < firstPicture, stop?.isRaised != true {
+            try stream.iterate(timeout: 0.05)
+        }
         return Cast(session: session, stream: stream)
     }
 
@@ -134,7 +137,7 @@ public final class PortalScreenCapture: ScreenCapturing {
     /// a new mode) the same monitor is asked for again with the restore token, which needs no
     /// dialog, and capture goes on at its new size. Otherwise the desktop or the person stopped
     /// sharing, which ends the capture: it is never restarted behind the person's back.
-    private func reopenAfterMonitorChange() throws(CaptureError) {
+    private func reopenAfterMonitorChange(stop: StopFlag) throws(CaptureError) {
         noteMonitorChanges()
         let window: Int64 = 3_000_000_000
         if MonotonicClock.nanoseconds() - lastMonitorChange > window, let monitorChanges,
@@ -149,7 +152,7 @@ public final class PortalScreenCapture: ScreenCapturing {
         cast.stream.disconnect()
         cast.session.close()
         request.restoreToken = restoreToken ?? request.restoreToken
-        cast = try Self.open(request, on: connection, fps: options.fps, formatTimeout: formatTimeout)
+        cast = try Self.open(request, on: connection, fps: options.fps, formatTimeout: formatTimeout, stop: stop)
         nodeID = cast.session.streams[0].nodeID
         if let token = cast.session.restoreToken {
             restoreToken = token
@@ -188,7 +191,7 @@ public final class PortalScreenCapture: ScreenCapturing {
             try stream.iterate(timeout: Double(max(0, min(deadline - now, interval))) / 1e9)
             noteMonitorChanges()
             if stream.producerGone {
-                try reopenAfterMonitorChange()
+                try reopenAfterMonitorChange(stop: stop)
                 // A new stream: nothing is known of what changed, nor where its pointer was drawn.
                 lastConverted = nil
                 continue
