@@ -65,13 +65,14 @@ extension IntegrationTests {
             var first: PortalScreenCapture? = try PortalScreenCapture(
                 options: options, request: ScreenCastRequest(restoreToken: desktop.restoreToken), busAddress: desktop.busAddress)
             let token = try #require(first?.restoreToken)
-            // The next recording comes after this one ends (a second stream of the same monitor
-            // while the first is open gets no format from mutter 43).
-            first = nil
-            // The token the portal returned works on its own (the permission store now has it).
+            // The token the portal returned works on its own (the permission store now has it),
+            // while the first cast is still open: mutter serves two casts of one monitor at once.
             let second = try PortalScreenCapture(options: options, request: ScreenCastRequest(restoreToken: token, responseTimeout: 10),
                                                  busAddress: desktop.busAddress)
             #expect(second.frameSize == (640, 480))
+            let consumers = try Self.videoConsumerNodes(of: desktop)
+            #expect(first != nil && consumers == 2, "\(consumers) casts open")
+            first = nil
 
             // Without a token GNOME's portal asks a person, who is not there: the client times out clearly.
             let started = Date()

@@ -165,8 +165,8 @@ public final class PortalScreenCapture: ScreenCapturing {
     /// Delivers frames to `output` until `stop` is raised. Throws when the stream ends (but
     /// for GNOME's close on a monitor change, after which the cast is reopened). A new size is
     /// reported to `output`, and capture goes on at that size, as on X11. Once `stop`
-    /// is raised the portal session is closed at once: the compositor stops casting, and the
-    /// next session for the same monitor (which mutter would not serve beside this one) can start.
+    /// is raised the portal session is closed at once: the compositor stops casting and frees
+    /// its picture buffers without waiting for this object to go.
     public func run(output: any CaptureOutput, stop: StopFlag) throws(CaptureError) {
         defer {
             if stop.isRaised {
