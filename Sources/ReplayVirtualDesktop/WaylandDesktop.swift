@@ -312,9 +312,9 @@ public final class WaylandDesktop: @unchecked Sendable {
             "HOME": swayFolder.path, "XDG_CONFIG_HOME": swayFolder.path, "WLR_BACKENDS": "headless", "WLR_RENDERER": "pixman",
             "WLR_HEADLESS_OUTPUTS": "1", "WLR_LIBINPUT_NO_DEVICES": "1",
         ], removing: ["WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS"])
-        try waitFor("sway's Wayland socket") { self.swaySocket() != nil }
+        try waitFor("sway's Wayland socket") { self.swaySocket().map(self.listens) ?? false }
         waylandDisplay = swaySocket()!
-        try waitFor("sway's IPC socket") { self.swayIPCSocket() != nil }
+        try waitFor("sway's IPC socket") { self.swayIPCSocket().map { UnixSocket.acceptsConnections(path: $0) } ?? false }
         monitor = Self.swayOutput
 
         // The chooser answers for a person: the one output, every time it is asked.
@@ -338,20 +338,16 @@ public final class WaylandDesktop: @unchecked Sendable {
         try waitFor("the wlroots portal backend", name: "org.freedesktop.impl.portal.desktop.wlr", on: bus)
     }
 
-    /// sway's Wayland socket (`wayland-N`), once it listens.
+    /// The name of sway's Wayland socket (`wayland-N`), once it has made one.
     private func swaySocket() -> String? {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: runtimeDirectory.path)) ?? []
-        return names.first {
-            $0.hasPrefix("wayland-") && !$0.hasSuffix(".lock")
-                && UnixSocket.acceptsConnections(path: runtimeDirectory.appendingPathComponent($0).path)
-        }
+        return names.first { $0.hasPrefix("wayland-") && !$0.hasSuffix(".lock") }
     }
 
-    /// sway's IPC socket (`sway-ipc.*`), once it listens.
+    /// The path of sway's IPC socket (`sway-ipc.*`), once it has made one.
     private func swayIPCSocket() -> String? {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: runtimeDirectory.path)) ?? []
-        return names.lazy.filter { $0.hasPrefix("sway-ipc.") }.map { self.runtimeDirectory.appendingPathComponent($0).path }
-            .first { UnixSocket.acceptsConnections(path: $0) }
+        return names.first { $0.hasPrefix("sway-ipc.") }.map { runtimeDirectory.appendingPathComponent($0).path }
     }
 
     /// Runs `swaymsg` with `arguments` against this desktop's sway.
@@ -465,12 +461,15 @@ public final class WaylandDesktop: @unchecked Sendable {
         }
     }
 
-    /// Waits until the Unix socket `name` in the runtime directory takes a connection. Its file
-    /// alone is not enough: a server binds (the file appears) before it listens, and a client
-    /// that connects in between is refused.
+    /// Waits until the Unix socket `name` in the runtime directory takes a connection (its file
+    /// alone does not say so: see `UnixSocket.acceptsConnections`).
     func waitFor(_ what: String, socket name: String) throws {
-        let path = runtimeDirectory.appendingPathComponent(name).path
-        try waitFor(what) { UnixSocket.acceptsConnections(path: path) }
+        try waitFor(what) { self.listens(name) }
+    }
+
+    /// Whether a server listens on the Unix socket `name` in the runtime directory.
+    private func listens(_ name: String) -> Bool {
+        UnixSocket.acceptsConnections(path: runtimeDirectory.appendingPathComponent(name).path)
     }
 
     func waitFor(_ what: String, name: String, on bus: DBusConnection) throws {

@@ -122,7 +122,7 @@ public final class PortalScreenCapture: ScreenCapturing {
         // The compositor sends its first picture as the stream starts: wait a moment for it, so
         // a recording has a picture from its first instant (a still screen sends no more).
         let firstPicture = MonotonicClock.nanoseconds() + 1_000_000_000
-        while stream.format != nil, !stream.takeNewest(), MonotonicClock.nanoseconds() < firstPicture, stop?.isRaised != true {
+        while !stream.takeNewest(), MonotonicClock.nanoseconds() < firstPicture, stop?.isRaised != true {
             try stream.iterate(timeout: 0.05)
         }
         return Cast(session: session, stream: stream)
