@@ -88,10 +88,7 @@ public final class ReplayFixture: @unchecked Sendable {
         // Ready means accepting: a socket file can be left over by a daemon that was killed.
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
-            if let fd = try? UnixSocket.connect(path: socket) {
-                close(fd)
-                return
-            }
+            if UnixSocket.acceptsConnections(path: socket) { return }
             guard daemon.isRunning else { break }
             Thread.sleep(forTimeInterval: 0.05)
         }
