@@ -69,7 +69,7 @@ let package = Package(
         // Links no C library, so replayd stays light.
         .target(
             name: "ReplayCaptureModel",
-            dependencies: ["ReplayMedia", "ReplaySystem", "ReplayIPC"],
+            dependencies: ["ReplayMedia", "ReplaySystem", "ReplayIPC", .product(name: "Logging", package: "swift-log")],
             swiftSettings: strictSettings),
         // The desktop without capturing it: X11's windows and key grabs (the X11 probes) and
         // PulseAudio's device list. replayd links this and no capture library.

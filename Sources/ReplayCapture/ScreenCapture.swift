@@ -38,6 +38,7 @@ public struct ScreenCaptureOptions: Sendable {
 /// other threads for progress reports.
 public final class CaptureCounters: Sendable {
     private let values = Mutex((captured: 0, repeated: 0, dropped: 0))
+    private let dropWatch = Mutex<(@Sendable () -> Void)?>(nil)
     public init() {}
     public var captured: Int { values.withLock { $0.captured } }
     public var repeated: Int { values.withLock { $0.repeated } }
@@ -46,7 +47,12 @@ public final class CaptureCounters: Sendable {
         values.withLock { values in
             if !delivered { values.dropped += 1 } else if repeated { values.repeated += 1 } else { values.captured += 1 }
         }
+        if !delivered, let watch = dropWatch.withLock({ $0 }) { watch() }
     }
+
+    /// Calls `handler` after each dropped frame, on the capturing thread: it must return at
+    /// once. A broadcast says its drops with it even while no picture goes out.
+    public func whenDropped(_ handler: @escaping @Sendable () -> Void) { dropWatch.withLock { $0 = handler } }
 }
 
 /// Captures the screen of one X display (or a monitor, a window or a region of it) as a

@@ -2,6 +2,13 @@ import CFFmpeg
 
 /// AAC (FFmpeg's native encoder) fed with a gap-free stream of interleaved float samples;
 /// it cuts them into the encoder's 1024-frame periods itself.
+///
+/// AAC opens with a period of priming (1024 frames): its first packet is stamped that long
+/// before the first sample given. A movie's fragments cannot start a track before zero, so
+/// the muxer would move every track later by the priming, the video's first frame stretched
+/// to cover it (off a constant rate's grid). `trimsPriming` leaves out the track's first
+/// 1024 frames instead: the priming then takes their place, its packet stamped at zero, and
+/// every sample after is heard when it was captured.
 final class AudioEncoder {
     private let encoder: EncoderContext
     var context: UnsafeMutablePointer<AVCodecContext> { encoder.context }
@@ -11,8 +18,10 @@ final class AudioEncoder {
     private let frameSize: Int
     private var pending: [Float] = []
     private var nextPTS: Int64 = 0
+    /// Frames of the track before this one are left out (the encoder's priming when trimmed, else 0).
+    private let firstKept: Int64
 
-    init(sampleRate: Int, channels: Int, bitRate: Int = 128_000) throws(CodecError) {
+    init(sampleRate: Int, channels: Int, bitRate: Int = 128_000, trimsPriming: Bool = false) throws(CodecError) {
         guard let codec = avcodec_find_encoder(AV_CODEC_ID_AAC) else {
             throw CodecError(.encoderUnavailable, "FFmpeg was built without an AAC encoder")
         }
@@ -28,13 +37,17 @@ final class AudioEncoder {
         context.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
         try encoder.open(describing: "the AAC encoder")
         frameSize = Int(context.pointee.frame_size)
+        firstKept = trimsPriming ? Int64(context.pointee.initial_padding) : 0
     }
 
     /// Frames (per channel) accepted so far: the audio track's length.
     var framesAccepted: Int64 { nextPTS + Int64(pending.count / channels) }
 
     func encode(_ interleaved: [Float], emit: (UnsafeMutablePointer<AVPacket>) throws(CodecError) -> Void) throws(CodecError) {
-        pending += interleaved
+        // Nothing is pending before the first kept frame: whatever precedes it is only counted.
+        let left = nextPTS < firstKept ? min(firstKept - nextPTS, Int64(interleaved.count / channels)) : 0
+        nextPTS += left
+        pending += left > 0 ? interleaved.dropFirst(Int(left) * channels) : interleaved[...]
         var offset = 0
         while pending.count - offset >= frameSize * channels {
             try encodePeriod(pending, from: offset, frames: frameSize, emit: emit)

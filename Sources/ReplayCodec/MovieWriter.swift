@@ -70,7 +70,8 @@ public final class MovieWriter {
                                  frameRateMode: format.frameRateMode)
         var encoders: [AudioSource: AudioEncoder] = [:]
         for source in format.audioSources {
-            encoders[source] = try AudioEncoder(sampleRate: format.sampleRate, channels: format.channels)
+            // Trimmed, so the video track starts at zero too (a constant rate's first frame on its grid).
+            encoders[source] = try AudioEncoder(sampleRate: format.sampleRate, channels: format.channels, trimsPriming: true)
         }
         audio = encoders
 

@@ -1,6 +1,7 @@
 import Logging
 import ReplayCaptureModel
 import ReplayIPC
+import ReplaySystem
 
 /// Broadcasts: the person starts, pauses, resumes and stops them; anyone may see their
 /// state, nobody but the extension ever sees their samples.
@@ -75,8 +76,9 @@ extension ClientConnection {
                 guard field.kind != .secret else {
                     throw Refusal(code: .notPermitted, message: "'\(key)' is a secret: the person types it into the picker, an app cannot fill it in")
                 }
-                guard value.count <= 1000, !value.contains(where: \.isNewline) else {
-                    throw Refusal(code: .malformedRequest, message: "the value of '\(key)' must be one line of at most 1000 characters")
+                guard value.count <= 1000, !value.contains(where: \.isNewline), !VisibleText.hasControlCharacters(value) else {
+                    throw Refusal(code: .malformedRequest,
+                                  message: "the value of '\(key)' must be one line of at most 1000 characters, without control characters")
                 }
             }
         }

@@ -232,7 +232,7 @@ extension ClientConnection {
             guard let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty else {
                 return try channel.send(DaemonEvent.exportEnd)
             }
-            try channel.send(DaemonEvent.exportChunk, body: [UInt8](chunk))
+            try [UInt8](chunk).withUnsafeBytes { try channel.sendBulk(DaemonEvent.exportChunk, body: $0) }
         }
     }
 

@@ -16,13 +16,14 @@ import Synchronization
 /// capture; sound goes as ReplayKit's steady 1024-frame periods into a ring in the last
 /// surface. A surface comes back when the extension releases it or its sample is not sent;
 /// while every video surface is out, new pictures are dropped and counted: capture never
-/// waits and memory never grows.
+/// waits and memory never grows. The count rides on the next picture, and is also said on
+/// its own (`dropped`) when no picture goes out to carry it.
 package final class BroadcastCapture: Sendable {
     private let options: BroadcastCaptureOptions
     private let backend: any CaptureBackend
     private let protectedWindows: ProtectedWindows
     private let logger: Logger
-    private let queue = BoundedQueue<SampleBuffer>(capacity: 2)
+    private let queue = BoundedQueue<Outgoing>(capacity: 2)
     private let stopFlag = StopFlag()
     /// The capture and sending threads; surfaces are unmapped only once both are done.
     private let pipeline = DispatchGroup()
@@ -91,6 +92,9 @@ package final class BroadcastCapture: Sendable {
             for (index, storage) in videoStorages.enumerated() { state.surfaceOfStorage[ObjectIdentifier(storage)] = index }
         }
         capture.pool = PixelBufferPool(fixed: videoStorages, size: capture.frameSize)
+        // Queued whatever the count, and coalesced by the sender: a drop is said even while the
+        // extension holds every surface, so no picture goes out to carry it.
+        capture.counters.whenDropped { [queue] in queue.append(.dropsCounted) }
     }
 
     /// Starts capturing. `deliver` gets each sample's message and says whether it was sent:
@@ -165,15 +169,22 @@ package final class BroadcastCapture: Sendable {
     }
 
     /// Hands samples on as messages naming surfaces; audio as ReplayKit's steady 1024-frame
-    /// periods, whatever rhythm and clock each source keeps.
+    /// periods, whatever rhythm and clock each source keeps; drops no picture has told of.
     private func sendSamples(audioOrigin: MediaTime, deliver: @Sendable (BroadcastMessage) -> Bool) {
         var audioTracks: [AudioSource: SteadyAudioTrack] = [:]
-        while let sample = queue.pop() {
-            switch sample {
-            case .video(let frame):
+        var dropsTold = 0
+        while let next = queue.pop() {
+            switch next {
+            case .dropsCounted:
+                let total = dropped
+                guard total > dropsTold else { continue }
+                dropsTold = total
+                _ = deliver(.dropped(total: UInt32(clamping: total)))
+            case .sample(.video(let frame)):
                 guard let message = lend(frame) else { continue }
+                if case .video(let picture) = message { dropsTold = max(dropsTold, Int(picture.additions?.framesDropped ?? 0)) }
                 if !deliver(message), case .video(let picture) = message { release(surface: Int(picture.surface)) }
-            case .audio(let buffer):
+            case .sample(.audio(let buffer)):
                 // Appended in place: a copy taken out of the table would copy its pending samples.
                 let periods = audioTracks[buffer.source, default: SteadyAudioTrack(origin: audioOrigin)].append(buffer)
                 for period in periods {
@@ -252,6 +263,12 @@ package final class BroadcastCapture: Sendable {
     }
 }
 
+/// What the sending thread is handed: a sample, or word that capture counted a drop.
+private enum Outgoing: Sendable {
+    case sample(SampleBuffer)
+    case dropsCounted
+}
+
 /// The sending queue as capture's output. A broadcast keeps the size it started with (an
 /// extension's encoder is set up for it): a picture of another size, from a screen or window
 /// that changed, is letter-boxed into a shared surface, one copy that only such frames pay.
@@ -263,24 +280,24 @@ private struct BroadcastOutput: CaptureOutput {
         let height: Int
     }
 
-    let queue: BoundedQueue<SampleBuffer>
+    let queue: BoundedQueue<Outgoing>
     let logger: Logger
     /// Nil for the audio sources' output.
     var video: VideoSurfaces?
 
     func offer(_ frame: VideoSample) -> Bool {
         guard let video, frame.pixels.width != video.width || frame.pixels.height != video.height else {
-            return queue.offer(.video(frame))
+            return queue.offer(.sample(.video(frame)))
         }
         // All surfaces with the extension: the frame is dropped, and counted, as any other.
         guard let surface = video.pool.take(width: video.width, height: video.height, format: frame.pixels.format) else { return false }
         PictureTransform.fit(frame.pixels, into: surface)
         var fitted = frame
         fitted.pixels = surface
-        return queue.offer(.video(fitted))
+        return queue.offer(.sample(.video(fitted)))
     }
 
-    func append(_ audio: AudioBuffer) { queue.append(.audio(audio)) }
+    func append(_ audio: AudioBuffer) { queue.append(.sample(.audio(audio))) }
 
     func formatChanged(width: Int, height: Int) {
         guard let video else { return }

@@ -18,21 +18,23 @@ public enum DemoScene {
     public static let beepFrequency = 1000.0
 
     /// Runs until the process is killed. Audio is optional: without a server the scene is silent.
-    public static func run(frameRate: Int = 30) throws {
+    /// `verbose` also says on standard error when the beep stream starved (for the tests' logs:
+    /// a person's first `replay record` should not show a scene's diagnostics).
+    public static func run(frameRate: Int = 30, verbose: Bool = false) throws {
         // Flashes fall on whole seconds of the monotonic clock. The first waits until the audio
         // stream has settled (its latency jumps while the server starts the sink), so that
         // even the first beep is where it belongs.
         let epoch = (MonotonicClock.nanoseconds() / 1_000_000_000 + 2) * 1_000_000_000
         let stop = StopFlag()
-        Thread.detachNewThread { BeepPlayer.run(epoch: epoch, stop: stop) }
+        Thread.detachNewThread { BeepPlayer.run(epoch: epoch, stop: stop, verbose: verbose) }
         try FlashPainter(frameRate: frameRate).run(epoch: epoch)
     }
 
     /// Only the scene's sound: a beep at each whole second of the monotonic clock from
     /// `epoch` on, until the process is killed. The Wayland desktop's scene pairs it with a
     /// picture client that flashes on the same instants.
-    public static func playBeeps(epoch: Int64) -> Never {
-        BeepPlayer.run(epoch: epoch, stop: StopFlag())
+    public static func playBeeps(epoch: Int64, verbose: Bool = false) -> Never {
+        BeepPlayer.run(epoch: epoch, stop: StopFlag(), verbose: verbose)
         exit(1)  // it returns only when there is no audio server
     }
 }
@@ -128,7 +130,7 @@ private enum BeepPlayer {
     static let sampleRate = 48_000
     static let chunkFrames = 240
 
-    static func run(epoch: Int64, stop: StopFlag) {
+    static func run(epoch: Int64, stop: StopFlag, verbose: Bool) {
         var spec = pa_sample_spec(format: PA_SAMPLE_FLOAT32LE, rate: UInt32(sampleRate), channels: 1)
         let bytes = UInt32(chunkFrames * 4)
         // A short buffer (40 ms) keeps the stream's latency small. A longer one rode out longer
@@ -152,7 +154,7 @@ private enum BeepPlayer {
             let restarts = anchor.restarts
             let start = anchor.timeOfSample(written, latency: latency, now: MonotonicClock.nanoseconds())
             if anchor.restarts > restarts && start >= epoch { restartsUnsaid += 1 }
-            if restartsUnsaid > 0 && start - lastSaid >= 5_000_000_000 {
+            if verbose && restartsUnsaid > 0 && start - lastSaid >= 5_000_000_000 {
                 // Said, because the beeps then stray for a while (see PlaybackAnchor): a lip-sync
                 // check of a recording made meanwhile measures the scene as well as the recorder.
                 // At most every 5 s: a busy machine starves the stream many times a second.

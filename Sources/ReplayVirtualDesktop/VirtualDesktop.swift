@@ -18,13 +18,18 @@ public final class VirtualDesktop: @unchecked Sendable {
         /// A display whose size can change (`xrandr -s WxH`): Xephyr nested in an Xvfb, since
         /// Debian's Xvfb cannot change its size.
         public var resizable: Bool
+        /// The demo scene also says when its beep stream starved (`replay-demo-scene --verbose`):
+        /// for the tests' logs, not a person's terminal.
+        public var verboseScene: Bool
 
-        public init(width: Int = 1920, height: Int = 1080, audio: Bool = true, demoScene: Bool = true, resizable: Bool = false) {
+        public init(width: Int = 1920, height: Int = 1080, audio: Bool = true, demoScene: Bool = true, resizable: Bool = false,
+                    verboseScene: Bool = false) {
             self.width = width
             self.height = height
             self.audio = audio
             self.demoScene = demoScene
             self.resizable = resizable
+            self.verboseScene = verboseScene
         }
     }
 
@@ -77,7 +82,8 @@ public final class VirtualDesktop: @unchecked Sendable {
             let desktop = VirtualDesktop(display: display, pulseServer: pulseServer, directory: directory, processes: processes)
             if options.demoScene {
                 let executable = demoSceneExecutable ?? siblingExecutable("replay-demo-scene")
-                let scene = try launch(executable.path, [], environment: desktop.environment, stderr: .descriptor(2))
+                let scene = try launch(executable.path, options.verboseScene ? ["--verbose"] : [], environment: desktop.environment,
+                                       stderr: .descriptor(2))
                 desktop.processes.append((.demoScene, scene))
                 // The scene's first flash comes once its audio has settled, 1-2 s from now.
                 Thread.sleep(forTimeInterval: 1)

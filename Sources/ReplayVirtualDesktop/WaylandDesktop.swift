@@ -564,7 +564,7 @@ public final class WaylandDesktop: @unchecked Sendable {
         // (pipewire-pulse's latency estimate wanders while the null sink wakes up).
         let epoch = (MonotonicClock.nanoseconds() / 1_000_000_000 + 4) * 1_000_000_000
         try launch("scene", "/usr/bin/python3", ["-c", Self.clipPlayer, clip, String(epoch), sceneFullscreen])
-        try launch("beeps", VirtualDesktop.siblingExecutable("replay-demo-scene").path, ["--beeps", String(epoch)],
+        try launch("beeps", VirtualDesktop.siblingExecutable("replay-demo-scene").path, ["--verbose", "--beeps", String(epoch)],
                    environment: ["PULSE_SERVER": pulseServer])
         // Until the first flash: a recording that starts now has the whole pattern.
         Thread.sleep(forTimeInterval: max(0.5, Double(epoch - MonotonicClock.nanoseconds()) / 1e9))

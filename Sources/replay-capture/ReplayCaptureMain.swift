@@ -36,7 +36,8 @@ enum CaptureProcessMain {
             exit(1)
         }
         signal(SIGPIPE, SIG_IGN)
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        // Control characters in what comes from outside (an app's path, an extension's output) are shown, not obeyed.
+        LoggingSystem.bootstrap { VisibleTextLog.standardError(label: $0) }
         var logger = Logger(label: "replay-capture")
         logger.logLevel = ProcessInfo.processInfo.environment["REPLAY_CAPTURE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
 

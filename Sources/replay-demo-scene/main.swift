@@ -2,12 +2,15 @@ import Foundation
 import ReplayIPC
 import ReplayVirtualDesktop
 
-let arguments = Array(CommandLine.arguments.dropFirst())
+var arguments = Array(CommandLine.arguments.dropFirst())
+// Diagnostics for the tests' logs (the beep stream starved), off for a person's terminal.
+let verbose = arguments.first == "--verbose"
+if verbose { arguments.removeFirst() }
 
 let usage = """
-    usage: replay-demo-scene [--help | --version]
+    usage: replay-demo-scene [--help | --version | --verbose]
            replay-demo-scene --desktop|--wayland-desktop|--sway-desktop [--] COMMAND [ARGUMENT...]
-           replay-demo-scene --beeps EPOCH_NS
+           replay-demo-scene [--verbose] --beeps EPOCH_NS
 
     With no option (on a display, $DISPLAY): the demo scene, an X and audio client like any
     app: moving content, and once a second a full-screen white flash with a 50 ms 1 kHz beep,
@@ -27,6 +30,9 @@ let usage = """
     --sway-desktop      the same with headless sway and xdg-desktop-portal-wlr (no token: the
                         portal's chooser picks the one output).
     --beeps EPOCH_NS    the scene's sound alone, beeping on whole seconds from EPOCH_NS.
+    --verbose           (first) also says on standard error when the beep stream starved or
+                        its latency moved, so its beeps were placed anew: a lip-sync check of
+                        a recording made meanwhile measures the scene as well as the recorder.
 
     COMMAND shares this terminal; Ctrl-C, SIGTERM and SIGHUP are passed on to it. The exit
     status is COMMAND's (128 + the signal when one ended it), 1 when the desktop cannot
@@ -62,13 +68,13 @@ if arguments.first == "--beeps" {
         FileHandle.standardError.write(Data("usage: replay-demo-scene --beeps EPOCH_NS\n".utf8))
         exit(2)
     }
-    DemoScene.playBeeps(epoch: epoch)
+    DemoScene.playBeeps(epoch: epoch, verbose: verbose)
 }
 
 // A separate X and audio client, like any app on the desktop: moving content and a
 // flash-and-beep every second for lip-sync checks.
 do {
-    try DemoScene.run()
+    try DemoScene.run(verbose: verbose)
 } catch {
     FileHandle.standardError.write(Data("replay-demo-scene: \(error)\n".utf8))
     exit(1)

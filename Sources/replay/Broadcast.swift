@@ -190,12 +190,14 @@ private func printStatus(_ list: [BroadcastStatus], json: Bool) {
     for status in list {
         var line = "\(status.id)  \(status.extensionID)  \(status.state.rawValue)  \(status.framesSent) frames sent, \(status.framesDropped) dropped"
         if status.scope == .app { line += "  (the host app's own windows)" }
-        if let url = status.broadcastURL { line += "  \(url)" }
+        // What the extension said is shown with its control characters written out, not obeyed.
+        let visible = VisibleText.of
+        if let url = status.broadcastURL { line += "  \(visible(url))" }
         // An upload extension's connection to its server, e.g. "reconnecting", comes first.
-        if let connection = status.serviceInfo["connection"] { line += "\n  connection: \(connection)" }
+        if let connection = status.serviceInfo["connection"] { line += "\n  connection: \(visible(connection))" }
         let details = status.serviceInfo.filter { $0.key != "connection" }.sorted { $0.key < $1.key }
-        if !details.isEmpty { line += "\n  " + details.map { "\($0.key): \($0.value)" }.joined(separator: ", ") }
-        if let error = status.lastError { line += "\n  error: \(error)" }
+        if !details.isEmpty { line += "\n  " + details.map { "\(visible($0.key)): \(visible($0.value))" }.joined(separator: ", ") }
+        if let error = status.lastError { line += "\n  error: \(visible(error))" }
         if let counting = status.memoryCounting {
             line += "\n  extension memory: peak \(BroadcastLimits.mebibytes(status.extensionPeakMemory)) of "
                 + "\(BroadcastLimits.mebibytes(BroadcastLimits.memory)), counted by \(counting)"

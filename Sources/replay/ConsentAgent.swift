@@ -55,12 +55,12 @@ extension Replay {
                     case .consentResolved(_, let allowed):
                         if !json { printError(allowed ? "Allowed." : "Declined.") }
                     case .previewOffered(let offer):
-                        if !json { printError("\(offer.executable) asks you to look at recording \(offer.recordingID):\n  \(offer.pageURL)") }
+                        if !json { printError("\(VisibleText.of(offer.executable)) asks you to look at recording \(offer.recordingID):\n  \(offer.pageURL)") }
                         if open { openInBrowser(offer.pageURL) }
                     case .pickerOffered(let offer):
                         if !json {
                             let what = offer.scope == .app ? "with its own windows" : "with your whole screen"
-                            printError("\(offer.executable) wants to go live \(what); pick a broadcast service:\n  \(offer.pageURL)")
+                            printError("\(VisibleText.of(offer.executable)) wants to go live \(what); pick a broadcast service:\n  \(offer.pageURL)")
                         }
                         if open { openInBrowser(offer.pageURL) }
                     default:
@@ -73,10 +73,12 @@ extension Replay {
             }
         }
 
+        /// The app as the kernel names it, its control characters shown, not obeyed: a file
+        /// name cannot rewrite the question on the person's terminal.
         private func describe(_ prompt: ConsentPrompt) {
             printError("""
 
-                \(prompt.executable) (process \(prompt.pid), user \(prompt.uid))
+                \(VisibleText.of(prompt.executable)) (process \(prompt.pid), user \(prompt.uid))
                 wants to capture \(prompt.capturedThings).
                 \(prompt.pageURL.map { "Or answer on the page: \($0)" } ?? "")
                 """)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReplayIPC
+import ReplaySystem
 
 extension Replay {
     struct Extensions: ParsableCommand {
@@ -35,7 +36,7 @@ extension Replay.Extensions {
                 if list.isEmpty { print("No upload extensions are installed.") }
                 for info in list {
                     let setup = info.manifest.setupFields.map { "\($0.key)\($0.required ? "" : "?")" }.joined(separator: " ")
-                    print("\(info.manifest.id)  \(info.manifest.displayName)\(setup.isEmpty ? "" : "  setup: \(setup)")")
+                    print(VisibleText.of("\(info.manifest.id)  \(info.manifest.displayName)\(setup.isEmpty ? "" : "  setup: \(setup)")"))
                 }
             }
         }

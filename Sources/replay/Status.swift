@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReplayIPC
+import ReplaySystem
 
 extension Replay {
     struct Status: ParsableCommand {
@@ -119,8 +120,10 @@ extension Replay {
                 lines.append("windows, bottom to top (--window ID, or --window pick to click one):")
                 lines += sources.windows.map { window in
                     let id = "0x" + String(window.id, radix: 16)
-                    let app = window.application.isEmpty ? "" : " [\(window.application)]"
-                    return "  \(id)  \(window.width)x\(window.height)+\(window.x)+\(window.y)  \(window.title.isEmpty ? "(untitled)" : window.title)\(app)"
+                    // A window's title and class are its app's to choose: shown, never obeyed.
+                    let app = window.application.isEmpty ? "" : " [\(VisibleText.of(window.application))]"
+                    let title = window.title.isEmpty ? "(untitled)" : VisibleText.of(window.title)
+                    return "  \(id)  \(window.width)x\(window.height)+\(window.x)+\(window.y)  \(title)\(app)"
                 }
             }
             if !sources.audioOutputs.isEmpty {

@@ -127,7 +127,8 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
             descriptors.rlim_cur = descriptors.rlim_max
             _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &descriptors)
         }
-        LoggingSystem.bootstrap { StreamLogHandler.standardError(label: $0) }
+        // Control characters in what comes from outside (an app's path, an extension's output) are shown, not obeyed.
+        LoggingSystem.bootstrap { VisibleTextLog.standardError(label: $0) }
         var logger = Logger(label: "replayd")
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 

@@ -199,6 +199,8 @@ func queueOnSockets(megabytes: Int) -> Int {
 final class HostileHandler: BroadcastSampleHandler {
     private var behaviour = ""
     private var hoard: [UnsafeMutableRawPointer] = []
+    /// What "keep-all" keeps: every picture it was given, and so every picture surface.
+    private var kept: [VideoSample] = []
 
     override func broadcastStarted(setupInfo: [String: String]) {
         behaviour = setupInfo["behaviour"] ?? ""
@@ -228,6 +230,26 @@ final class HostileHandler: BroadcastSampleHandler {
                 close(fd)
             }
             updateServiceInfo(["read": answer])
+        }
+        if behaviour == "snoop" {
+            // What a root person's system keeps in /etc and /var, and what the sandbox shows of them.
+            func tryRead(_ path: String) -> String {
+                let fd = open(path, O_RDONLY)
+                guard fd >= 0 else { return "no: \(String(cString: strerror(errno)))" }
+                defer { close(fd) }
+                var buffer = [UInt8](repeating: 0, count: 4096)
+                return "yes: \(read(fd, &buffer, buffer.count)) bytes"
+            }
+            func list(_ path: String) -> String {
+                (try? FileManager.default.contentsOfDirectory(atPath: path))?.sorted().joined(separator: ",") ?? "no"
+            }
+            updateServiceInfo([
+                "shadow": tryRead("/etc/shadow"), "shadow-backup": tryRead("/var/backups/shadow.bak"),
+                "ssl-private": list("/etc/ssl/private"), "etc": list("/etc"), "var": list("/var"),
+                "certificates": String((try? FileManager.default.contentsOfDirectory(atPath: "/etc/ssl/certs"))?.count ?? 0),
+                "resolver": tryRead("/etc/resolv.conf"), "hosts": tryRead("/etc/hosts"), "time-zone": tryRead("/etc/localtime"),
+                "loader-cache": tryRead("/etc/ld.so.cache"),
+            ])
         }
         if behaviour == "loopback" {
             // The host's sockets, then every loopback port it was told of: the one its setup's
@@ -402,9 +424,9 @@ final class HostileHandler: BroadcastSampleHandler {
 
     /// What replayd told it was dropped, for the slow extension's test to hold against the status.
     override func broadcastDroppedFrames(_ count: Int, total: Int) {
-        // Only the slow one says: service info is replaced whole, and an attack's findings
-        // must stay in it when a loaded machine drops a picture meanwhile.
-        guard behaviour == "slow" else { return }
+        // Only these say: service info is replaced whole, and an attack's findings must stay in
+        // it when a loaded machine drops a picture meanwhile.
+        guard behaviour == "slow" || behaviour == "keep-all" else { return }
         updateServiceInfo(["droppedTold": String(total)])
     }
 
@@ -429,6 +451,8 @@ final class HostileHandler: BroadcastSampleHandler {
         case "slow":
             // Holds each picture (and so its surface) for 400 ms.
             usleep(400_000)
+        case "keep-all":
+            kept.append(frame)
         default:
             break
         }

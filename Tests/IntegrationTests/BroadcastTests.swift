@@ -149,6 +149,33 @@ extension IntegrationTests {
             #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
         }
 
+        /// Issue 46, item 3: an extension that keeps all four picture surfaces gets four pictures
+        /// and then none; the frames lost meanwhile are counted in the status, and its handler
+        /// hears of them while it still holds the four (once, they all said 0).
+        @Test func anExtensionHoldingEverySurfaceHearsOfItsDropsAndTheStatusCountsThem() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon(Self.installExtensions(in: fixture))
+            let start = try fixture.replay(["broadcast", "start", "--extension", "hostile", "--setup", "behaviour=keep-all"])
+            #expect(start.status == 0, "\(start)")
+            // The moving demo scene offers ~30 pictures a second; after the first four, every one is lost.
+            let status = try #require(try Self.waitForStatus(fixture) { status in
+                let told = Int((status["serviceInfo"] as? [String: String])?["droppedTold"] ?? "") ?? 0
+                return (status["framesDropped"] as? Int ?? 0) > 30 && told > 30
+            }, "\(fixture.daemonLog.suffix(2000))")
+            let sent = status["framesSent"] as? Int ?? 0, dropped = status["framesDropped"] as? Int ?? 0
+            let told = Int((status["serviceInfo"] as? [String: String])?["droppedTold"] ?? "") ?? 0
+            #expect(status["state"] as? String == "live", "\(status)")
+            #expect(sent == 4, "the extension holds the four pictures it got: \(status)")
+            #expect(dropped > 30 && told > 30 && told <= dropped, "dropped \(dropped), the handler was told \(told)")
+            #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
+            let final = try #require(try Self.waitUntilOver(fixture))
+            let finalDropped = final["framesDropped"] as? Int ?? 0
+            #expect(finalDropped >= dropped, "\(final)")
+            let ended = fixture.daemonLog.split(separator: "\n").filter { $0.contains("broadcast ended") }
+            #expect(ended.contains { $0.contains("dropped=\(finalDropped)") }, "the end-of-broadcast log counts them: \(ended)")
+        }
+
         /// On a still screen (no demo scene) replayd repeats the last picture a few times a second:
         /// the extension sees those pictures flagged as repeats, and its ticks keep coming.
         @Test func aStillScreensRepeatsAreFlaggedAndTicksKeepComing() throws {

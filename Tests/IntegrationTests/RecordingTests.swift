@@ -201,6 +201,41 @@ extension IntegrationTests {
             #expect(abs((probe.duration ?? 0) - Double(packets.count) / 30) < 0.01, "movie \(probe.duration ?? 0) s")
         }
 
+        /// Issue 46, item 1: every frame of a `cfr` movie is on the 1/30 s grid from the first on,
+        /// with its sound, across a pause and a resize of the screen. (The AAC encoder's priming
+        /// once started the sound 21 ms before zero; the muxer moved every track later by it, and
+        /// the first picture lasted 1.64 frames.)
+        @Test func aConstantFrameRateRecordingIsOnTheGridFromItsFirstFrameWithSoundAPauseAndAResize() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, resizable: true))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let movie = fixture.file("cfr-grid.mp4")
+            let recording = try fixture.startReplay(["record", "--duration", "4", "--frame-rate-mode", "cfr", "--json", "--output", movie.path])
+            let running = poll(timeout: 20, every: 0.05) { () -> Bool? in
+                let status = try? fixture.replay(["status", "--json"])
+                let object = status.flatMap { try? JSONSerialization.jsonObject(with: Data($0.stdout.utf8)) as? [String: Any] }
+                return (object?["activeRecordings"] as? [String])?.isEmpty == false ? true : nil
+            }
+            try #require(running != nil, "the recording did not start")
+            Thread.sleep(forTimeInterval: 1)
+            #expect(try fixture.replay(["pause"]).status == 0)
+            Thread.sleep(forTimeInterval: 0.7)
+            #expect(try fixture.replay(["resume"]).status == 0)
+            Thread.sleep(forTimeInterval: 0.5)
+            let display = try #require(fixture.desktop?.display)
+            #expect(try Command.run(Command.which("xrandr"), ["-s", "640x400"], environment: ["DISPLAY": display]).status == 0)
+            let result = recording.finish(timeout: 60)
+            #expect(result.status == 0, "\(result)\n\(fixture.daemonLog.suffix(1500))")
+
+            let probe = try MediaProbe(movie)
+            #expect(probe.audio.count == 1, "the sound is in the movie")
+            let packets = try Self.videoPackets(movie)
+            #expect(packets.count >= 110, "\(packets.count) frames")
+            let offGrid = packets.enumerated().filter { abs($0.element.seconds - Double($0.offset) / 30) > 0.0005 }
+            #expect(offGrid.isEmpty, "frames off the grid (index, seconds): \(offGrid.prefix(5).map { ($0.offset, $0.element.seconds) })")
+            #expect(fixture.daemonLog.contains("screen resized"), "the screen was resized during the take")
+        }
+
         /// On the grid a picture moves by up to 0.6 of a frame (`ConstantFrameRate`): the flashes
         /// keep their beeps within a frame as a rule, and within two when a flash's own picture
         /// was dropped for an earlier one in its slot and the next picture showed it. (Moving such

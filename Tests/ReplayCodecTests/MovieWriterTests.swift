@@ -46,6 +46,43 @@ import Testing
         #expect(count >= 3)
     }
 
+    /// A constant-rate movie with sound starts both tracks at zero: every picture on the 1/30 s
+    /// grid, the first included (the AAC encoder's priming once made the muxer move the video
+    /// 21 ms later, the first frame 1.64 frames long), and a sound heard when it was given.
+    @Test func aConstantRateMovieWithSoundHasEveryFrameOnTheGridAndKeepsSync() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("writer-cfr-\(UUID().uuidString).mp4")
+        defer { try? FileManager.default.removeItem(at: path) }
+        let writer = try MovieWriter(path: path.path, format: MovieFormat(width: 320, height: 240, picture: .bt601VideoRange, fps: 30,
+                                                                          audioSources: [.app], frameRateMode: .cfr))
+        for index in 0..<60 {
+            try writer.append(VideoSample(time: .zero, pixels: frame(index)), at: .samples(Int64(index), rate: 30))
+        }
+        // Silence, and a tone from exactly 1 s on; given in the capture's 480-frame periods.
+        let tone = (0..<48_000 * 2).flatMap { index -> [Float] in
+            let value = index < 48_000 ? 0 : Float(sin(Double(index) * 2 * .pi * 440 / 48_000) * 0.5)
+            return [value, value]
+        }
+        for start in stride(from: 0, to: tone.count, by: 960) { try writer.append(audio: Array(tone[start..<start + 960]), source: .app) }
+        try writer.finish()
+
+        let frames = try Command.run(Command.which("ffprobe"), [
+            "-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", path.path,
+        ]).stdout.split(separator: "\n").compactMap { Double($0) }
+        #expect(frames.count == 60)
+        let offGrid = frames.enumerated().filter { abs($0.element - Double($0.offset) / 30) > 0.0005 }
+        #expect(offGrid.isEmpty, "frames off the grid (index, seconds): \(offGrid.prefix(5).map { ($0.offset, $0.element) })")
+        // Decoded as a player does: the tone starts within a millisecond of 1 s.
+        let raw = path.appendingPathExtension("f32")
+        defer { try? FileManager.default.removeItem(at: raw) }
+        let decoded = try Command.run(Command.which("ffmpeg"), [
+            "-v", "error", "-i", path.path, "-map", "0:a:0", "-ac", "1", "-f", "f32le", "-y", raw.path,
+        ])
+        #expect(decoded.status == 0, "\(decoded)")
+        let sound = try Data(contentsOf: raw).withUnsafeBytes { Array($0.bindMemory(to: Float.self)) }
+        let onset = try #require(sound.firstIndex { abs($0) > 0.25 }, "no tone in \(sound.count) samples")
+        #expect(abs(onset - 48_000) <= 48, "the tone starts at sample \(onset), not 48000")
+    }
+
     /// The H.264 stream says how its colours were coded, so players convert them back right:
     /// the matrix and range of the pictures, sRGB's primaries and transfer.
     @Test(arguments: [(PictureFormat.bt601VideoRange, "smpte170m", "tv"),

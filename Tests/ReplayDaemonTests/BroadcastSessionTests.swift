@@ -211,10 +211,18 @@ import Testing
         let joined = arguments.joined(separator: " ")
         #expect(joined.contains("--size \(64 << 20) --tmpfs /tmp --size \(64 << 20) --tmpfs /dev/shm"))
         #expect(arguments.contains("--die-with-parent") && arguments.contains("--new-session"))
-        let lastMount = arguments.lastIndex { ["--bind", "--ro-bind"].contains($0) } ?? 0
+        let lastMount = arguments.lastIndex { ["--bind", "--ro-bind", "--ro-bind-try"].contains($0) } ?? 0
         let readOnly = arguments.indices.filter { arguments[$0] == "--remount-ro" }.map { arguments[$0 + 1] }
         #expect(readOnly.contains("/dev") && readOnly.contains("/root") && readOnly.contains("/home") && readOnly.contains("/var"))
         #expect(arguments.firstIndex(of: "--remount-ro") ?? 0 > lastMount)
+        // /etc is covered, then only what an uploader needs comes back (issue 46: it read /etc/shadow).
+        let covered = arguments.indices.filter { arguments[$0] == "--tmpfs" }.map { arguments[$0 + 1] }
+        #expect(covered.contains("/etc") && covered.contains("/var") && covered.contains("/mnt"))
+        let etcCover = arguments.indices.first { arguments[$0] == "--tmpfs" && arguments[$0 + 1] == "/etc" } ?? .max
+        let shown = arguments.indices.filter { arguments[$0] == "--ro-bind-try" }
+        #expect(shown.allSatisfy { $0 > etcCover }, "bound after the cover, or hidden by it")
+        #expect(shown.map { arguments[$0 + 1] }.allSatisfy { ExtensionProcess.hostConfiguration.contains($0) && !$0.hasPrefix("/etc/ssl/private") })
+        #expect(readOnly.contains("/etc"))
         // Debian 12's bubblewrap is 0.8: no user namespace of the extension's own.
         #expect(ExtensionProcess.disablesUserNamespaces && arguments.contains("--disable-userns"))
     }
@@ -330,6 +338,30 @@ import Testing
         } else {
             #expect(frames().map(\.additions) == [.init(isRepeat: false, framesDropped: 0), .init(isRepeat: true, framesDropped: 3)])
         }
+    }
+
+    /// Issue 46, item 3: an extension that keeps all four picture surfaces gets no picture to
+    /// carry the drops that follow. They are counted all the same, in the status, and a 1.2
+    /// extension hears them at once, while it still holds every surface.
+    @Test(arguments: [UInt16?.none, 1, 2])
+    func dropsWhileTheExtensionHoldsEverySurfaceAreCountedAndTold(minorVersion: UInt16?) throws {
+        let rig = Rig(.init(minorVersion: minorVersion, keepsPictures: true))
+        try rig.start()
+        for index in 0..<BroadcastCaptureOpened.videoSurfaces { rig.backend.screen.send(.frame(at: 100 + Double(index) / 30)) }
+        func told() -> [UInt32] { rig.fake.received.compactMap { if case .dropped(let total) = $0 { total } else { nil } } }
+        eventually("every surface lent") {
+            rig.fake.received.filter { if case .video = $0 { true } else { false } }.count == BroadcastCaptureOpened.videoSurfaces
+        }
+        rig.backend.screen.send(.drop(5))
+        eventually("the drops counted") { rig.session.status.framesDropped == 5 }
+        if minorVersion == 2 {
+            eventually("the drops told") { told().last == 5 }
+        } else {
+            rig.fake.heardSoFar()
+            #expect(told().isEmpty, "a \(minorVersion.map { "1.\($0)" } ?? "1.0") extension does not know `dropped`")
+        }
+        rig.session.stop()
+        #expect(rig.session.waitUntilFinished().framesDropped == 5)
     }
 
     /// The watchdog's words for the memory limit, in MiB as the limit is (54,386,688 bytes

@@ -87,6 +87,7 @@ import Glibc
             Self.serving(channel) {
                 Self.send(Self.picture(in: 1), on: channel)
                 Self.send(Self.sound, on: channel)
+                Self.send(.dropped(total: 7), on: channel)
                 while let (command, _) = channel.receive(CaptureCommand.self) {
                     commands.withLock { $0.append(command) }
                     if command == .stop {
@@ -103,9 +104,9 @@ import Glibc
         let heard = Heard()
         // The picture is sent; the sound is not (as while paused), so its place comes back at once.
         run(feed, heard: heard) { message in if case .video = message { true } else { false } }
-        let delivered = Self.eventually { heard.samples.withLock { $0.count == 2 ? $0 : nil } }
-        #expect(delivered == [Self.picture(in: 1), Self.sound])
-        #expect(feed.dropped == 3, "the process's count of dropped frames rides on its pictures")
+        let delivered = Self.eventually { heard.samples.withLock { $0.count == 3 ? $0 : nil } }
+        #expect(delivered == [Self.picture(in: 1), Self.sound, .dropped(total: 7)])
+        #expect(feed.dropped == 7, "the process's count of dropped frames rides on its pictures, and on its own when none goes")
         feed.release(surface: 1)  // the extension is done with it
         feed.stop()
         #expect(heard.done.wait(timeout: .now() + 10) == .success)

@@ -19,6 +19,24 @@ import Testing
         _ = client
     }
 
+    /// A 4K picture (12.4 MB) is more than the 8 MiB of events a client may leave unread: sent
+    /// as bulk, after asking for room, it never cuts the client off, and an event queued behind
+    /// it still has the whole limit (issue 46: the app lost its connection at its first picture).
+    @Test func bulkDataLargerThanTheLimitNeitherCutsOffNorCountsAgainstEvents() throws {
+        let (outbox, client) = try socketPair(outboxLimit: 64 << 10)
+        let picture = [UInt8](repeating: 7, count: 1 << 20)
+        #expect(outbox.hasRoom(below: picture.count * 2))
+        try picture.withUnsafeBytes { try outbox.sendBulk(DaemonEvent.capturedFrame(frame: CapturedFrameInfo(time: 0, width: 1, height: 1)), body: $0) }
+        #expect(outbox.pendingBytes > 64 << 10, "the client has not read it yet")
+        #expect(!outbox.hasRoom(below: picture.count), "a second picture would wait")
+        try outbox.send(DaemonEvent.captureStopped(error: nil))
+        #expect(!outbox.isClosed)
+        let first = try #require(try client.receive(DaemonEvent.self))
+        #expect(first.body == picture)
+        let second = try #require(try client.receive(DaemonEvent.self))
+        #expect(second.message == .captureStopped(error: nil))
+    }
+
     @Test func aClientThatReadsGetsEveryEventInOrder() throws {
         let (outbox, client) = try socketPair(outboxLimit: 64 << 10)
         let reader = Completion<[Int]>()

@@ -29,7 +29,12 @@ public final class ReplayFixture: @unchecked Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         socket = directory.appendingPathComponent(socketName).path
         store = storeDirectory ?? directory.appendingPathComponent("store")
-        self.desktop = try desktop.map { try VirtualDesktop.start($0) }
+        // The scene's diagnostics (its beep stream starved) belong in the tests' log.
+        self.desktop = try desktop.map { options in
+            var options = options
+            options.verboseScene = true
+            return try VirtualDesktop.start(options)
+        }
         waylandDesktop = nil
     }
 

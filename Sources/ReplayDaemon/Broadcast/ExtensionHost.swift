@@ -10,10 +10,11 @@ public protocol ExtensionHost: Sendable {
     ///   - hidden: directories the extension must not see (the store, the daemon's sockets).
     ///   - writable: directories the person chose for it (setup fields of kind `directory`).
     ///   - network: the TCP ports it may connect to (the servers its setup names).
+    ///   - redaction: what hides its secret setup values in every line it prints.
     ///   - started: called once, with the running extension or why it could not start
     ///     (nothing left running then). Nothing waits for the start meanwhile.
     func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String], network: ExtensionNetworkPolicy,
-                started: @escaping @Sendable (Result<any ExtensionLink, DaemonError>) -> Void)
+                redaction: SecretRedaction, started: @escaping @Sendable (Result<any ExtensionLink, DaemonError>) -> Void)
     /// Who counts an extension's memory, for `replay broadcast status`.
     var memoryCounting: String { get }
 }
@@ -58,9 +59,9 @@ public struct SandboxedExtensionHost: ExtensionHost {
     }
 
     public func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String], network: ExtensionNetworkPolicy,
-                       started: @escaping @Sendable (Result<any ExtensionLink, DaemonError>) -> Void) {
-        ExtensionProcess.start(manifest: manifest, hidden: hidden, writable: writable, network: network, timers: timers,
-                               logger: logger) { result in
+                       redaction: SecretRedaction, started: @escaping @Sendable (Result<any ExtensionLink, DaemonError>) -> Void) {
+        ExtensionProcess.start(manifest: manifest, hidden: hidden, writable: writable, network: network, redaction: redaction,
+                               timers: timers, logger: logger) { result in
             started(result.map { $0 })
         }
     }

@@ -11,7 +11,9 @@ import Glibc
 /// An extension's standard error: a pipe replayd reads into its own log, line by line, at
 /// most `linesPerSecond` lines a second (then one line saying how many were dropped). The
 /// extension never holds the daemon's log itself, so it can neither rewrite its history nor
-/// fill the disk with it.
+/// fill the disk with it. Each line passes through the broadcast's `SecretRedaction` first:
+/// the extension's libraries print what they were given (FFmpeg, a URL with its passphrase).
+/// (replayd's log handler, `VisibleTextLog`, then shows its control characters, not obeys them.)
 final class ExtensionOutput: Sendable {
     static let linesPerSecond = 20
     static let maxLine = 500
@@ -21,11 +23,13 @@ final class ExtensionOutput: Sendable {
     private let logger: Logger
     private let timers: any Timers
     private let extensionID: String
+    private let redaction: SecretRedaction
     /// Everything the pipe held is logged, and the drops said.
     private let ended = Completion<Void>()
 
     /// Starts reading `fd` (the pipe's read end, which it then owns).
-    init(fd: Int32, extensionID: String, timers: any Timers, logger: Logger) {
+    init(fd: Int32, extensionID: String, redaction: SecretRedaction, timers: any Timers, logger: Logger) {
+        self.redaction = redaction
         self.logger = logger
         self.timers = timers
         self.extensionID = extensionID
@@ -86,7 +90,7 @@ final class ExtensionOutput: Sendable {
             if final { reportDropped += state.dropped }
             return (Array(lines.prefix(room)), reportDropped)
         }
-        for line in lines { logger.info("\(line)", metadata: ["extension": "\(extensionID)"]) }
+        for line in lines { logger.info("\(redaction.redact(line))", metadata: ["extension": "\(extensionID)"]) }
         if dropped > 0 { logger.warning("the extension wrote too much: \(dropped) lines of its output were not logged", metadata: ["extension": "\(extensionID)"]) }
     }
 }

@@ -57,11 +57,12 @@ final class ExtensionProcess: ExtensionLink {
     ///   - writable: directories the person chose for it (setup fields of kind `directory`).
     ///   - network: the TCP ports it may connect to.
     static func start(manifest: ExtensionManifest, hidden: [String], writable: [String], network: ExtensionNetworkPolicy,
-                      timers: any Timers, logger: Logger, started: @escaping @Sendable (Result<ExtensionProcess, DaemonError>) -> Void) {
+                      redaction: SecretRedaction, timers: any Timers, logger: Logger,
+                      started: @escaping @Sendable (Result<ExtensionProcess, DaemonError>) -> Void) {
         let sandbox: StartingSandbox
         do throws(DaemonError) {
-            sandbox = try StartingSandbox(manifest: manifest, hidden: hidden, writable: writable, network: network, timers: timers,
-                                          logger: logger)
+            sandbox = try StartingSandbox(manifest: manifest, hidden: hidden, writable: writable, network: network, redaction: redaction,
+                                          timers: timers, logger: logger)
         } catch {
             return started(.failure(error))
         }
@@ -91,6 +92,8 @@ final class ExtensionProcess: ExtensionLink {
     /// descriptors between the two, which one of them closes.
     private final class StartingSandbox: Sendable {
         let manifest: ExtensionManifest
+        /// What every line the extension prints passes through before it is logged.
+        let redaction: SecretRedaction
         let logger: Logger
         let timers: any Timers
         let process: ChildProcess
@@ -102,8 +105,9 @@ final class ExtensionProcess: ExtensionLink {
         let errorsWrite: Int32, releaseRead: Int32, releaseWrite: Int32
 
         init(manifest: ExtensionManifest, hidden: [String], writable: [String], network: ExtensionNetworkPolicy,
-             timers: any Timers, logger: Logger) throws(DaemonError) {
+             redaction: SecretRedaction, timers: any Timers, logger: Logger) throws(DaemonError) {
             self.manifest = manifest
+            self.redaction = redaction
             self.logger = logger
             self.timers = timers
             guard FileManager.default.isExecutableFile(atPath: ExtensionProcess.bubblewrap) else {
@@ -187,7 +191,8 @@ final class ExtensionProcess: ExtensionLink {
             // The status pipe is kept open while bwrap runs: it writes its exit status there
             // last, and a closed pipe would end it with SIGPIPE instead of the extension's own.
             return ExtensionProcess(process: process, sandboxInit: sandboxInit, statusPipe: status, network: network, socketDiag: socketDiag,
-                                    output: ExtensionOutput(fd: errorsRead, extensionID: manifest.id, timers: timers, logger: logger),
+                                    output: ExtensionOutput(fd: errorsRead, extensionID: manifest.id, redaction: redaction, timers: timers,
+                                                            logger: logger),
                                     socket: socket, cgroup: cgroup)
         }
 
@@ -346,13 +351,27 @@ final class ExtensionProcess: ExtensionLink {
         return version.count >= 2 && (version[0], version[1]) >= (0, 8)
     }()
 
+    /// What an uploader needs of the host's /etc, and all it sees of it: certificates (never
+    /// /etc/ssl/private), the resolver's and the hosts files, the time zone, the loader's cache,
+    /// and the alternatives' links some libraries are reached through. Nothing of the system's
+    /// or other users' secrets (shadow, keys, passwd), whoever runs replayd, root included.
+    static let hostConfiguration = [
+        "/etc/ssl/certs", "/etc/ssl/openssl.cnf", "/etc/gnutls", "/etc/resolv.conf", "/etc/hosts", "/etc/host.conf",
+        "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/protocols", "/etc/services", "/etc/localtime", "/etc/timezone",
+        "/etc/ld.so.cache", "/etc/alternatives",
+    ]
+
+    /// Folders of the host an extension has no business in: their files are the system's and
+    /// the people's (/var/backups keeps a copy of shadow), never an uploader's.
+    static let hostPrivateFolders = ["/boot", "/home", "/media", "/mnt", "/root", "/run", "/srv", "/var"]
+
     /// - Parameter ownNetwork: a network namespace of its own (for pasta), else the host's.
     static func sandboxArguments(executable: String, hidden: [String], writable: [String], ownNetwork: Bool) -> [String] {
         let size = String(tmpfsSize)
         // Only /tmp and /dev/shm are writable, sized, and counted (`privateStorage`); the
         // other tmpfs hide what is under them and become read-only once mounted on.
         // Parents first, so a cover inside another (the store in the socket folder) is not hidden by it.
-        let covers = (["/home", "/root", "/run"] + hidden.filter { FileManager.default.fileExists(atPath: $0) }).sorted()
+        let covers = Set(["/etc"] + hostPrivateFolders + hidden.filter { FileManager.default.fileExists(atPath: $0) }).sorted()
         var arguments = [
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
             "--size", size, "--tmpfs", "/tmp", "--size", size, "--tmpfs", "/dev/shm",
@@ -365,6 +384,8 @@ final class ExtensionProcess: ExtensionLink {
         if disablesUserNamespaces { arguments += ["--unshare-user", "--disable-userns"] }
         if !ownNetwork { arguments.append("--share-net") }
         for path in covers { arguments += ["--tmpfs", path] }
+        // Of /etc, only what an uploader needs comes back, read-only (a link's target, as it is now).
+        for path in hostConfiguration { arguments += ["--ro-bind-try", path, path] }
         // Its own executable stays visible even when it lives under a hidden directory.
         let folder = URL(fileURLWithPath: executable).deletingLastPathComponent().path
         arguments += ["--ro-bind", folder, folder]

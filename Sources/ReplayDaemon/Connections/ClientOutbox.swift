@@ -9,7 +9,9 @@ import Synchronization
 /// Events are written by the connection's event loop as the client reads them. The queue
 /// is bounded in bytes: a client that stops reading is disconnected once its events fill
 /// it, so it can neither stall capture nor grow the daemon's memory. Bulk data (export
-/// chunks, in-app capture pictures) asks for room first instead.
+/// chunks, in-app capture pictures) asks for room first instead, and goes with `sendBulk`:
+/// its sender bounds it, so it never cuts a client off, whatever its size (an 8K picture is
+/// 47 MiB), and an event queued behind it is not counted against its bytes.
 public final class ClientOutbox: Sendable {
     /// Queued bytes past which a client that does not read is cut off.
     public static let defaultLimit = 8 << 20
@@ -17,6 +19,8 @@ public final class ClientOutbox: Sendable {
     private let channel: any Channel
     private let limit: Int
     private let pending = Atomic<Int>(0)
+    /// The part of `pending` that is bulk data.
+    private let pendingBulk = Atomic<Int>(0)
     /// Bulk senders waiting for the queue to drain below their mark.
     private let roomWaiters = Mutex<[(below: Int, handler: @Sendable (Bool) -> Void)]>([])
     private let closed = Atomic<Bool>(false)
@@ -37,13 +41,25 @@ public final class ClientOutbox: Sendable {
     }
 
     /// Queues one framed message; throws, and closes the connection, when the client has let
-    /// its queue fill up.
+    /// its events fill the queue.
     public func send<M: Encodable>(_ message: M, body: UnsafeRawBufferPointer) throws {
+        try enqueue(message, body: body, bulk: false)
+    }
+
+    /// Queues bulk data whose sender asked for room first (`hasRoom`, `room(below:)`): it
+    /// never cuts the client off, and events behind it still have the whole limit.
+    public func sendBulk<M: Encodable>(_ message: M, body: UnsafeRawBufferPointer) throws {
+        try enqueue(message, body: body, bulk: true)
+    }
+
+    private func enqueue<M: Encodable>(_ message: M, body: UnsafeRawBufferPointer, bulk: Bool) throws {
         let head = try FrameCodec.frameHead(message, bodyLength: body.count)
         let size = head.count + body.count
         guard !isClosed else { throw DaemonError(code: .internalError, message: "the client's connection is closed") }
         let queued = pending.add(size, ordering: .relaxed).newValue
-        if queued > limit {
+        if bulk {
+            pendingBulk.add(size, ordering: .relaxed)
+        } else if queued - pendingBulk.load(ordering: .relaxed) > limit {
             pending.subtract(size, ordering: .relaxed)
             close()
             throw DaemonError(code: .busy, message: "the client did not read its events (\(limit >> 10) KiB queued); it was disconnected")
@@ -57,6 +73,7 @@ public final class ClientOutbox: Sendable {
             return written
         }
         written.whenComplete { [self] _ in
+            if bulk { pendingBulk.subtract(size, ordering: .relaxed) }
             pending.subtract(size, ordering: .relaxed)
             wakeRoomWaiters()
         }

@@ -201,6 +201,13 @@ final class DesktopNotifications: CaptureIndicator, @unchecked Sendable {
                replacing: replacing, on: connection)
     }
 
+    /// The body as plain text: control characters shown, and the markup characters a server
+    /// may interpret (`<a href>`, `<img>`) escaped, so an app's name is shown as it is named.
+    static func plainBody(_ body: String) -> String {
+        VisibleText.of(body).replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+            .replacingOccurrences(of: ">", with: "&gt;")
+    }
+
     /// Notify(app name, replaces id, icon, summary, body, actions, hints, timeout): the id, with
     /// the server that answered. A resident one stays until closed; another goes after `timeout` milliseconds.
     private func notify(_ summary: String, _ body: String, actions: [IndicatedAction], resident: Bool, timeout: Int32 = 5000,
@@ -209,8 +216,8 @@ final class DesktopNotifications: CaptureIndicator, @unchecked Sendable {
         if resident { hints["resident"] = .bool(true) }
         let reply = try? connection.reply(
             destination: Self.interface, path: Self.path, interface: Self.interface, member: "Notify",
-            [.string("OpenReplayKit"), .uint32(replacing?.id ?? 0), .string(resident ? "media-record" : "media-playback-stop"), .string(summary),
-             .string(body), .array(element: "s", actions.flatMap { [DBusValue.string($0.key), .string($0.label)] }), .options(hints),
+            [.string("OpenReplayKit"), .uint32(replacing?.id ?? 0), .string(resident ? "media-record" : "media-playback-stop"), .string(VisibleText.of(summary)),
+             .string(Self.plainBody(body)), .array(element: "s", actions.flatMap { [DBusValue.string($0.key), .string($0.label)] }), .options(hints),
              .int32(resident ? 0 : timeout)],
             timeout: 2)
         guard let reply, let id = reply.values.first?.uint32 else { return nil }

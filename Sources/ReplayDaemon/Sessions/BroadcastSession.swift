@@ -169,12 +169,19 @@ final class BroadcastSession: Sendable {
         }
     }
 
+    /// Hides the secret setup values, and what URLs carry, in what the extension prints or says:
+    /// its libraries name what they were given (FFmpeg, a URL with its passphrase).
+    private var redaction: SecretRedaction {
+        SecretRedaction(secrets: manifest.setupFields.filter { $0.kind == .secret }.compactMap { request.setup[$0.key] })
+    }
+
     /// The capture is open: the extension is started. The capture's descriptors are closed
     /// once it has them, or could not start.
     private func launch(feed: any BroadcastFeed, opened: BroadcastCaptureOpened, applicationInfo: [String: String], hidden: [String],
                         started: @escaping @Sendable (DaemonError?) -> Void) {
         let writable = manifest.setupFields.filter { $0.kind == .directory }.compactMap { request.setup[$0.key] }
-        extensions.launch(manifest, hidden: hidden, writable: writable, network: ExtensionNetworkPolicy(setup: request.setup)) { [self] result in
+        extensions.launch(manifest, hidden: hidden, writable: writable, network: ExtensionNetworkPolicy(setup: request.setup),
+                          redaction: redaction) { [self] result in
             defer { opened.descriptors.forEach { close($0) } }
             switch result {
             case .success(let link):
@@ -322,7 +329,8 @@ final class BroadcastSession: Sendable {
 
     /// Sends one sample the feed took, unless the broadcast is paused at its capture time or
     /// not live; says whether it went (one that did not goes back to the feed). A 1.1
-    /// extension's pictures carry the drops so far, capture's and the socket's.
+    /// extension's pictures carry the drops so far, capture's and the socket's; a 1.2 one also
+    /// hears them when no picture goes out (`dropped`).
     private func forward(_ message: BroadcastMessage) -> Bool {
         switch message {
         case .video(var picture):
@@ -342,6 +350,15 @@ final class BroadcastSession: Sendable {
             guard isSending(at: MediaTime(nanoseconds: period.time)), send(.audio(period)) else { return false }
             state.withLock { $0.status.audioPeriodsSent += 1 }
             return true
+        case .dropped:
+            // Capture dropped pictures and none went out to say so (the extension holds every
+            // surface): a 1.2 extension hears the count now, while it still holds them.
+            let total = state.withLock { state -> UInt32? in
+                guard state.minorVersion >= 2, state.lifecycle.phase == .running else { return nil }
+                return UInt32(clamping: (state.feed?.dropped ?? 0) + state.unsentFrames)
+            }
+            guard let total else { return false }
+            return send(.dropped(total: total))
         default:
             return false
         }
@@ -403,7 +420,7 @@ final class BroadcastSession: Sendable {
         case .release(let surface): state.withLock { $0.feed }?.release(surface: Int(surface))
         // The extension chose to end: it is told `finished` and given the time to close its
         // stream, as at a stop.
-        case .finish(let error): end(failure: "the extension ended the broadcast: \(error)", extensionAsked: true)
+        case .finish(let error): end(failure: "the extension ended the broadcast: \(redaction.redact(error))", extensionAsked: true)
         case .serviceInfo(let info):
             state.withLock { $0.status.serviceInfo = info }
             notifyObservers()

@@ -29,7 +29,7 @@ struct ChannelCaptureClient: CaptureClient {
     func deliver(_ info: CapturedFrameInfo, pixels: UnsafeRawBufferPointer) -> CaptureDelivery {
         guard !channel.isClosed else { return .gone }
         guard channel.hasRoom(below: pixels.count * 2) else { return .busy }
-        return (try? channel.send(DaemonEvent.capturedFrame(frame: info), body: pixels)) != nil ? .sent : .gone
+        return (try? channel.sendBulk(DaemonEvent.capturedFrame(frame: info), body: pixels)) != nil ? .sent : .gone
     }
     func captureStopped(error: String?) { try? channel.send(DaemonEvent.captureStopped(error: error)) }
 }

@@ -113,7 +113,8 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
     private func tell(_ command: CaptureCommand) { state.withLock { $0.link }?.tell(command) }
 
     /// One report. What the process names is checked against the surfaces it made: a message
-    /// that is not a sample, or points outside them, is a broken process, and ends it.
+    /// that is not a sample (or a count of drops), or points outside them, is a broken process,
+    /// and ends it.
     private func heard(_ report: CaptureReport, descriptors: [Int32]) {
         // Only the surfaces of a usable start are kept (the session closes them); the rest are closed here.
         var descriptors = descriptors
@@ -173,6 +174,10 @@ final class CaptureProcessBroadcastCapture: BroadcastFeed {
             if !deliver(message) { tell(.releaseFrame(slot: Int(picture.surface))) }
         case .audio(let period) where Int(period.surface) == BroadcastCaptureOpened.videoSurfaces:
             if !deliver(message) { tell(.releaseAudio(offset: Int(period.offset))) }
+        case .dropped(let total):
+            // Said while no picture carries the count (the extension holds every surface).
+            state.withLock { $0.dropped = max($0.dropped, Int(total)) }
+            _ = deliver(message)
         default:
             broken("sent \(message), which is not a sample in its place")
         }

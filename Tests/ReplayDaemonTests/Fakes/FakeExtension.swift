@@ -2,6 +2,7 @@ import Dispatch
 import ReplayCaptureModel
 @testable import ReplayDaemon
 import ReplayIPC
+import ReplaySystem
 @testable import ReplaySession
 import Synchronization
 
@@ -18,6 +19,8 @@ final class FakeExtension: ExtensionLink, ExtensionHost, @unchecked Sendable {
         var refusesStart: String?
         /// The extension protocol's minor version its `ready` announces (nil: a 1.0 extension).
         var minorVersion: UInt16?
+        /// Keeps every picture it is given (never releases a video surface).
+        var keepsPictures = false
     }
 
     let memoryCounting = "the fake's own footprint"
@@ -44,7 +47,7 @@ final class FakeExtension: ExtensionLink, ExtensionHost, @unchecked Sendable {
     init(_ behaviour: Behaviour = Behaviour()) { state = Mutex(State(behaviour: behaviour)) }
 
     func launch(_ manifest: ExtensionManifest, hidden: [String], writable: [String], network: ExtensionNetworkPolicy,
-                started: @escaping @Sendable (Result<any ExtensionLink, DaemonError>) -> Void) {
+                redaction: SecretRedaction, started: @escaping @Sendable (Result<any ExtensionLink, DaemonError>) -> Void) {
         state.withLock {
             $0.launches += 1
             $0.network = network
@@ -89,7 +92,7 @@ final class FakeExtension: ExtensionLink, ExtensionHost, @unchecked Sendable {
         guard alive else { return false }
         switch message {
         case .ping(let sequence) where behaviour.answersPings: say(.pong(sequence))
-        case .video(let frame): say(.release(surface: frame.surface))
+        case .video(let frame) where !behaviour.keepsPictures: say(.release(surface: frame.surface))
         case .audio(let period): say(.release(surface: period.surface))
         case .finished where behaviour.exitsOnFinished: exit("exited")
         case .started: if let error = behaviour.refusesStart { say(.finish(error: error)) }

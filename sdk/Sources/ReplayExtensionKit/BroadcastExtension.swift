@@ -145,7 +145,7 @@ public enum BroadcastExtension {
                 switch message {
                 case .video(let frame): send(.release(surface: frame.surface))
                 case .audio(let period): send(.release(surface: period.surface))
-                case .started, .annotated, .paused, .resumed: break
+                case .started, .annotated, .paused, .resumed, .dropped: break
                 default: return try dispatchInOrder(message)
                 }
                 return false
@@ -174,6 +174,8 @@ public enum BroadcastExtension {
                 handler.broadcastFinished()
                 return true
             case .ping(let sequence): send(.pong(sequence))
+            case .dropped(let total):
+                if let dropped = drops.update(total: Int(total)) { handler.broadcastDroppedFrames(dropped.count, total: dropped.total) }
             case .hello, .ready, .pong, .release, .finish, .serviceInfo, .broadcastURL:
                 throw Failure(description: "unexpected message from replayd: \(message)")
             }

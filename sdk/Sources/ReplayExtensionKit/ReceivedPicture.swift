@@ -27,15 +27,22 @@ package enum ReceivedPicture {
     }
 }
 
-/// How many frames replayd dropped, as each 1.1 `video` message tells the total: the kit and
-/// the harness both turn it into `broadcastDroppedFrames(_:total:)` calls here.
+/// How many frames replayd dropped, as each 1.1 `video` message and each 1.2 `dropped` message
+/// tells the total: the kit and the harness both turn it into `broadcastDroppedFrames(_:total:)`
+/// calls here.
 package struct DropCounter: Sendable {
     package private(set) var total = 0
     package init() {}
 
     /// The drops `frame` newly reports (count since the last, total), if any.
     package mutating func update(with frame: BroadcastMessage.VideoFrame) -> (count: Int, total: Int)? {
-        guard let reported = frame.additions.map({ Int($0.framesDropped) }), reported > total else { return nil }
+        guard let reported = frame.additions.map({ Int($0.framesDropped) }) else { return nil }
+        return update(total: reported)
+    }
+
+    /// The drops a total of `reported` newly reports, if any: a total never goes back.
+    package mutating func update(total reported: Int) -> (count: Int, total: Int)? {
+        guard reported > total else { return nil }
         defer { total = reported }
         return (reported - total, reported)
     }

@@ -148,10 +148,19 @@ public final class BroadcastHarness: Sendable {
         }
     }
 
-    /// replayd drops `count` frames (every surface was out, capture fell behind): the next
-    /// `sendVideo` tells the handler, through `broadcastDroppedFrames`, as the kit does live.
+    /// replayd drops `count` frames (every surface was out, capture fell behind): the handler
+    /// hears it at once, through `broadcastDroppedFrames`, as live (protocol 1.2's `dropped`
+    /// message), even while it holds every picture it was given.
     public func dropFrames(_ count: Int) {
-        clockwork.withLock { $0.framesDropped += max(0, count) }
+        let total = clockwork.withLock { work in
+            work.framesDropped += max(0, count)
+            return work.framesDropped
+        }
+        ifLive { handler in
+            if let news = clockwork.withLock({ $0.drops.update(total: total) }) {
+                handler.broadcastDroppedFrames(news.count, total: news.total)
+            }
+        }
     }
 
     /// Why replayd would have stopped the extension (a hang, the memory limit), in its
@@ -180,7 +189,7 @@ public final class BroadcastHarness: Sendable {
     /// writes into it crashes here as it would live), described by a `video` message that went
     /// through the wire codec, built into a `PixelBuffer` by the kit's own code.
     /// `isRepeat`: the picture repeats the previous one (a still screen), as `VideoSample.isRepeat`
-    /// says live. Frames dropped since the last (`dropFrames`) are told first.
+    /// says live. Its message carries the drops so far, as live.
     public func sendVideo(width: Int = 1280, height: Int = 720, time: MediaTime, luma: UInt8 = 128, u: UInt8 = 128, v: UInt8 = 128,
                           format: PictureFormat = .bt601VideoRange, orientation: Orientation = .up, isRepeat: Bool = false) {
         let dropped = UInt32(clamping: clockwork.withLock { $0.framesDropped })

@@ -20,8 +20,9 @@ public enum FrameCodec {
         /// What the daemon accepts from clients: requests are small and carry no body. One byte
         /// under 64 KiB, so that every protocol-1 (big-endian) header is over it and recognised.
         public static let requests = Limits(maxJSON: 64 * 1024 - 1, maxBody: 0)
-        /// What clients accept from the daemon: a body holds an export chunk or one I420 picture (4K fits).
-        public static let events = Limits(maxJSON: 4 * 1024 * 1024, maxBody: 16 * 1024 * 1024)
+        /// What clients accept from the daemon: a body holds an export chunk or one I420 picture
+        /// (8K, 7680x4320, is 47.5 MiB).
+        public static let events = Limits(maxJSON: 4 * 1024 * 1024, maxBody: 64 * 1024 * 1024)
         /// What a client accepts as the answer to its hello (a welcome or an error), so that a
         /// protocol-1 daemon's big-endian answer is recognised too.
         public static let handshake = Limits(maxJSON: 64 * 1024 - 1, maxBody: 0)

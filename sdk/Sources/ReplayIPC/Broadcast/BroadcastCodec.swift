@@ -6,12 +6,13 @@
 public enum BroadcastCodec {
     /// The major version `hello` carries; a change here breaks every extension.
     public static let protocolVersion: UInt16 = 1
-    /// The minor version this side speaks: 1.1 added `video`'s repeat flag and drop count.
+    /// The minor version this side speaks: 1.1 added `video`'s repeat flag and drop count,
+    /// 1.2 the `dropped` message (drops said while no picture goes out).
     /// Additions go only to a peer that announced them, so 1.0 extensions keep working: replayd
     /// names its minor version in the extension's environment (`minorVersionVariable`), the
     /// extension answers `ready` with the one it speaks (at most replayd's), and replayd writes
     /// what that version knows.
-    public static let minorVersion: UInt16 = 1
+    public static let minorVersion: UInt16 = 2
     /// The environment variable in which replayd tells the extension its minor version.
     public static let minorVersionVariable = "OPENREPLAYKIT_BROADCAST_MINOR_VERSION"
     /// No message is larger: samples travel in surfaces, not in messages.
@@ -39,7 +40,7 @@ public enum BroadcastCodec {
     }
 
     private enum Tag: UInt8 {
-        case hello = 1, started, annotated, video, audio, paused, resumed, finished, ping
+        case hello = 1, started, annotated, video, audio, paused, resumed, finished, ping, dropped
         case ready = 20, pong, release, finish, serviceInfo, broadcastURL
     }
 
@@ -86,6 +87,7 @@ public enum BroadcastCodec {
         case .resumed: out.byte(Tag.resumed.rawValue)
         case .finished: out.byte(Tag.finished.rawValue)
         case .ping(let sequence): out.byte(Tag.ping.rawValue); out.u32(sequence)
+        case .dropped(let total): out.byte(Tag.dropped.rawValue); out.u32(total)
         case .ready(let minorVersion):
             out.byte(Tag.ready.rawValue)
             if let minorVersion { out.u16(minorVersion) }
@@ -128,6 +130,7 @@ public enum BroadcastCodec {
         case .resumed: message = .resumed
         case .finished: message = .finished
         case .ping: message = .ping(try input.u32())
+        case .dropped: message = .dropped(total: try input.u32())
         case .ready: message = .ready(minorVersion: input.isAtEnd ? nil : try input.u16())
         case .pong: message = .pong(try input.u32())
         case .release:

@@ -15,6 +15,9 @@ public enum BroadcastMessage: Sendable, Equatable {
     case finished
     /// Liveness check; an extension that does not answer in time is considered hung.
     case ping(UInt32)
+    /// 1.2: the frames dropped so far, capture's and the socket's, said when pictures were
+    /// dropped and no `video` message carried the count (the extension holds every surface).
+    case dropped(total: UInt32)
 
     // extension → replayd
     /// The surfaces are mapped. `minorVersion` (1.1 on): the protocol's minor version the

@@ -1,4 +1,5 @@
 import Foundation
+import ReplaySystem
 
 /// What an upload extension declares about itself: a JSON file beside (or naming) its
 /// executable, found in the system and user extension directories.
@@ -96,6 +97,12 @@ public struct ExtensionManifest: Codable, Sendable, Equatable {
         let known = Set(setupFields.map(\.key))
         if let unknown = setup.keys.sorted().first(where: { !known.contains($0) }) {
             return "extension '\(id)' has no setup field '\(unknown)' (it has: \(setupFields.map(\.key).joined(separator: ", ")))"
+        }
+        // A value is one plain line: a NUL, an escape or a line break could end it early, or
+        // rewrite a terminal or a log that shows it.
+        if let (key, value) = setup.sorted(by: { $0.key < $1.key }).first(where: { VisibleText.hasControlCharacters($0.value) }) {
+            let shown = setupFields.first { $0.key == key }?.kind == .secret ? "" : " ('\(VisibleText.of(value))')"
+            return "the value of '\(key)'\(shown) holds a control character; a setup value is one line of plain text"
         }
         for field in setupFields where field.kind == .directory {
             guard let path = setup[field.key], !path.isEmpty else { continue }
