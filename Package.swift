@@ -258,7 +258,7 @@ let package = Package(
             dependencies: ["ReplayDaemon", "ReplaySession", "ReplayCaptureModel", "ReplayDesktop", "ReplayIPC", "ReplaySystem", "ReplayCapture",
                            "ReplayCodec", "ReplayMedia", "ReplayLoopbackServer",
                            .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
-                           .product(name: "NIOPosix", package: "swift-nio")],
+                           .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")],
             swiftSettings: strictSettings),
         // Shared fixture and media checks for the integration tests.
         .target(

@@ -103,6 +103,38 @@ extension IntegrationTests {
             try SandboxAttack.expectNothingLeft(fixture, path)
         }
 
+        /// Item 9: 256 connections that each sent half a frame head and stopped once held a
+        /// user's whole allowance of app connections for as long as they stayed open. A request
+        /// begun must now arrive whole within 5 s: they are told why and closed, and the user
+        /// connects again.
+        @Test func halfSentRequestsCannotHoldAUsersConnections() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240, demoScene: false))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            var slow: [Int32] = []
+            defer { slow.forEach { close($0) } }
+            for _ in 0..<256 {
+                let fd = try UnixSocket.connect(path: fixture.socket)
+                let head: [UInt8] = [0x40, 0, 0]  // three of a header's eight bytes
+                _ = head.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                slow.append(fd)
+            }
+            // Every place is taken: a new app connection is turned away at once.
+            let refused = try RawClient.exchange(try UnixSocket.connect(path: fixture.socket), bytes: try RawClient.frame(
+                .hello(protocolVersion: ClientProtocol.version, client: "one-more")))
+            #expect(refused.contains("256 connections open"), "\(refused)")
+            // Then each half-sent one is told why and closed, and the places come back.
+            let welcomed = poll(timeout: 30, every: 0.5) { () -> String? in
+                guard let fd = try? UnixSocket.connect(path: fixture.socket),
+                      let answer = try? RawClient.exchange(fd, bytes: RawClient.frame(.hello(protocolVersion: ClientProtocol.version, client: "again"))),
+                      answer.contains("welcome") else { return nil }
+                return answer
+            }
+            #expect(welcomed != nil, "the half-sent connections still hold every place\n\(fixture.daemonLog.suffix(1500))")
+            let told = try RawClient.exchange(slow.removeFirst(), bytes: [])
+            #expect(told.contains("not sent whole within 5 s"), "\(told)")
+        }
+
         /// Item 6: a value the app fills into the picker's setup is one plain line: NUL, ESC and the
         /// other control characters are refused as newlines are.
         @Test(arguments: ["a\u{0}b", "a\u{1B}[2Kb", "a\u{7}b", "a\u{202E}b"])
