@@ -181,9 +181,12 @@ package final class BroadcastCapture: Sendable {
                 dropsTold = total
                 _ = deliver(.dropped(total: UInt32(clamping: total)))
             case .sample(.video(let frame)):
-                guard let message = lend(frame) else { continue }
-                if case .video(let picture) = message { dropsTold = max(dropsTold, Int(picture.additions?.framesDropped ?? 0)) }
-                if !deliver(message), case .video(let picture) = message { release(surface: Int(picture.surface)) }
+                guard let message = lend(frame), case .video(let picture) = message else { continue }
+                if deliver(message) {
+                    dropsTold = max(dropsTold, Int(picture.additions?.framesDropped ?? 0))
+                } else {
+                    release(surface: Int(picture.surface))
+                }
             case .sample(.audio(let buffer)):
                 // Appended in place: a copy taken out of the table would copy its pending samples.
                 let periods = audioTracks[buffer.source, default: SteadyAudioTrack(origin: audioOrigin)].append(buffer)

@@ -198,6 +198,7 @@ private func printStatus(_ list: [BroadcastStatus], json: Bool) {
         let details = status.serviceInfo.filter { $0.key != "connection" }.sorted { $0.key < $1.key }
         if !details.isEmpty { line += "\n  " + details.map { "\(visible($0.key)): \(visible($0.value))" }.joined(separator: ", ") }
         if let error = status.lastError { line += "\n  error: \(visible(error))" }
+        if let network = status.sandboxNetwork { line += "\n  extension network: \(network)" }
         if let counting = status.memoryCounting {
             line += "\n  extension memory: peak \(BroadcastLimits.mebibytes(status.extensionPeakMemory)) of "
                 + "\(BroadcastLimits.mebibytes(BroadcastLimits.memory)), counted by \(counting)"

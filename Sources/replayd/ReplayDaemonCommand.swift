@@ -94,8 +94,26 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
     @Option(help: "Another directory of upload-extension manifests, searched before the others (see the list above); may be repeated.")
     var extensionsDir: [String] = []
 
+    @Flag(help: "Check that upload extensions can be sandboxed here as documented (bubblewrap, a network of their own through pasta and /dev/net/tun, Landlock, cgroups) for the user replayd runs as (with --system: 'replayd'), say what is missing, and exit: 0 when nothing is.")
+    var check = false
+
     @Flag(help: .hidden)
     var inspectProcesses = false
+
+    /// `--check`: the sandbox's parts as the daemon's user finds them, one line each.
+    private func checkSandbox() throws -> Never {
+        if system {
+            guard let user = ServiceUser(named: "replayd") else {
+                throw ValidationError("--system needs the user 'replayd' (scripts/install-deps creates it)")
+            }
+            try user.become()
+        }
+        let findings = SandboxCheck.findings()
+        for finding in findings { print("\(finding.kind.rawValue): \(finding.text)") }
+        let problems = findings.filter { $0.kind == .problem }.count
+        print(problems == 0 ? "The extensions' sandbox is as documented." : "\(problems) part(s) of the extensions' sandbox missing.")
+        Glibc.exit(problems == 0 ? 0 : 1)
+    }
 
     func validate() throws {
         if let idleExit, idleExit <= 0 { throw ValidationError("--idle-exit must be positive") }
@@ -115,6 +133,7 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
             ProcessInspector.serveRequests()
             return
         }
+        if check { try checkSandbox() }
         if detach { _ = setsid() }
         signal(SIGPIPE, SIG_IGN)
         // A control daemon's threads seldom allocate at once: one malloc arena, not one per

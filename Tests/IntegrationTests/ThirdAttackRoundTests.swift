@@ -103,6 +103,46 @@ extension IntegrationTests {
             try SandboxAttack.expectNothingLeft(fixture, path)
         }
 
+        /// Item 8: where /dev/net/tun was closed to replayd's user (the system daemon's, here),
+        /// the sandbox fell back to the host's network without a word but for one log line.
+        /// Whichever network an extension gets is now in its broadcast's status, and
+        /// `replayd --check` says the same of the machine: both agree, in user mode (root, who
+        /// may use the device) and in system mode, whatever this machine grants the user 'replayd'.
+        @Test(arguments: [false, true])
+        func anExtensionsNetworkIsReportedAndAgreesWithTheCheck(system: Bool) throws {
+            _ = try #require(ServiceUser(named: "replayd"), "the 'replayd' user is missing: run scripts/install-deps")
+            let base = URL(fileURLWithPath: "/var/tmp/ork-test-state-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: base) }
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240, demoScene: false),
+                                            storeDirectory: base.appendingPathComponent("recordings"), socketName: "run/replayd.sock")
+            defer { fixture.stop() }
+            let check = try Command.run(ReplayFixture.replayd, ["--check"] + (system ? ["--system"] : []))
+            let ownNetwork = check.stdout.contains("ok: extensions get a network of their own")
+            #expect(ownNetwork == !check.stdout.contains("problem: extensions would share the host's network"), "\(check)")
+            #expect(check.status == (check.stdout.contains("problem:") ? 1 : 0), "\(check)")
+            if !system { #expect(ownNetwork, "root may use /dev/net/tun: \(check)") }
+
+            try fixture.startDaemon((system ? ["--system"] : []) + Broadcast.installExtensions(in: fixture))
+            let output = fixture.file("out")
+            try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+            if system { chmod(fixture.directory.path, 0o755); chmod(output.path, 0o777) }
+            let start = try fixture.replay(["broadcast", "start", "--extension", "file", "--setup", "dir=\(output.path)"])
+            #expect(start.status == 0, "\(start)\n\(fixture.daemonLog.suffix(2000))")
+            let status = try #require(try Broadcast.waitForStatus(fixture) { $0["sandboxNetwork"] != nil }, "\(fixture.daemonLog.suffix(2000))")
+            let network = status["sandboxNetwork"] as? String ?? ""
+            if ownNetwork {
+                #expect(network.hasPrefix("its own (pasta)"), "\(network)")
+            } else {
+                #expect(network.hasPrefix("the host's, NOT its own as documented: ") && network.contains("/dev/net/tun is not usable by replayd's user 'replayd'"),
+                        "\(network)")
+            }
+            let shown = try fixture.replay(["broadcast", "status"])
+            #expect(shown.stdout.contains("extension network: \(network)"), "\(shown)")
+            #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
+            _ = try Broadcast.waitUntilOver(fixture)
+        }
+
         /// Item 9: 256 connections that each sent half a frame head and stopped once held a
         /// user's whole allowance of app connections for as long as they stayed open. A request
         /// begun must now arrive whole within 5 s: they are told why and closed, and the user

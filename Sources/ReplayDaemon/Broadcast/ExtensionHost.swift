@@ -44,6 +44,8 @@ public protocol ExtensionLink: AnyObject, Sendable {
     func onExit(_ handler: @escaping @Sendable (String) -> Void)
     /// Stops listening and closes the connection.
     func close()
+    /// Its network, in words: its own, or the host's and why (`replay broadcast status`).
+    var sandboxNetwork: String { get }
 }
 
 /// Upload extensions in bubblewrap, as `ExtensionProcess`; what they write on standard error

@@ -35,6 +35,7 @@ final class ExtensionProcess: ExtensionLink {
     private let statusPipe: Int32
     /// pasta, for a sandbox with a network namespace of its own.
     private let network: SandboxNetwork?
+    let sandboxNetwork: String
     /// A sock_diag socket in that namespace: its sockets are listed only there.
     private let socketDiag: Int32?
     /// Its standard error, relayed into the daemon's log.
@@ -98,6 +99,8 @@ final class ExtensionProcess: ExtensionLink {
         let timers: any Timers
         let process: ChildProcess
         let ownNetwork: Bool
+        /// What network the extension gets, for the broadcast's status.
+        let networkDescription: String
         /// Our ends: the connection, bwrap's status (read), the extension's standard error.
         let socket: Int32, status: Int32, errorsRead: Int32
         /// Kept until the extension is released or abandoned: pasta writes on `errorsWrite`
@@ -149,6 +152,8 @@ final class ExtensionProcess: ExtensionLink {
             // own network (the manifest's hostNetwork: WebRTC) or pasta cannot run here.
             let ownNetwork = manifest.hostNetwork ? (available: false, warning: nil) : SandboxNetwork.availability()
             if let warning = ownNetwork.warning, !ExtensionProcess.warnedNetwork.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
+            networkDescription = SandboxNetwork.description(
+                hostNetworkAsked: manifest.hostNetwork, unavailable: manifest.hostNetwork || ownNetwork.available ? nil : SandboxNetwork.unavailability())
             let arguments = ExtensionProcess.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable,
                                                               ownNetwork: ownNetwork.available)
             let scopes = ExtensionProcess.landlockScopes(abi: ExtensionProcess.landlockABI)
@@ -190,7 +195,8 @@ final class ExtensionProcess: ExtensionLink {
             [errorsWrite, releaseRead, releaseWrite].forEach { _ = Glibc.close($0) }
             // The status pipe is kept open while bwrap runs: it writes its exit status there
             // last, and a closed pipe would end it with SIGPIPE instead of the extension's own.
-            return ExtensionProcess(process: process, sandboxInit: sandboxInit, statusPipe: status, network: network, socketDiag: socketDiag,
+            return ExtensionProcess(process: process, sandboxInit: sandboxInit, statusPipe: status, network: network,
+                                    networkDescription: networkDescription, socketDiag: socketDiag,
                                     output: ExtensionOutput(fd: errorsRead, extensionID: manifest.id, redaction: redaction, timers: timers,
                                                             logger: logger),
                                     socket: socket, cgroup: cgroup)
@@ -211,12 +217,13 @@ final class ExtensionProcess: ExtensionLink {
         }
     }
 
-    private init(process: ChildProcess, sandboxInit: Int32?, statusPipe: Int32, network: SandboxNetwork?, socketDiag: Int32?,
-                 output: ExtensionOutput, socket: Int32, cgroup: SandboxCgroup?) {
+    private init(process: ChildProcess, sandboxInit: Int32?, statusPipe: Int32, network: SandboxNetwork?, networkDescription: String,
+                 socketDiag: Int32?, output: ExtensionOutput, socket: Int32, cgroup: SandboxCgroup?) {
         self.process = process
         self.sandboxInit = sandboxInit
         self.statusPipe = statusPipe
         self.network = network
+        sandboxNetwork = networkDescription
         self.socketDiag = socketDiag
         self.output = output
         self.socket = socket

@@ -18,18 +18,39 @@ final class SandboxNetwork: Sendable {
 
     private let process: ChildProcess
 
-    /// Whether pasta can run here; if not, why, in words for the log. It needs /dev/net/tun,
-    /// which some containers keep from unprivileged users.
+    /// Whether pasta can run here, for this process's user; if not, why (`reason`), and the
+    /// warning for the log. It needs /dev/net/tun, which some containers keep from
+    /// unprivileged users (the package grants the system daemon's user access to it).
     static func availability() -> (available: Bool, warning: String?) {
+        guard let missing = unavailability() else { return (true, nil) }
+        return (false, missing.reason + ": extensions share the host's network; "
+            + "Landlock alone limits their TCP connects, and they can read the host's sockets in /proc/net")
+    }
+
+    /// Why pasta cannot give extensions a network of their own here, and what would; nil when it can.
+    static func unavailability() -> (reason: String, fix: String)? {
         guard FileManager.default.isExecutableFile(atPath: pasta), FileManager.default.isExecutableFile(atPath: setpriv) else {
-            return (false, "pasta (\(pasta), Debian package passt) is not installed: extensions share the host's network; "
-                + "Landlock alone limits their TCP connects, and they can read the host's sockets in /proc/net")
+            return ("pasta (\(pasta), Debian package passt) is not installed", "apt-get install passt")
         }
         guard access("/dev/net/tun", R_OK | W_OK) == 0 else {
-            return (false, "/dev/net/tun is not usable by this user, so pasta cannot give extensions a network of their own: "
-                + "they share the host's; Landlock alone limits their TCP connects, and they can read the host's sockets in /proc/net")
+            let why = String(cString: strerror(errno))
+            let name = getpwuid(getuid()).map { String(cString: $0.pointee.pw_name) }
+            let user = name.map { "'\($0)' (uid \(getuid()))" } ?? "uid \(getuid())"
+            return ("/dev/net/tun is not usable by replayd's user \(user) (\(why))",
+                    "give that user the device: the package's tmpfiles.d rule does at install and boot, or as root "
+                        + "setfacl -m u:\(name ?? String(getuid())):rw /dev/net/tun; in a container, pass the device in")
         }
-        return (true, nil)
+        return nil
+    }
+
+    /// An extension's network, as `replay broadcast status` says it: what it can reach.
+    static func description(hostNetworkAsked: Bool, unavailable: (reason: String, fix: String)?) -> String {
+        if hostNetworkAsked {
+            return "the host's, as its manifest asks (hostNetwork): it sees the host's sockets in /proc/net; Landlock limits its TCP connects"
+        }
+        guard let unavailable else { return "its own (pasta): of the host, it reaches only the servers its setup names" }
+        return "the host's, NOT its own as documented: \(unavailable.reason); it sees the host's sockets in /proc/net and "
+            + "reaches loopback UDP services; Landlock alone limits its TCP connects (replayd --check says what is missing)"
     }
 
     /// The arguments for pasta: no forwarding into the sandbox, and from it to the host's

@@ -208,6 +208,7 @@ final class BroadcastSession: Sendable {
             guard !state.isEnding else { return true }
             state.link = link
             state.feed = feed
+            state.status.sandboxNetwork = link.sandboxNetwork
             return false
         }
         if stoppedMeanwhile {

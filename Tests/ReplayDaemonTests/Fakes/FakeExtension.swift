@@ -24,6 +24,7 @@ final class FakeExtension: ExtensionLink, ExtensionHost, @unchecked Sendable {
     }
 
     let memoryCounting = "the fake's own footprint"
+    let sandboxNetwork = "the fake's own"
 
     struct State {
         var behaviour: Behaviour

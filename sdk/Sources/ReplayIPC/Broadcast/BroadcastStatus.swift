@@ -70,6 +70,9 @@ public struct BroadcastStatus: Codable, Sendable, Equatable {
     /// What counts the extension's memory against its limit, in words: replayd's walk of
     /// /proc, or the kernel. Absent from older daemons.
     public var memoryCounting: String?
+    /// The extension's network, in words: its own (reaching only its setup's servers), or the
+    /// host's, and why. Absent from older daemons, and before the extension runs.
+    public var sandboxNetwork: String?
     public var lastError: String?
     public var serviceInfo: [String: String]
     public var broadcastURL: String?
@@ -95,7 +98,7 @@ public struct BroadcastStatus: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey {
         case id, extensionID, scope, state, framesSent, framesDropped, audioPeriodsSent, messageBytesSent, extensionPeakMemory
-        case lastError, serviceInfo, broadcastURL, memoryCounting
+        case lastError, serviceInfo, broadcastURL, memoryCounting, sandboxNetwork
     }
 
     public init(from decoder: any Decoder) throws {
@@ -113,5 +116,6 @@ public struct BroadcastStatus: Codable, Sendable, Equatable {
         serviceInfo = try container.decode([String: String].self, forKey: .serviceInfo)
         broadcastURL = try container.decodeIfPresent(String.self, forKey: .broadcastURL)
         memoryCounting = try container.decodeIfPresent(String.self, forKey: .memoryCounting)
+        sandboxNetwork = try container.decodeIfPresent(String.self, forKey: .sandboxNetwork)
     }
 }
