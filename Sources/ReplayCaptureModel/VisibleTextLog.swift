@@ -1,5 +1,5 @@
 public import Logging
-import ReplaySystem
+import ReplayIPC
 
 /// A log handler that writes, through `base`, each message and metadata value with its control
 /// characters shown, not obeyed (`VisibleText`): what comes from outside (an app's executable

@@ -1,7 +1,6 @@
 import Logging
 import ReplayCaptureModel
 import ReplayIPC
-import ReplaySystem
 
 /// Broadcasts: the person starts, pauses, resumes and stops them; anyone may see their
 /// state, nobody but the extension ever sees their samples.

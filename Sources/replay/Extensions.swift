@@ -1,7 +1,6 @@
 import ArgumentParser
 import Foundation
 import ReplayIPC
-import ReplaySystem
 
 extension Replay {
     struct Extensions: ParsableCommand {

@@ -198,6 +198,7 @@ extension IntegrationTests {
             #expect(durations.count == 1 && (durations.first ?? 0) > 0, "packet durations \(durations)")
             let step = durations.first ?? 0
             #expect(packets.enumerated().allSatisfy { $0.element.pts - packets[0].pts == $0.offset * step }, "a frame off the grid")
+            #expect(packets.first?.seconds == 0, "the first frame at \(packets.first?.seconds ?? -1) s, not on the grid's first step")
             #expect(abs((probe.duration ?? 0) - Double(packets.count) / 30) < 0.01, "movie \(probe.duration ?? 0) s")
         }
 

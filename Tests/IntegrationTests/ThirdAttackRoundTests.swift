@@ -175,6 +175,28 @@ extension IntegrationTests {
             #expect(told.contains("not sent whole within 5 s"), "\(told)")
         }
 
+        /// Item 6: the notification that names a recording app shows its name with the control
+        /// characters written out and its markup as text: the name is the app's to choose.
+        @Test func aNotificationNamesAnAppWithEscapesAndMarkupAsPlainText() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, demoScene: false))
+            defer { fixture.stop() }
+            let server = try NotificationServer(display: try #require(fixture.desktop?.environment["DISPLAY"]))
+            defer { server.stop() }
+            let app = fixture.file("notes\u{1B}[2K\r<b>System")  // a file name holds no "/", so no closing tag
+            try FileManager.default.copyItem(atPath: ReplayFixture.secretNotes, toPath: app.path)
+            let policy = fixture.file("policy.json")
+            try JSONSerialization.data(withJSONObject: ["default": "deny", "apps": [app.path: "allow"]] as [String: Any]).write(to: policy)
+            try fixture.startDaemon(["--consent-policy", policy.path], environment: ["DBUS_SESSION_BUS_ADDRESS": server.busAddress])
+            let recording = try fixture.start(app.path, ["--record", "2", "--geometry", "0,0,200,200", "--socket", fixture.socket])
+            defer { recording.process.terminate() }
+            let shown = poll(timeout: 20, every: 0.1) { server.shown.first { $0.summary == "Recording the screen" } }
+            let announced = try #require(shown, "no notification\n\(fixture.daemonLog.suffix(1500))")
+            #expect(!announced.body.unicodeScalars.contains("\u{1B}") && !announced.body.contains("\r"), "\(announced.body.debugDescription)")
+            #expect(announced.body.contains("notes\\e[2K\\r"), "\(announced.body.debugDescription)")
+            // Sent escaped, as text for a server that reads markup (dunst hands its scripts the body as it came).
+            #expect(announced.body.contains("&lt;b&gt;System") && !announced.body.contains("<b>"), "\(announced.body.debugDescription)")
+        }
+
         /// Item 6: a value the app fills into the picker's setup is one plain line: NUL, ESC and the
         /// other control characters are refused as newlines are.
         @Test(arguments: ["a\u{0}b", "a\u{1B}[2Kb", "a\u{7}b", "a\u{202E}b"])

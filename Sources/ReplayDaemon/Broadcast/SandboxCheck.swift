@@ -6,12 +6,15 @@ import ReplaySystem
 /// A part that is missing is a problem, not a silent fallback; what the kernel does not offer
 /// (newer Landlock rules, delegated cgroups) is a note, since the documented fallback applies.
 public enum SandboxCheck {
+    /// One part of the sandbox, as found: there, missing, or a documented fallback.
     public struct Finding: Sendable, Equatable {
         public enum Kind: String, Sendable { case ok, problem, note }
         public let kind: Kind
+        /// What was found, and for a problem what would fix it.
         public let text: String
     }
 
+    /// Every part, in the order docs/security.md describes them.
     public static func findings() -> [Finding] {
         var findings: [Finding] = []
         if FileManager.default.isExecutableFile(atPath: ExtensionProcess.bubblewrap) {

@@ -19,6 +19,7 @@ public struct SecretRedaction: Sendable {
     /// Every form of every secret, longest first (a secret that contains another goes whole).
     private let forms: [String]
 
+    /// Hides `secrets` (a broadcast's secret setup values) as well as what the patterns find.
     public init(secrets: [String]) {
         var forms = Set<String>()
         for secret in secrets where secret.count >= Self.shortest {

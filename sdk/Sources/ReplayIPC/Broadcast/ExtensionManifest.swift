@@ -1,5 +1,4 @@
 import Foundation
-import ReplaySystem
 
 /// What an upload extension declares about itself: a JSON file beside (or naming) its
 /// executable, found in the system and user extension directories.
