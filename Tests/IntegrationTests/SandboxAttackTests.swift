@@ -105,18 +105,33 @@ extension IntegrationTests {
             try Self.expectNothingLeft(fixture, path)
         }
 
+        /// A fixture for a daemon run as the system daemon is (`--system`): its store and, beside
+        /// it, its state in a folder of /var/tmp (outside /tmp, which the sandbox replaces anyway,
+        /// as the real /var/lib/openreplaykit is), which the caller removes once the fixture stops.
+        static func systemFixture() throws -> (fixture: ReplayFixture, base: URL) {
+            let base = URL(fileURLWithPath: "/var/tmp/ork-test-state-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
+            do {
+                let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240, demoScene: false),
+                                                storeDirectory: base.appendingPathComponent("recordings"), socketName: "run/replayd.sock")
+                return (fixture, base)
+            } catch {
+                try? FileManager.default.removeItem(at: base)
+                throw error
+            }
+        }
+
         /// System mode: the daemon keeps the portal's restore token in its state folder, which
         /// its own user may read, and extensions run as that user. The sandbox hides the state
         /// as it hides the store. (Kept outside /tmp, which the sandbox replaces anyway, as
         /// the real /var/lib/openreplaykit/state is.)
         @Test func aSystemDaemonsExtensionCannotReadItsRestoreToken() throws {
             let replayd = try #require(ServiceUser(named: "replayd"), "the 'replayd' user is missing: run scripts/install-deps")
-            let base = URL(fileURLWithPath: "/var/tmp/ork-test-state-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: base) }
-            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240, demoScene: false),
-                                            storeDirectory: base.appendingPathComponent("recordings"), socketName: "run/replayd.sock")
-            defer { fixture.stop() }
+            let (fixture, base) = try Self.systemFixture()
+            defer {
+                fixture.stop()
+                try? FileManager.default.removeItem(at: base)
+            }
             try fixture.startDaemon(["--system"] + Broadcast.installExtensions(in: fixture))
             // The token as the daemon leaves it: its user's, mode 0600, in its 0700 state folder.
             let token = base.appendingPathComponent("state/screencast-token")

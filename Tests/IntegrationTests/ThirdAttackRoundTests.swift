@@ -111,12 +111,11 @@ extension IntegrationTests {
         @Test(arguments: [false, true])
         func anExtensionsNetworkIsReportedAndAgreesWithTheCheck(system: Bool) throws {
             _ = try #require(ServiceUser(named: "replayd"), "the 'replayd' user is missing: run scripts/install-deps")
-            let base = URL(fileURLWithPath: "/var/tmp/ork-test-state-\(UUID().uuidString.prefix(8))")
-            try FileManager.default.createDirectory(at: base, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: base) }
-            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240, demoScene: false),
-                                            storeDirectory: base.appendingPathComponent("recordings"), socketName: "run/replayd.sock")
-            defer { fixture.stop() }
+            let (fixture, base) = try SandboxAttack.systemFixture()
+            defer {
+                fixture.stop()
+                try? FileManager.default.removeItem(at: base)
+            }
             let check = try Command.run(ReplayFixture.replayd, ["--check"] + (system ? ["--system"] : []))
             let ownNetwork = check.stdout.contains("ok: extensions get a network of their own")
             #expect(ownNetwork == !check.stdout.contains("problem: extensions would share the host's network"), "\(check)")
