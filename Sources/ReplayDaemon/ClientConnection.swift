@@ -54,10 +54,11 @@ final class ClientConnection: @unchecked Sendable {
 
     var peerDescription: String { peer?.description ?? "unknown peer" }
 
-    /// Who captures, as the indicator names it: the person's `replay` command, or the app's
-    /// executable name (an app cannot choose how it is named).
+    /// Who captures, as the indicator names it: the person's `replay` command, or the app as
+    /// the desktop names it (its `.desktop` entry), else its executable's file name.
     var capturerName: String {
-        role == .person ? IndicatedCapture.person : IndicatedCapture.name(ofApp: peer?.executable)
+        guard role != .person else { return IndicatedCapture.person }
+        return peer?.executable.flatMap { daemon.desktopEntries.app(executable: $0)?.name } ?? IndicatedCapture.name(ofApp: peer?.executable)
     }
 
     /// Whose allowance this connection's captures take (`CaptureQuota`).

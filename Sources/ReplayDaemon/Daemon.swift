@@ -80,6 +80,8 @@ public final class Daemon: Sendable, PickerBackend {
     let store: RecordingStore
     let logger: Logger
     let consent: ConsentBroker
+    /// How the desktop names apps (their `.desktop` entries), for prompts and the indicator.
+    let desktopEntries: DesktopEntries
     let captureMonitor = CaptureMonitor()
     /// Tells the person who captures their screen (desktop notifications with a Stop action).
     let indicator: any CaptureIndicator
@@ -166,7 +168,9 @@ public final class Daemon: Sendable, PickerBackend {
         let pagesAddress = self.pagesAddress
         var consentSettings = configuration.consent
         consentSettings.timers = parts.timers
-        consent = ConsentBroker(settings: consentSettings) { request, token in
+        let desktopEntries = DesktopEntries(environment: ProcessInfo.processInfo.environment)
+        self.desktopEntries = desktopEntries
+        consent = ConsentBroker(settings: consentSettings, nameApp: desktopEntries.app(executable:)) { request, token in
             (try? pagesAddress.url()).flatMap { $0 }.map { "\($0)/consent/\(request)?token=\(token)" }
         }
         windows = WindowOwnership(displayName: configuration.displayName)

@@ -73,12 +73,12 @@ extension Replay {
             }
         }
 
-        /// The app as the kernel names it, its control characters shown, not obeyed: a file
-        /// name cannot rewrite the question on the person's terminal.
+        /// The app as the desktop names it (its `.desktop` entry) and as the kernel does, control
+        /// characters shown, not obeyed: a name cannot rewrite the question on the person's terminal.
         private func describe(_ prompt: ConsentPrompt) {
             printError("""
 
-                \(VisibleText.of(prompt.executable)) (process \(prompt.pid), user \(prompt.uid))
+                \(prompt.appName.map { "\(VisibleText.of($0)): " } ?? "")\(VisibleText.of(prompt.executable)) (process \(prompt.pid), user \(prompt.uid))
                 wants to capture \(prompt.capturedThings).
                 \(prompt.pageURL.map { "Or answer on the page: \($0)" } ?? "")
                 """)

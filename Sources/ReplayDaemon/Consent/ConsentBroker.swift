@@ -83,12 +83,16 @@ public final class ConsentBroker: Sendable {
     private let pageURL: @Sendable (String, String) -> String?
     /// The consent page's one-time links: keyed by request, and never outliving it.
     private let pageLinks: PageLinks
+    /// How the desktop names an app, by its executable (`DesktopEntries`).
+    private let nameApp: @Sendable (String) -> DesktopEntries.App?
 
     /// - Parameter pageLinks: the page's links (a fake clock's, in tests); by default a link
     ///   and the page it opens last as long as the app waits for an answer, at most 5 minutes.
-    init(settings: Settings, pageLinks: PageLinks? = nil, pageURL: @escaping @Sendable (String, String) -> String?) {
+    init(settings: Settings, pageLinks: PageLinks? = nil, nameApp: @escaping @Sendable (String) -> DesktopEntries.App? = { _ in nil },
+         pageURL: @escaping @Sendable (String, String) -> String?) {
         self.settings = settings
         self.pageURL = pageURL
+        self.nameApp = nameApp
         let lifetime = min(settings.timeout, .seconds(300))
         self.pageLinks = pageLinks ?? PageLinks(lifetimes: PageLinks.Lifetimes(link: lifetime, session: lifetime).capped())
     }
@@ -124,11 +128,12 @@ public final class ConsentBroker: Sendable {
 
         let requestID = "consent-" + LoopbackServer.randomToken(bytes: 8)
         let token = pageLinks.issue(for: requestID)
+        let app = peer.executable.flatMap(nameApp)
         let prompt = ConsentPrompt(
             requestID: requestID, executable: peer.executable ?? "unknown app", pid: peer.pid, uid: peer.uid,
             screen: capabilities.contains(.screen), appAudio: capabilities.contains(.appAudio),
             microphone: capabilities.contains(.microphone), pageURL: pageURL(requestID, token),
-            camera: capabilities.contains(.camera) ? true : nil)
+            camera: capabilities.contains(.camera) ? true : nil, appName: app?.name, appIcon: app?.icon)
         let pending = Pending(prompt: prompt, key: key, capabilities: capabilities, decided: decided)
         let agents = state.withLock { state -> [ClientOutbox]? in
             let waiting = state.pending.values

@@ -7,7 +7,7 @@ import ReplayIPC
 enum PageTemplates {
     static func consent(_ prompt: ConsentPrompt, lapse: Duration = .seconds(480)) -> String {
         let app = escape(prompt.executable)
-        let name = escape(URL(fileURLWithPath: prompt.executable).lastPathComponent)
+        let name = escape(appName(prompt))
         return page(title: "Allow \(name) to capture?", body: """
             <h1>Allow <em>\(name)</em> to capture \(escape(prompt.capturedThings))?</h1>
             <p class="who">\(app)<br>process \(prompt.pid), user \(prompt.uid)</p>
@@ -29,8 +29,14 @@ enum PageTemplates {
         return seconds % 60 == 0 ? "\(seconds / 60) minute\(seconds == 60 ? "" : "s")" : "\(seconds) seconds"
     }
 
+    /// The app as the desktop names it (its `.desktop` entry), else its executable's file name;
+    /// the page shows the path as well.
+    private static func appName(_ prompt: ConsentPrompt) -> String {
+        prompt.appName ?? URL(fileURLWithPath: prompt.executable).lastPathComponent
+    }
+
     static func answered(_ prompt: ConsentPrompt, allowed: Bool) -> String {
-        let name = escape(URL(fileURLWithPath: prompt.executable).lastPathComponent)
+        let name = escape(appName(prompt))
         return page(title: allowed ? "Allowed" : "Declined", body: """
             <h1 id="result">\(allowed ? "Allowed" : "Declined")</h1>
             <p>\(name) \(allowed ? "may now capture" : "will not capture") \(escape(prompt.capturedThings)).</p>

@@ -12,9 +12,16 @@ public struct ConsentPrompt: Codable, Sendable, Equatable {
     public var pageURL: String?
     /// The camera too (picture-in-picture in a recording); absent: no.
     public var camera: Bool?
+    /// The app as the desktop names it: the `Name` of the `.desktop` entry installed for its
+    /// executable. A name any program can take, so `executable` is shown beside it. Absent: none.
+    public var appName: String?
+    /// That entry's `Icon` (a theme name or a path), if it has one.
+    public var appIcon: String?
 
     public init(requestID: String, executable: String, pid: Int32, uid: UInt32, screen: Bool, appAudio: Bool,
-                microphone: Bool, pageURL: String?, camera: Bool? = nil) {
+                microphone: Bool, pageURL: String?, camera: Bool? = nil, appName: String? = nil, appIcon: String? = nil) {
+        self.appName = appName
+        self.appIcon = appIcon
         self.requestID = requestID
         self.executable = executable
         self.pid = pid
