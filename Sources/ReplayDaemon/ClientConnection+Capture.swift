@@ -13,7 +13,8 @@ extension ClientConnection {
             throw Refusal(code: .outOfOrder, message: "startCapture while this connection is already capturing", closing: true)
         }
         guard let peer else { throw Refusal(code: .captureFailed, message: "the app's process could not be identified") }
-        try await awaitConsent(.screen)
+        // The person allows what it is: the app's own windows, not the screen (a recording asks again).
+        try await awaitConsent(.ownWindows)
         let indicated = "capture-\(peer.pid)-\(number)"
         try daemon.admitCapture(indicated, by: quotaOwner)
         let session = daemon.makeAppCapture(id: indicated, pid: peer.pid, options: options, client: ChannelCaptureClient(channel: channel))

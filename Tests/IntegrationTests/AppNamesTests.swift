@@ -36,6 +36,21 @@ extension IntegrationTests {
                     "\(prompt ?? agent.errorsSoFar)\n\(fixture.daemonLog.suffix(1000))")
         }
 
+        /// What it would capture, as it is: an in-app capture asks for the app's own windows,
+        /// not the screen (and a grant of those is not one for the screen).
+        @Test func anInAppCapturesPromptAsksForTheAppsOwnWindowsOnly() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, demoScene: false))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let agent = try fixture.startReplay(["consent-agent"])
+            defer { agent.process.terminate() }
+            #expect(poll(timeout: 20, every: 0.1) { agent.errorsSoFar.contains("Waiting for apps") ? true : nil } == true, "\(agent.errorsSoFar)")
+            let app = try fixture.startApp(["--share-frames", "5", "--geometry", "0,0,200,200"])
+            defer { app.process.terminate() }
+            let prompt = poll(timeout: 20, every: 0.1) { agent.errorsSoFar.contains("wants to capture") ? agent.errorsSoFar : nil }
+            #expect(prompt?.contains("wants to capture its own windows.") == true, "\(prompt ?? agent.errorsSoFar)")
+        }
+
         @Test func theNotificationNamesTheAppByItsDesktopEntry() throws {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, demoScene: false))
             defer { fixture.stop() }

@@ -106,7 +106,8 @@ extension IntegrationTests {
                 let url = try #require(prompt["pageURL"] as? String)
                 let page = try browser.open(url)
                 let text = try page.text()
-                #expect(text.contains("secret-notes") && text.contains("the screen"), "\(text)")
+                // An in-app capture: the page asks for the app's own windows, not the screen.
+                #expect(text.contains("secret-notes") && text.contains("its own windows") && !text.contains("the screen"), "\(text)")
                 try page.click(answer)
                 try page.waitUntil("document.getElementById('result') !== null")
                 let result = app.finish(timeout: 30)

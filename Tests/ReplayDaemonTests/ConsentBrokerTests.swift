@@ -106,6 +106,27 @@ extension ConsentBroker {
         #expect(prompt.pid == getpid() && prompt.executable == me.executable)
     }
 
+    /// In-app capture asks for the app's own windows, and the prompt says so; that grant is
+    /// not the screen (a recording asks again), while a grant of the screen holds them.
+    @Test func ownWindowsAreAskedForAsSuchAndAreLessThanTheScreen() throws {
+        let broker = broker()
+        let agent = try ScriptedAgent(broker: broker, allow: true)
+        #expect(broker.decide(me, capabilities: .ownWindows) {} == .allowed)
+        let prompt = try #require(agent.prompts.withLock { $0.last })
+        #expect(prompt.screen && prompt.ownWindowsOnly == true && prompt.capturedThings == "its own windows")
+        #expect(broker.decide(me, capabilities: .ownWindows) {} == .allowed)
+        #expect(agent.asked == 1)
+        #expect(broker.decide(me, capabilities: .screen) {} == .allowed)
+        #expect(agent.asked == 2, "the screen is more than the windows it was allowed")
+        #expect(agent.prompts.withLock { $0.last }?.ownWindowsOnly == nil)
+
+        let other = self.broker()
+        let second = try ScriptedAgent(broker: other, allow: true)
+        #expect(other.decide(me, capabilities: .screen) {} == .allowed)
+        #expect(other.decide(me, capabilities: .ownWindows) {} == .allowed)
+        #expect(second.asked == 1, "the screen holds the app's own windows")
+    }
+
     @Test func consentLapsesAfterTheIdleLimitWithoutCaptureOrFocus() throws {
         // Idleness on a manual clock: how busy the machine is cannot move it.
         let clock = ManualClock()

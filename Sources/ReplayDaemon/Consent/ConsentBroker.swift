@@ -50,6 +50,8 @@ public final class ConsentBroker: Sendable {
         static let appAudio = Capabilities(rawValue: 2)
         static let microphone = Capabilities(rawValue: 4)
         static let camera = Capabilities(rawValue: 8)
+        /// Only the app's own windows (in-app capture): less than `screen`, which includes it.
+        static let ownWindows = Capabilities(rawValue: 16)
     }
 
     private struct ProcessKey: Hashable {
@@ -131,9 +133,10 @@ public final class ConsentBroker: Sendable {
         let app = peer.executable.flatMap(nameApp)
         let prompt = ConsentPrompt(
             requestID: requestID, executable: peer.executable ?? "unknown app", pid: peer.pid, uid: peer.uid,
-            screen: capabilities.contains(.screen), appAudio: capabilities.contains(.appAudio),
+            screen: !capabilities.isDisjoint(with: [.screen, .ownWindows]), appAudio: capabilities.contains(.appAudio),
             microphone: capabilities.contains(.microphone), pageURL: pageURL(requestID, token),
-            camera: capabilities.contains(.camera) ? true : nil, appName: app?.name, appIcon: app?.icon)
+            camera: capabilities.contains(.camera) ? true : nil, appName: app?.name, appIcon: app?.icon,
+            ownWindowsOnly: capabilities.contains(.ownWindows) && !capabilities.contains(.screen) ? true : nil)
         let pending = Pending(prompt: prompt, key: key, capabilities: capabilities, decided: decided)
         let agents = state.withLock { state -> [ClientOutbox]? in
             let waiting = state.pending.values
@@ -233,7 +236,8 @@ public final class ConsentBroker: Sendable {
         let now = settings.clock.now().nanoseconds
         state.withLock { state in
             var grant = state.grants[key] ?? Grant(capabilities: [], lastActive: now)
-            grant.capabilities.formUnion(capabilities)
+            // The whole screen holds the app's own windows; a grant of those alone is not the screen.
+            grant.capabilities.formUnion(capabilities.contains(.screen) ? capabilities.union(.ownWindows) : capabilities)
             grant.lastActive = now
             state.grants[key] = grant
         }

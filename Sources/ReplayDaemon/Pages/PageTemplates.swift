@@ -12,7 +12,7 @@ enum PageTemplates {
             <h1>Allow <em>\(name)</em> to capture \(escape(prompt.capturedThings))?</h1>
             <p class="who">\(app)<br>process \(prompt.pid), user \(prompt.uid)</p>
             <ul>
-              <li>Screen: \(prompt.screen ? "<strong>yes</strong>" : "no")</li>
+              <li>Screen: \(prompt.screen ? (prompt.ownWindowsOnly == true ? "<strong>only its own windows</strong> (the rest black)" : "<strong>yes</strong>") : "no")</li>
               <li>App audio: \(prompt.appAudio ? "<strong>yes</strong>" : "no")</li>
               <li>Microphone: \(prompt.microphone ? "<strong>yes</strong>" : "no")</li>
             </ul>

@@ -17,9 +17,14 @@ public struct ConsentPrompt: Codable, Sendable, Equatable {
     public var appName: String?
     /// That entry's `Icon` (a theme name or a path), if it has one.
     public var appIcon: String?
+    /// Of the screen, only the app's own windows, everything else black (in-app capture).
+    /// Absent: the whole screen, as `screen` says (what a client that predates it shows).
+    public var ownWindowsOnly: Bool?
 
     public init(requestID: String, executable: String, pid: Int32, uid: UInt32, screen: Bool, appAudio: Bool,
-                microphone: Bool, pageURL: String?, camera: Bool? = nil, appName: String? = nil, appIcon: String? = nil) {
+                microphone: Bool, pageURL: String?, camera: Bool? = nil, appName: String? = nil, appIcon: String? = nil,
+                ownWindowsOnly: Bool? = nil) {
+        self.ownWindowsOnly = ownWindowsOnly
         self.appName = appName
         self.appIcon = appIcon
         self.requestID = requestID
@@ -35,7 +40,7 @@ public struct ConsentPrompt: Codable, Sendable, Equatable {
 
     /// "screen, app audio and microphone"
     public var capturedThings: String {
-        let things = [screen ? "the screen" : nil, appAudio ? "app audio" : nil, microphone ? "the microphone" : nil,
+        let things = [screen ? (ownWindowsOnly == true ? "its own windows" : "the screen") : nil, appAudio ? "app audio" : nil, microphone ? "the microphone" : nil,
                       camera == true ? "the camera" : nil]
             .compactMap { $0 }
         guard let last = things.last, things.count > 1 else { return things.first ?? "nothing" }
