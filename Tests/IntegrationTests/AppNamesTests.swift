@@ -26,9 +26,8 @@ extension IntegrationTests {
             defer { fixture.stop() }
             try Self.installEntry(in: fixture)
             try fixture.startDaemon()
-            let agent = try fixture.startReplay(["consent-agent"])
+            let agent = try fixture.startConsentAgent()
             defer { agent.process.terminate() }
-            #expect(poll(timeout: 20, every: 0.1) { agent.errorsSoFar.contains("Waiting for apps") ? true : nil } == true, "\(agent.errorsSoFar)")
             let app = try fixture.startApp(["--record", "1", "--geometry", "0,0,200,200"])
             defer { app.process.terminate() }
             let prompt = poll(timeout: 20, every: 0.1) { agent.errorsSoFar.contains("wants to capture") ? agent.errorsSoFar : nil }
@@ -42,9 +41,8 @@ extension IntegrationTests {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, demoScene: false))
             defer { fixture.stop() }
             try fixture.startDaemon()
-            let agent = try fixture.startReplay(["consent-agent"])
+            let agent = try fixture.startConsentAgent()
             defer { agent.process.terminate() }
-            #expect(poll(timeout: 20, every: 0.1) { agent.errorsSoFar.contains("Waiting for apps") ? true : nil } == true, "\(agent.errorsSoFar)")
             let app = try fixture.startApp(["--share-frames", "5", "--geometry", "0,0,200,200"])
             defer { app.process.terminate() }
             let prompt = poll(timeout: 20, every: 0.1) { agent.errorsSoFar.contains("wants to capture") ? agent.errorsSoFar : nil }

@@ -114,6 +114,17 @@ public final class ReplayFixture: @unchecked Sendable {
         try Command.start(Self.replay, arguments + ["--socket", socket], environment: environment(overrides))
     }
 
+    /// Starts `replay consent-agent` on its terminal-less output and returns once it listens
+    /// for apps' requests (what it prints goes to its standard error).
+    public func startConsentAgent() throws -> RunningCommand {
+        let agent = try startReplay(["consent-agent"])
+        guard poll(timeout: 20, every: 0.1, { agent.errorsSoFar.contains("Waiting for apps") ? true : nil }) != nil else {
+            agent.process.terminate()
+            throw MediaProbe.Failure(description: "the consent agent did not start: \(agent.errorsSoFar)")
+        }
+        return agent
+    }
+
     /// Starts the example app (`secret-notes`) on the desktop, talking to this fixture's daemon.
     /// With `user`, it runs as that user (through runuser), as an app of somebody else would.
     public func startApp(_ arguments: [String], user: String? = nil) throws -> RunningCommand {
