@@ -35,6 +35,7 @@ final class ExtensionProcess: ExtensionLink {
     private let statusPipe: Int32
     /// pasta, for a sandbox with a network namespace of its own.
     private let network: SandboxNetwork?
+    /// Its network in words, for its broadcast's status (`SandboxNetwork.description`).
     let sandboxNetwork: String
     /// A sock_diag socket in that namespace: its sockets are listed only there.
     private let socketDiag: Int32?
@@ -150,12 +151,12 @@ final class ExtensionProcess: ExtensionLink {
             defer { Glibc.close(filter) }
             // A network namespace of its own, through pasta, unless it serves peers on the host's
             // own network (the manifest's hostNetwork: WebRTC) or pasta cannot run here.
-            let ownNetwork = manifest.hostNetwork ? (available: false, warning: nil) : SandboxNetwork.availability()
-            if let warning = ownNetwork.warning, !ExtensionProcess.warnedNetwork.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
-            networkDescription = SandboxNetwork.description(
-                hostNetworkAsked: manifest.hostNetwork, unavailable: manifest.hostNetwork || ownNetwork.available ? nil : SandboxNetwork.unavailability())
+            let missing = manifest.hostNetwork ? nil : SandboxNetwork.unavailability()
+            if let missing, !ExtensionProcess.warnedNetwork.exchange(true, ordering: .relaxed) { logger.warning("\(SandboxNetwork.warning(missing))") }
+            networkDescription = SandboxNetwork.description(hostNetworkAsked: manifest.hostNetwork, unavailable: missing)
+            let ownNetwork = !manifest.hostNetwork && missing == nil
             let arguments = ExtensionProcess.sandboxArguments(executable: manifest.executable, hidden: hidden, writable: writable,
-                                                              ownNetwork: ownNetwork.available)
+                                                              ownNetwork: ownNetwork)
             let scopes = ExtensionProcess.landlockScopes(abi: ExtensionProcess.landlockABI)
             if let warning = scopes.warning, !ExtensionProcess.warned.exchange(true, ordering: .relaxed) { logger.warning("\(warning)") }
             let connects = ExtensionProcess.landlockConnectRules(abi: ExtensionProcess.landlockABI)
@@ -173,7 +174,7 @@ final class ExtensionProcess: ExtensionLink {
                 throw DaemonError(code: .captureFailed, message: "cannot start extension '\(manifest.id)': \(error)")
             }
             Glibc.close(status.write)
-            self.ownNetwork = ownNetwork.available
+            self.ownNetwork = ownNetwork
             socket = fds[0]
             self.status = status.read
             errorsRead = errors.read

@@ -18,16 +18,15 @@ final class SandboxNetwork: Sendable {
 
     private let process: ChildProcess
 
-    /// Whether pasta can run here, for this process's user; if not, why (`reason`), and the
-    /// warning for the log. It needs /dev/net/tun, which some containers keep from
-    /// unprivileged users (the package grants the system daemon's user access to it).
-    static func availability() -> (available: Bool, warning: String?) {
-        guard let missing = unavailability() else { return (true, nil) }
-        return (false, missing.reason + ": extensions share the host's network; "
-            + "Landlock alone limits their TCP connects, and they can read the host's sockets in /proc/net")
+    /// The log's warning when pasta cannot run (`unavailability`).
+    static func warning(_ missing: (reason: String, fix: String)) -> String {
+        missing.reason + ": extensions share the host's network; "
+            + "Landlock alone limits their TCP connects, and they can read the host's sockets in /proc/net"
     }
 
-    /// Why pasta cannot give extensions a network of their own here, and what would; nil when it can.
+    /// Why pasta cannot give extensions a network of their own here, for this process's user,
+    /// and what would; nil when it can. It needs /dev/net/tun, which some machines keep from
+    /// unprivileged users (the package grants the system daemon's user access to it).
     static func unavailability() -> (reason: String, fix: String)? {
         guard FileManager.default.isExecutableFile(atPath: pasta), FileManager.default.isExecutableFile(atPath: setpriv) else {
             return ("pasta (\(pasta), Debian package passt) is not installed", "apt-get install passt")
