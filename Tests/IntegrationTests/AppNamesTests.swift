@@ -30,7 +30,7 @@ extension IntegrationTests {
             defer { agent.process.terminate() }
             let app = try fixture.startApp(["--record", "1", "--geometry", "0,0,200,200"])
             defer { app.process.terminate() }
-            let prompt = poll(timeout: 20, every: 0.1) { agent.errorsSoFar.contains("wants to capture") ? agent.errorsSoFar : nil }
+            let prompt = agent.waitForErrors(containing: "wants to capture")
             #expect(prompt?.contains("Secret Notes: \(ReplayFixture.secretNotes) (process \(app.process.pid)") == true,
                     "\(prompt ?? agent.errorsSoFar)\n\(fixture.daemonLog.suffix(1000))")
         }
@@ -45,7 +45,7 @@ extension IntegrationTests {
             defer { agent.process.terminate() }
             let app = try fixture.startApp(["--share-frames", "5", "--geometry", "0,0,200,200"])
             defer { app.process.terminate() }
-            let prompt = poll(timeout: 20, every: 0.1) { agent.errorsSoFar.contains("wants to capture") ? agent.errorsSoFar : nil }
+            let prompt = agent.waitForErrors(containing: "wants to capture")
             #expect(prompt?.contains("wants to capture its own windows.") == true, "\(prompt ?? agent.errorsSoFar)")
         }
 

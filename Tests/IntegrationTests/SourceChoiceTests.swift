@@ -192,8 +192,7 @@ extension IntegrationTests {
             let movie = fixture.file("picked.mp4")
             let recording = try fixture.startReplay(["record", "--window", "pick", "--duration", "2", "--no-app-audio",
                                                      "--output", movie.path])
-            let deadline = Date().addingTimeInterval(20)
-            while !recording.errorsSoFar.contains("Click the window"), Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            _ = recording.waitForErrors(containing: "Click the window")
             #expect(recording.errorsSoFar.contains("Click the window to record"), "\(recording.errorsSoFar)")
             // The daemon grabs the pointer right after saying so.
             Thread.sleep(forTimeInterval: 0.5)

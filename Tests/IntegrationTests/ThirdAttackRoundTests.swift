@@ -68,7 +68,7 @@ extension IntegrationTests {
             defer { agent.process.terminate() }
             let asking = try fixture.start(app.path, ["--record", "1", "--geometry", "0,0,200,200", "--socket", fixture.socket])
             defer { asking.process.terminate() }
-            let prompt = poll(timeout: 20, every: 0.1) { agent.errorsSoFar.contains("wants to capture") ? agent.errorsSoFar : nil }
+            let prompt = agent.waitForErrors(containing: "wants to capture")
             let shown = try #require(prompt, "no prompt: \(agent.errorsSoFar)\n\(fixture.daemonLog.suffix(1500))")
             #expect(!shown.unicodeScalars.contains("\u{1B}") && !shown.contains("\r"), "a raw control character reached the terminal: \(shown.debugDescription)")
             #expect(shown.contains("x\\e[2K\\e[1A\\e[2K\\rSystem update (signed by Debian)\\e[8m\\nreplayd: capture allowed (process "),

@@ -83,6 +83,12 @@ public final class RunningCommand: Sendable {
         return nil
     }
 
+    /// Waits until its standard error holds `text` (or the time runs out): what it printed
+    /// there by then, or nil.
+    public func waitForErrors(containing text: String, timeout: Double = 20) -> String? {
+        poll(timeout: timeout, every: 0.05) { errorsSoFar.contains(text) ? errorsSoFar : nil }
+    }
+
     /// Waits for the command (killing it after `timeout` seconds) and collects its output.
     public func finish(timeout: Double = 120) -> CommandResult {
         if process.wait(timeout: timeout) == nil { process.terminate(grace: 2) }

@@ -118,7 +118,7 @@ public final class ReplayFixture: @unchecked Sendable {
     /// for apps' requests (what it prints goes to its standard error).
     public func startConsentAgent() throws -> RunningCommand {
         let agent = try startReplay(["consent-agent"])
-        guard poll(timeout: 20, every: 0.1, { agent.errorsSoFar.contains("Waiting for apps") ? true : nil }) != nil else {
+        guard agent.waitForErrors(containing: "Waiting for apps") != nil else {
             agent.process.terminate()
             throw MediaProbe.Failure(description: "the consent agent did not start: \(agent.errorsSoFar)")
         }
