@@ -17,6 +17,7 @@ let package = Package(
         .executable(name: "replay-capture", targets: ["replay-capture"]),
         .executable(name: "replay", targets: ["replay"]),
         .executable(name: "replay-demo-scene", targets: ["replay-demo-scene"]),
+        .executable(name: "replay-ui", targets: ["replay-ui"]),
         .library(name: "OpenReplayKit", targets: ["OpenReplayKit"]),
         // An upload extension's author depends on the package in sdk/ instead: it holds the
         // extension kit, its test harness and what they use, and depends on nothing else.
@@ -56,6 +57,11 @@ let package = Package(
             name: "CPipeWire", pkgConfig: "libpipewire-0.3", providers: [.apt(["libpipewire-0.3-dev", "libspa-0.2-dev"])]),
         // SPA's pod builders and loop calls are C macros and inline functions: wrapped here, prefixed CPW_.
         .target(name: "CPipeWireShim", dependencies: ["CPipeWire"]),
+
+        // GTK 4 for the desktop's dialogs (replay-ui), and its signal trampolines (g_signal_connect
+        // is a macro; each signal has handlers of its own shape), prefixed CReplayUI_.
+        .systemLibrary(name: "CGtk", pkgConfig: "gtk4", providers: [.apt(["libgtk-4-dev"])]),
+        .target(name: "CReplayUI", dependencies: ["CGtk"]),
 
         // Small C helpers for macros and GNU-only calls (CMSG_*, memfd seals), prefixed CShims_.
         .target(name: "CShims", path: "sdk/Sources/CShims"),
@@ -237,6 +243,12 @@ let package = Package(
         .testTarget(
             name: "ReplayWebRTCTests", dependencies: ["replay-webrtc-extension", "replay-videoroom-extension", "ReplayWebRTC", "ReplayProcessing"],
             swiftSettings: strictSettings),
+        // What the desktop's dialogs decide, without GTK: when Allow may be pressed and by whom,
+        // which daemons they answer for, what they say.
+        .target(name: "ReplayUIModel", dependencies: ["ReplayIPC", "ReplaySystem"], swiftSettings: strictSettings),
+        .executableTarget(
+            name: "replay-ui", dependencies: ["CGtk", "CReplayUI", "ReplayUIModel", "ReplayIPC"], swiftSettings: strictSettings),
+        .testTarget(name: "ReplayUIModelTests", dependencies: ["ReplayUIModel", "ReplayIPC"], swiftSettings: strictSettings),
         .testTarget(name: "ReplayMediaTests", dependencies: ["ReplayMedia"], swiftSettings: strictSettings),
         .testTarget(
             name: "ReplayProcessingTests", dependencies: ["ReplayProcessing", "ReplayMedia"],

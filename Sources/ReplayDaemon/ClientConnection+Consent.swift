@@ -9,9 +9,9 @@ extension ClientConnection {
         guard agentID == nil else {
             throw Refusal(code: .outOfOrder, message: "this connection is already a consent agent", closing: true)
         }
+        // Tells it so, then hands it the questions already waiting.
         agentID = daemon.consent.addAgent(channel)
         daemon.logger.info("consent agent registered", metadata: ["peer": "\(peerDescription)"])
-        try channel.send(DaemonEvent.consentAgentRegistered)
     }
 
     func answerConsent(requestID: String, allow: Bool) throws {

@@ -40,6 +40,8 @@ final class ClientConnection: @unchecked Sendable {
     var agentID: Int?
     var watcherID: Int?
     private var isOver = false
+    /// Its questions to the person are withdrawn when it hangs up (`awaitConsent`).
+    private var withdrawsOnClose = false
     /// Nothing but a hello of this protocol's version passes until the client has said one.
     private var handshake = ClientProtocol.Gate()
 
@@ -232,11 +234,16 @@ final class ClientConnection: @unchecked Sendable {
     func awaitConsent(_ capabilities: ConsentBroker.Capabilities) async throws {
         guard role == .app else { return }
         guard let peer else { throw Refusal(code: .userDeclined, message: "the app's process could not be identified") }
-        let daemon = self.daemon, channel = self.channel
+        let daemon = self.daemon, channel = self.channel, number = self.number
+        // An app that hangs up while the person is asked: the question goes, with its dialog.
+        if !withdrawsOnClose {
+            withdrawsOnClose = true
+            channel.whenClosed { daemon.consent.withdraw(asker: number) }
+        }
         let decision = try await awaitAnswer { (decided: @escaping @Sendable (ConsentBroker.Decision) -> Void) in
             // An answer counts once `authorize` has returned, and so said "waiting".
             let asked = Completion<Void>()
-            let now = daemon.consent.authorize(peer, capabilities: capabilities, waiting: {
+            let now = daemon.consent.authorize(peer, capabilities: capabilities, asker: number, waiting: {
                 try? channel.send(DaemonEvent.waitingForConsent)
             }, decided: { decision in
                 asked.onComplete { decided(decision) }

@@ -51,6 +51,9 @@ public final class Daemon: Sendable, PickerBackend {
         public var inheritedListener: Int32?
         /// Announce captures as desktop notifications on the session bus (`--no-notify`: never).
         public var notifications = true
+        /// With no consent agent running, start the desktop's dialog (`replay-ui`) on the session
+        /// bus to ask the person (`--no-consent-dialog`: never; a system daemon never does).
+        public var consentDialogs = true
         /// Folders of the daemon's own private state (the portal's restore tokens): hidden from
         /// upload extensions' sandboxes, as the store and the socket's folder are.
         public var privateStateDirectories: [URL] = []
@@ -170,7 +173,10 @@ public final class Daemon: Sendable, PickerBackend {
         consentSettings.timers = parts.timers
         let desktopEntries = DesktopEntries(environment: ProcessInfo.processInfo.environment)
         self.desktopEntries = desktopEntries
-        consent = ConsentBroker(settings: consentSettings, nameApp: desktopEntries.app(executable:)) { request, token in
+        // The system daemon's user has no session bus of the person's to start a program on.
+        let dialogs = configuration.consentDialogs && configuration.mode == .user
+            ? SessionBusDialogs(busAddress: nil, socketPath: configuration.socketPath, logger: logger) : nil
+        consent = ConsentBroker(settings: consentSettings, nameApp: desktopEntries.app(executable:), dialogs: dialogs) { request, token in
             (try? pagesAddress.url()).flatMap { $0 }.map { "\($0)/consent/\(request)?token=\(token)" }
         }
         windows = WindowOwnership(displayName: configuration.displayName)

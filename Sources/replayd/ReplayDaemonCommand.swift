@@ -91,6 +91,9 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
     @Flag(help: "Announce no capture as a desktop notification (by default each recording, in-app capture and broadcast is announced, with a Stop action, on the session bus's notification server).")
     var noNotify = false
 
+    @Flag(help: "Never start the desktop's consent dialog (replay-ui). By default, when an app asks to capture and no consent agent is running, replayd has the session bus start replay-ui, which asks the person in a window and exits once it shows nothing.")
+    var noConsentDialog = false
+
     @Option(help: "Another directory of upload-extension manifests, searched before the others (see the list above); may be repeated.")
     var extensionsDir: [String] = []
 
@@ -203,6 +206,7 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
             settings.privateStateDirectories = Array(Set([stateFolder, URL(fileURLWithPath: monitorTokenFile).deletingLastPathComponent()]))
             settings.screenChoiceTimeout = Double(screenChoiceTimeout)
             settings.notifications = !noNotify
+            settings.consentDialogs = !noConsentDialog
             settings.inheritedListener = inherited
             settings.captureReason = capture == "auto" ? CaptureChoice.automaticReason(environment: environment) : "chosen with --capture \(capture)"
             daemon = try Daemon(configuration: settings, logger: logger)
@@ -248,10 +252,11 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
         return getuid()
     }
 
-    /// The replay CLI installed beside this replayd: the person's own tool.
+    /// The replay CLI and the desktop's dialogs (replay-ui) installed beside this replayd: the
+    /// person's own tools.
     private static func trustedExecutables() -> Set<String> {
-        let cli = URL(fileURLWithPath: ownExecutable).deletingLastPathComponent().appendingPathComponent("replay")
-        return [cli.resolvingSymlinksInPath().path]
+        let folder = URL(fileURLWithPath: ownExecutable).deletingLastPathComponent()
+        return Set(["replay", "replay-ui"].map { folder.appendingPathComponent($0).resolvingSymlinksInPath().path })
     }
 
     private static var ownExecutable: String {

@@ -41,6 +41,31 @@ final class ScriptedAgent: Sendable {
     var asked: Int { prompts.withLock { $0.count } }
 }
 
+/// Registers the daemon's side as an agent, and reads the welcome that comes first.
+func register(_ daemonSide: ClientOutbox, _ clientSide: MessageChannel, with broker: ConsentBroker) throws {
+    _ = broker.addAgent(daemonSide)
+    guard case .consentAgentRegistered? = try clientSide.receive(DaemonEvent.self)?.message else {
+        Issue.record("the agent was not welcomed first")
+        return
+    }
+}
+
+/// The desktop's dialog as the broker sees it: summoned (counted), and either coming up as
+/// the test says (it registers an agent) or failing with `failure`.
+final class FakeDialogs: ConsentDialogs {
+    let summoned = Mutex(0)
+    let failure: String?
+
+    init(failure: String? = nil) { self.failure = failure }
+
+    func summon(_ failed: @escaping @Sendable (String?) -> Void) {
+        summoned.withLock { $0 += 1 }
+        failed(failure)
+    }
+
+    var count: Int { summoned.withLock { $0 } }
+}
+
 extension ConsentBroker {
     /// The decision, waiting for the person's answer when one is asked (a test may wait).
     func decide(_ peer: PeerIdentity, capabilities: Capabilities, waiting: () -> Void) -> Decision {
@@ -155,7 +180,7 @@ extension ConsentBroker {
     @Test func aQuestionForThePersonReturnsAtOnceAndItsAnswerComesOnce() throws {
         let broker = broker()
         let (daemonSide, clientSide) = try socketPair()
-        _ = broker.addAgent(daemonSide)
+        try register(daemonSide, clientSide, with: broker)
         let decisions = Mutex<[ConsentBroker.Decision]>([])
         let decided = DispatchSemaphore(value: 0)
         var waited = 0
@@ -185,7 +210,7 @@ extension ConsentBroker {
             "http://127.0.0.1:1/consent/\(id)?token=\(token)"
         }
         let (daemonSide, clientSide) = try socketPair()
-        _ = broker.addAgent(daemonSide)
+        try register(daemonSide, clientSide, with: broker)
         let decision = Completion<ConsentBroker.Decision>()
         #expect(broker.authorize(me, capabilities: .screen, waiting: {}, decided: { decision.complete($0) }) == nil)
         guard case .consentRequested(let prompt)? = try clientSide.receive(DaemonEvent.self)?.message else {
@@ -202,7 +227,7 @@ extension ConsentBroker {
     @Test func thePageOpensOnceWithTheRequestsOwnLinkAndOnlyItsSessionAnswers() throws {
         let broker = broker()
         let (daemonSide, clientSide) = try socketPair()
-        _ = broker.addAgent(daemonSide)
+        try register(daemonSide, clientSide, with: broker)
         let decision = Mutex<ConsentBroker.Decision?>(nil)
         let me = self.me
         Thread.detachNewThread { decision.withLock { $0 = broker.decide(me, capabilities: .screen) {} } }
@@ -233,7 +258,7 @@ extension ConsentBroker {
             "http://127.0.0.1:1/consent/\(id)?token=\(token)"
         }
         let (daemonSide, clientSide) = try socketPair()
-        _ = broker.addAgent(daemonSide)
+        try register(daemonSide, clientSide, with: broker)
         let me = self.me
         Thread.detachNewThread { _ = broker.decide(me, capabilities: .screen) {} }
         guard case .consentRequested(let prompt)? = try clientSide.receive(DaemonEvent.self)?.message,
@@ -244,5 +269,91 @@ extension ConsentBroker {
         clock.advance(.seconds(61))
         #expect(broker.openPage(requestID: prompt.requestID, token: token) == nil, "an expired link opened the page")
         _ = broker.answer(requestID: prompt.requestID, allow: false, session: nil)
+    }
+
+    // MARK: the desktop's dialog
+
+    func dialogBroker(_ dialogs: FakeDialogs, timers: ManualTimers = ManualTimers()) -> ConsentBroker {
+        var settings = ConsentBroker.Settings(timeout: .seconds(120))
+        settings.timers = timers
+        return ConsentBroker(settings: settings, dialogs: dialogs) { id, token in "http://127.0.0.1:1/consent/\(id)?token=\(token)" }
+    }
+
+    /// No agent: the dialog is summoned, and once it registers it is handed the question that
+    /// was waiting for it, after its welcome; its answer decides.
+    @Test func withNoAgentTheDialogIsSummonedAndHandedTheWaitingQuestion() throws {
+        let dialogs = FakeDialogs()
+        let broker = dialogBroker(dialogs)
+        let decision = Completion<ConsentBroker.Decision>()
+        var waited = 0
+        #expect(broker.authorize(me, capabilities: .screen, waiting: { waited += 1 }, decided: { decision.complete($0) }) == nil)
+        #expect(dialogs.count == 1 && waited == 1 && decision.value == nil)
+        let (daemonSide, clientSide) = try socketPair()
+        try register(daemonSide, clientSide, with: broker)
+        guard case .consentRequested(let prompt)? = try clientSide.receive(DaemonEvent.self)?.message else {
+            Issue.record("the dialog was not handed the waiting question")
+            return
+        }
+        #expect(broker.answer(requestID: prompt.requestID, allow: true, session: nil))
+        #expect(decision.value == .allowed)
+    }
+
+    @Test func aDialogThatCannotBeStartedDeclinesSayingWhy() {
+        let dialogs = FakeDialogs(failure: "replay-ui is not installed for this session's bus")
+        let decision = Completion<ConsentBroker.Decision>()
+        #expect(dialogBroker(dialogs).authorize(me, capabilities: .screen, waiting: {}, decided: { decision.complete($0) }) == nil)
+        guard case .declined(let why)? = decision.value else {
+            Issue.record("not declined: \(String(describing: decision.value))")
+            return
+        }
+        #expect(why.contains("no consent agent is running") && why.contains("replay-ui is not installed"), "\(why)")
+    }
+
+    /// The dialog exits once it shows nothing; a question that comes as it goes is not left to
+    /// time out unseen: the dialog is summoned again, and handed it.
+    @Test func anAgentLeavingWithAQuestionWaitingSummonsTheDialogAgain() throws {
+        let dialogs = FakeDialogs()
+        let broker = dialogBroker(dialogs)
+        let (daemonSide, clientSide) = try socketPair()
+        _ = broker.addAgent(daemonSide)
+        let agent = broker.addAgent(daemonSide)
+        let decision = Completion<ConsentBroker.Decision>()
+        #expect(broker.authorize(me, capabilities: .screen, waiting: {}, decided: { decision.complete($0) }) == nil)
+        #expect(dialogs.count == 0, "summoned with an agent registered")
+        clientSide.close()
+        broker.removeAgent(agent)
+        #expect(dialogs.count == 0, "summoned while an agent remains")
+        broker.removeAgent(agent - 1)
+        #expect(dialogs.count == 1)
+        let (again, againClient) = try socketPair()
+        try register(again, againClient, with: broker)
+        guard case .consentRequested? = try againClient.receive(DaemonEvent.self)?.message else {
+            Issue.record("the dialog summoned again was not handed the question")
+            return
+        }
+        #expect(decision.value == nil)
+    }
+
+    /// The app hangs up while the person is asked: its question is withdrawn and the agents told,
+    /// so the dialog asking about it closes.
+    @Test func anAppThatGoesWithdrawsItsQuestion() throws {
+        let broker = broker()
+        let (daemonSide, clientSide) = try socketPair()
+        try register(daemonSide, clientSide, with: broker)
+        let decision = Completion<ConsentBroker.Decision>()
+        #expect(broker.authorize(me, capabilities: .screen, asker: 7, waiting: {}, decided: { decision.complete($0) }) == nil)
+        guard case .consentRequested(let prompt)? = try clientSide.receive(DaemonEvent.self)?.message else {
+            Issue.record("the agent was not asked")
+            return
+        }
+        broker.withdraw(asker: 8)
+        #expect(decision.value == nil, "another connection's end withdrew it")
+        broker.withdraw(asker: 7)
+        #expect(decision.value == .declined("the app went away before the person answered"))
+        guard case .consentResolved(let requestID, let allowed)? = try clientSide.receive(DaemonEvent.self)?.message else {
+            Issue.record("the agent was not told")
+            return
+        }
+        #expect(requestID == prompt.requestID && !allowed)
     }
 }

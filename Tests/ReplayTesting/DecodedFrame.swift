@@ -15,11 +15,27 @@ public struct DecodedFrame: Sendable {
 
     /// The frame shown at `seconds` into `movie`.
     public init(_ movie: URL, at seconds: Double, width: Int, height: Int) throws {
+        try self.init(input: ["-ss", String(seconds), "-i", movie.path], width: width, height: height)
+    }
+
+    /// A screenshot of an X display, as ffmpeg's x11grab reads it (independently of our capture);
+    /// also written to `png` when given, for a person to look at.
+    public init(screenOf display: String, width: Int, height: Int, png: URL? = nil) throws {
+        try self.init(input: ["-f", "x11grab", "-video_size", "\(width)x\(height)", "-i", display], width: width, height: height)
+        if let png {
+            let raw = png.appendingPathExtension("rgb")
+            defer { try? FileManager.default.removeItem(at: raw) }
+            try Data(rgb).write(to: raw)
+            _ = try Command.run(Command.which("ffmpeg"), ["-v", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-video_size", "\(width)x\(height)",
+                                                         "-i", raw.path, "-frames:v", "1", "-y", png.path])
+        }
+    }
+
+    private init(input: [String], width: Int, height: Int) throws {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("frame-\(UUID().uuidString).rgb")
         defer { try? FileManager.default.removeItem(at: output) }
-        let result = try Command.run(Command.which("ffmpeg"), [
-            "-v", "error", "-ss", String(seconds), "-i", movie.path, "-frames:v", "1",
-            "-f", "rawvideo", "-pix_fmt", "rgb24", "-y", output.path,
+        let result = try Command.run(Command.which("ffmpeg"), ["-v", "error"] + input + [
+            "-frames:v", "1", "-f", "rawvideo", "-pix_fmt", "rgb24", "-y", output.path,
         ])
         let data = (try? Data(contentsOf: output)) ?? Data()
         guard result.status == 0, data.count == width * height * 3 else {

@@ -36,6 +36,12 @@ public final class ClientOutbox: Sendable {
     public var pendingBytes: Int { pending.load(ordering: .relaxed) }
     public var isClosed: Bool { closed.load(ordering: .acquiring) || !channel.isActive }
 
+    /// Runs `body` once the connection has closed (the client hung up, or was cut off), even
+    /// while its requests wait for something else.
+    public func whenClosed(_ body: @escaping @Sendable () -> Void) {
+        channel.closeFuture.whenComplete { _ in body() }
+    }
+
     public func send<M: Encodable>(_ message: M, body: [UInt8] = []) throws {
         try body.withUnsafeBytes { try send(message, body: $0) }
     }

@@ -11,8 +11,10 @@ import Synchronization
 /// Consent is per client process (pid and start time, from the kernel), lasts for that
 /// process's life, and is asked again once the app has gone `idleLimit` (8 minutes, as in
 /// ReplayKit) without focus or capture. The question goes to every registered consent agent
-/// (the terminal agent, or whoever opens the loopback page whose URL only agents see); the
-/// first answer wins. A policy file can answer for unattended machines.
+/// (the desktop's dialog `replay-ui`, the terminal agent, or whoever opens the loopback page
+/// whose URL only agents see); the first answer wins. With no agent registered, the desktop's
+/// dialog is summoned (`ConsentDialogs`) and handed the question once it registers. A policy
+/// file can answer for unattended machines.
 public final class ConsentBroker: Sendable {
     public struct Settings: Sendable {
         public var policy: ConsentPolicy
@@ -69,7 +71,11 @@ public final class ConsentBroker: Sendable {
         let prompt: ConsentPrompt
         let key: ProcessKey
         let capabilities: Capabilities
+        /// The connection that asked: its end withdraws the question.
+        let asker: Int
         let decided: @Sendable (Decision) -> Void
+        /// An agent has it; else it waits for the dialog being summoned.
+        var delivered: Bool
     }
 
     private struct State {
@@ -87,14 +93,17 @@ public final class ConsentBroker: Sendable {
     private let pageLinks: PageLinks
     /// How the desktop names an app, by its executable (`DesktopEntries`).
     private let nameApp: @Sendable (String) -> DesktopEntries.App?
+    /// Starts the desktop's dialog when no agent is registered; nil: such a request is declined.
+    private let dialogs: (any ConsentDialogs)?
 
     /// - Parameter pageLinks: the page's links (a fake clock's, in tests); by default a link
     ///   and the page it opens last as long as the app waits for an answer, at most 5 minutes.
     init(settings: Settings, pageLinks: PageLinks? = nil, nameApp: @escaping @Sendable (String) -> DesktopEntries.App? = { _ in nil },
-         pageURL: @escaping @Sendable (String, String) -> String?) {
+         dialogs: (any ConsentDialogs)? = nil, pageURL: @escaping @Sendable (String, String) -> String?) {
         self.settings = settings
         self.pageURL = pageURL
         self.nameApp = nameApp
+        self.dialogs = dialogs
         let lifetime = min(settings.timeout, .seconds(300))
         self.pageLinks = pageLinks ?? PageLinks(lifetimes: PageLinks.Lifetimes(link: lifetime, session: lifetime).capped())
     }
@@ -103,7 +112,8 @@ public final class ConsentBroker: Sendable {
     /// ask, too many questions waiting): that decision is returned. Otherwise the person is
     /// asked, `waiting` runs, nil is returned, and `decided` is called once with the answer,
     /// or a refusal after `timeout`, on the answering thread. Nothing waits meanwhile.
-    func authorize(_ peer: PeerIdentity, capabilities: Capabilities, waiting: () -> Void,
+    /// `asker` names the connection that asks, for `withdraw`.
+    func authorize(_ peer: PeerIdentity, capabilities: Capabilities, asker: Int = 0, waiting: () -> Void,
                    decided: @escaping @Sendable (Decision) -> Void) -> Decision? {
         guard let startTime = peer.startTime else { return .declined("the app's process could not be identified") }
         let key = ProcessKey(pid: peer.pid, startTime: startTime)
@@ -137,11 +147,14 @@ public final class ConsentBroker: Sendable {
             microphone: capabilities.contains(.microphone), pageURL: pageURL(requestID, token),
             camera: capabilities.contains(.camera) ? true : nil, appName: app?.name, appIcon: app?.icon,
             ownWindowsOnly: capabilities.contains(.ownWindows) && !capabilities.contains(.screen) ? true : nil)
-        let pending = Pending(prompt: prompt, key: key, capabilities: capabilities, decided: decided)
+        var pending = Pending(prompt: prompt, key: key, capabilities: capabilities, asker: asker, decided: decided, delivered: false)
+        // Whether the question is in, and the agents to ask: decided together, so that an agent
+        // registering meanwhile is handed it once, either here or by `addAgent`.
         let agents = state.withLock { state -> [ClientOutbox]? in
             let waiting = state.pending.values
             guard waiting.count < Self.pendingInAll,
                   waiting.filter({ $0.prompt.uid == peer.uid }).count < Self.pendingPerUser else { return nil }
+            pending.delivered = !state.agents.isEmpty
             state.pending[requestID] = pending
             return Array(state.agents.values)
         }
@@ -152,15 +165,41 @@ public final class ConsentBroker: Sendable {
         }
         var reached = 0
         for agent in agents where (try? agent.send(DaemonEvent.consentRequested(prompt: prompt))) != nil { reached += 1 }
-        guard reached > 0 else {
-            _ = state.withLock { $0.pending.removeValue(forKey: requestID) }
-            pageLinks.revoke(requestID)
-            return .declined("nobody was asked: no consent agent is running (start 'replay consent-agent', or give replayd a --consent-policy)")
+        if reached == 0 {
+            guard let dialogs else {
+                _ = state.withLock { $0.pending.removeValue(forKey: requestID) }
+                pageLinks.revoke(requestID)
+                return .declined(Self.nobodyAsked)
+            }
+            state.withLock { $0.pending[requestID]?.delivered = false }
+            summon(dialogs, for: [requestID])
         }
         waiting()
         // An answer that came already finds the request gone: this does nothing then.
         settings.timers.after(settings.timeout.inSeconds) { [self] in resolve(requestID, answer: nil) }
         return nil
+    }
+
+    static let nobodyAsked = "nobody was asked: no consent agent is running (start 'replay consent-agent', or give replayd a --consent-policy)"
+
+    /// Starts the desktop's dialog for questions no agent has: it registers as an agent and is
+    /// handed them. A dialog that cannot be started declines those still undelivered, saying why.
+    private func summon(_ dialogs: any ConsentDialogs, for requestIDs: [String]) {
+        dialogs.summon { [self] failure in
+            guard let failure else { return }
+            let undelivered = state.withLock { state in requestIDs.filter { state.pending[$0]?.delivered == false } }
+            for requestID in undelivered {
+                resolve(requestID, answer: nil, reason: "nobody was asked: no consent agent is running, and the desktop's dialog "
+                    + "could not be shown (\(failure)); start 'replay consent-agent', or give replayd a --consent-policy")
+            }
+        }
+    }
+
+    /// The app that asked has gone (its connection closed): its questions are withdrawn, and
+    /// the agents told, so a dialog asking about an app that is no longer there closes.
+    func withdraw(asker: Int) {
+        let requestIDs = state.withLock { state in state.pending.filter { $0.value.asker == asker }.map(\.key) }
+        for requestID in requestIDs { resolve(requestID, answer: nil, reason: "the app went away before the person answered") }
     }
 
     /// An answer from an agent (no session needed: agents are the person's own tools) or from
@@ -174,15 +213,16 @@ public final class ConsentBroker: Sendable {
 
     /// Ends a request with the person's answer, or nil when time ran out: the first to come
     /// decides; false for a request already decided.
+    /// `reason` says why an unanswered request ended (default: its time ran out).
     @discardableResult
-    private func resolve(_ requestID: String, answer: Bool?) -> Bool {
+    private func resolve(_ requestID: String, answer: Bool?, reason: String? = nil) -> Bool {
         guard let pending = state.withLock({ $0.pending.removeValue(forKey: requestID) }) else { return false }
         pageLinks.revoke(requestID)
         let allowed = answer ?? false
         notifyAgents(.consentResolved(requestID: requestID, allowed: allowed))
         if allowed { grant(pending.key, pending.capabilities) }
         pending.decided(allowed ? .allowed : .declined(answer == nil
-            ? String(format: "nobody answered within %g seconds", settings.timeout.inSeconds) : "the person declined"))
+            ? reason ?? String(format: "nobody answered within %g seconds", settings.timeout.inSeconds) : "the person declined"))
         return true
     }
 
@@ -213,16 +253,32 @@ public final class ConsentBroker: Sendable {
 
     var consentedProcesses: [Int32] { state.withLock { $0.grants.keys.map(\.pid) } }
 
+    /// Registers an agent: it is told so, then handed every question still waiting (those
+    /// asked before it came, the dialog's reason to start), before any that comes after.
     func addAgent(_ channel: ClientOutbox) -> Int {
         state.withLock { state in
+            try? channel.send(DaemonEvent.consentAgentRegistered)
+            for requestID in state.pending.keys.sorted() {
+                guard let prompt = state.pending[requestID]?.prompt,
+                      (try? channel.send(DaemonEvent.consentRequested(prompt: prompt))) != nil else { continue }
+                state.pending[requestID]?.delivered = true
+            }
             state.nextAgent += 1
             state.agents[state.nextAgent] = channel
             return state.nextAgent
         }
     }
 
+    /// An agent went (the dialog exits once it shows nothing): questions still waiting with
+    /// no agent left summon the dialog again, rather than wait out their time unseen.
     func removeAgent(_ id: Int) {
-        _ = state.withLock { $0.agents.removeValue(forKey: id) }
+        let orphaned = state.withLock { state -> [String] in
+            state.agents.removeValue(forKey: id)
+            guard state.agents.isEmpty else { return [] }
+            for requestID in state.pending.keys { state.pending[requestID]?.delivered = false }
+            return Array(state.pending.keys)
+        }
+        if let dialogs, !orphaned.isEmpty { summon(dialogs, for: orphaned) }
     }
 
     /// Tells every agent; returns how many were reached.

@@ -1,0 +1,69 @@
+import Foundation
+import ReplayIPC
+import Synchronization
+
+/// The dialog's connection to one replayd: a consent agent, as `replay consent-agent` is. The
+/// daemon trusts it as the person's own tool (the installed file, unmodified, run by the
+/// person: docs/security.md); it hands it every question, and takes its answers.
+///
+/// Events are read on a thread of their own and handed to the main loop, where every window
+/// lives.
+final class AgentLink: Sendable {
+    enum Event: Sendable {
+        case asked(ConsentPrompt)
+        /// Answered (here or elsewhere), timed out, or withdrawn: its dialog goes.
+        case resolved(requestID: String)
+        /// The daemon is gone (or never welcomed us): every dialog of it goes.
+        case lost(String)
+    }
+
+    let socket: String
+    private let channel: MessageChannel
+
+    /// Connects and registers; `events` runs on the main loop for each event, in order.
+    init(socket: String, events: @escaping @Sendable (Event) -> Void) throws {
+        self.socket = socket
+        // Only our own uid's replayd, or the system's (`MessageChannel` checks its credentials).
+        channel = try MessageChannel.connect(path: socket, client: "replay-ui")
+        try channel.send(ClientRequest.registerConsentAgent)
+        guard let reply = try channel.receive(DaemonEvent.self) else {
+            throw LinkError(description: "replayd closed the connection")
+        }
+        switch reply.message {
+        case .consentAgentRegistered: break
+        case .error(_, let message): throw LinkError(description: message)
+        default: throw LinkError(description: "unexpected reply from replayd")
+        }
+        let channel = self.channel
+        Thread.detachNewThread {
+            while true {
+                let event: DaemonEvent
+                do {
+                    guard let received = try channel.receive(DaemonEvent.self) else {
+                        MainLoop.post { events(.lost("replayd closed the connection")) }
+                        return
+                    }
+                    event = received.message
+                } catch {
+                    MainLoop.post { events(.lost("\(error)")) }
+                    return
+                }
+                switch event {
+                case .consentRequested(let prompt): MainLoop.post { events(.asked(prompt)) }
+                case .consentResolved(let requestID, _): MainLoop.post { events(.resolved(requestID: requestID)) }
+                default: break
+                }
+            }
+        }
+    }
+
+    func answer(_ requestID: String, allow: Bool) {
+        try? channel.send(ClientRequest.answerConsent(requestID: requestID, allow: allow))
+    }
+
+    func close() { channel.close() }
+
+    struct LinkError: Error, CustomStringConvertible {
+        let description: String
+    }
+}

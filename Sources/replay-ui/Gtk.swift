@@ -1,0 +1,110 @@
+import CGtk
+import CReplayUI
+
+/// GObject's casts (`GTK_WINDOW (widget)`) are C macros: a pointer to one GTK type is passed
+/// as the pointer type the call wants.
+@inline(__always)
+func gtk<From, To>(_ pointer: UnsafeMutablePointer<From>?) -> UnsafeMutablePointer<To>? {
+    UnsafeMutableRawPointer(pointer)?.assumingMemoryBound(to: To.self)
+}
+
+@inline(__always)
+func gtk<To>(_ pointer: OpaquePointer?) -> UnsafeMutablePointer<To>? {
+    UnsafeMutableRawPointer(pointer)?.assumingMemoryBound(to: To.self)
+}
+
+/// The same, to a type whose struct C keeps private (GtkImage, GtkEventController).
+@inline(__always)
+func gtk<From>(_ pointer: UnsafeMutablePointer<From>?) -> OpaquePointer? {
+    pointer.map(OpaquePointer.init)
+}
+
+/// A Swift closure kept alive by a connected signal or a main-loop source, and let go with it.
+private final class Box<Body> {
+    let body: Body
+    init(_ body: Body) { self.body = body }
+}
+
+private func retained<Body>(_ body: Body) -> UnsafeMutableRawPointer {
+    Unmanaged.passRetained(Box(body)).toOpaque()
+}
+
+private func unboxed<Body>(_ context: UnsafeMutableRawPointer?, as: Body.Type) -> Body {
+    Unmanaged<Box<Body>>.fromOpaque(context!).takeUnretainedValue().body
+}
+
+private let release: CReplayUI_Release = { context in
+    Unmanaged<AnyObject>.fromOpaque(context!).release()
+}
+
+private let runPlain: CReplayUI_Handler = { context in unboxed(context, as: (() -> Void).self)() }
+
+/// Signals and main-loop sources with Swift closures (the C shim's trampolines).
+enum Signals {
+    /// A signal whose handler takes only the instance (clicked, map, unmap, destroy).
+    @discardableResult
+    static func on(_ instance: UnsafeMutableRawPointer?, _ signal: String, _ body: @escaping () -> Void) -> UInt {
+        UInt(CReplayUI_on(instance, signal, runPlain, retained(body), release))
+    }
+
+    /// `notify::property`.
+    static func onChange(_ instance: UnsafeMutableRawPointer?, of property: String, _ body: @escaping () -> Void) {
+        _ = CReplayUI_on_notify(instance, property, runPlain, retained(body), release)
+    }
+
+    /// A window's close button (or Alt-F4): `body` decides; the window stays until destroyed.
+    static func onCloseRequest(_ window: UnsafeMutablePointer<GtkWindow>?, _ body: @escaping () -> Void) {
+        _ = CReplayUI_on_close_request(window, runPlain, retained(body), release)
+    }
+
+    /// A key pressed where `controller` listens: true when `body` used it.
+    static func onKeyPressed(_ controller: OpaquePointer?,
+                             _ body: @escaping (_ keyval: UInt32, _ state: GdkModifierType) -> Bool) {
+        _ = CReplayUI_on_key_pressed(controller, { context, keyval, state in
+            unboxed(context, as: ((UInt32, GdkModifierType) -> Bool).self)(keyval, state) ? 1 : 0
+        }, retained(body), release)
+    }
+
+    /// Every input event where `controller` listens, passed on after `body` has seen it.
+    static func onEvent(_ controller: OpaquePointer?, _ body: @escaping (OpaquePointer) -> Void) {
+        _ = CReplayUI_on_event(controller, { context, event in
+            guard let event else { return }
+            unboxed(context, as: ((OpaquePointer) -> Void).self)(event)
+        }, retained(body), release)
+    }
+
+    /// GApplication's open: the local paths of the files named, and the hint.
+    static func onOpen(_ application: UnsafeMutablePointer<GApplication>?, _ body: @escaping ([String], String) -> Void) {
+        _ = CReplayUI_on_open(application, { context, paths, count, hint in
+            let named = (0..<Int(count)).compactMap { paths?[$0].map { String(cString: $0) } }
+            unboxed(context, as: (([String], String) -> Void).self)(named, hint.map { String(cString: $0) } ?? "")
+        }, retained(body), release)
+    }
+}
+
+/// GTK's main loop, reached from other threads.
+enum MainLoop {
+    /// Runs `body` on the main loop soon (from any thread).
+    static func post(_ body: @escaping @Sendable () -> Void) {
+        CReplayUI_run_on_main(G_PRIORITY_DEFAULT, runPlain, retained(body as () -> Void), release)
+    }
+
+    /// Runs `body` once the main loop has finished what it is doing, before anything of
+    /// lower priority (an event's handling is over; no bus message has been read yet).
+    static func afterThisEvent(_ body: @escaping () -> Void) {
+        CReplayUI_run_on_main(G_PRIORITY_HIGH, runPlain, retained(body), release)
+    }
+
+    /// Runs `body` once after `seconds`; the source, for `cancel`.
+    @discardableResult
+    static func after(_ seconds: Double, _ body: @escaping () -> Void) -> UInt32 {
+        CReplayUI_after(UInt32(max(0, seconds) * 1000), runPlain, retained(body), release)
+    }
+
+    static func cancel(_ source: UInt32) {
+        if source != 0 { g_source_remove(source) }
+    }
+
+    /// The monotonic clock, in seconds.
+    static var now: Double { Double(g_get_monotonic_time()) / 1e6 }
+}

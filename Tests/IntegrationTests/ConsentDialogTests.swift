@@ -1,0 +1,188 @@
+import Foundation
+import ReplayIPC
+import ReplaySystem
+import ReplayTesting
+import ReplayVirtualDesktop
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension IntegrationTests {
+    /// Issue 47: an app's request, with no consent agent started, opens the desktop's dialog
+    /// (replay-ui, started by the session bus), which a person answers with the mouse or the
+    /// keyboard; it is found through AT-SPI as a screen reader finds it, pressed with real
+    /// input (xdotool, on Xvfb), and looked at in a screenshot.
+    @Suite(.serialized) struct ConsentDialog {
+        static let width = 1024, height = 768
+        /// What Allow says once a click that was not the person's was refused.
+        static let pressItYourself = "Press Allow with the mouse or the keyboard"
+
+        /// The desktop (no scene: the dialog is what is on screen), its session bus, and replayd
+        /// on that bus with no agent and no policy.
+        struct Desktop {
+            let fixture: ReplayFixture
+            let session: DesktopSession
+            var display: String { fixture.desktop?.environment["DISPLAY"] ?? "" }
+
+            init() throws {
+                fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: ConsentDialog.width, height: ConsentDialog.height, demoScene: false))
+                do {
+                    session = try DesktopSession(in: fixture.directory, environment: fixture.environment(), socket: fixture.socket)
+                    try fixture.startDaemon(environment: ["DBUS_SESSION_BUS_ADDRESS": session.busAddress])
+                } catch {
+                    fixture.stop()
+                    throw error
+                }
+            }
+
+            func stop() {
+                session.stop()
+                fixture.stop()
+            }
+
+            /// Real input on the display, as the person's mouse and keyboard give it.
+            func xdotool(_ arguments: [String]) throws {
+                let result = try Command.run(Command.which("xdotool"), arguments, environment: ["DISPLAY": display], timeout: 10)
+                #expect(result.status == 0, "xdotool \(arguments): \(result)")
+            }
+
+            func click(_ accessible: DesktopSession.Accessible) throws {
+                try xdotool(["mousemove", String(accessible.center.x), String(accessible.center.y), "click", "1"])
+            }
+
+            /// The dialog's Allow, once it may be pressed (shown and focused for a moment).
+            func armedAllow() throws -> DesktopSession.Accessible? {
+                try session.find("replay-ui", role: "push button", name: "Allow", sensitive: true)
+            }
+
+            var dialogRunning: Bool { !processes(running: DesktopSession.dialogs).isEmpty }
+        }
+
+        @Test func anAppsRequestWithNoAgentShowsTheDialogAndAllowStartsItsRecording() throws {
+            let desktop = try Desktop()
+            defer { desktop.stop() }
+            try AppNames.installEntry(in: desktop.fixture)
+            let app = try desktop.fixture.startApp(["--record", "2", "--geometry", "600,400,300,200"])
+            defer { app.process.terminate() }
+
+            // What the person sees: the app by its desktop entry, the path beside it, what it would capture.
+            let session = desktop.session
+            let frame = try #require(try session.find("replay-ui", role: "frame", name: "Allow screen recording?"),
+                                     "no dialog: \(session.log)\n\(desktop.fixture.daemonLog.suffix(1500))")
+            #expect(try session.find("replay-ui", role: "label", name: "Secret Notes wants to record your screen", timeout: 5) != nil)
+            #expect(try session.find("replay-ui", role: "label", name: "Everything on your screen", timeout: 5) == nil,
+                    "the list's bullet is part of each line")
+            #expect(try session.find("replay-ui", role: "label", name: "• Everything on your screen", timeout: 5) != nil)
+            let allow = try #require(try desktop.armedAllow(), "Allow never became pressable")
+
+            // The screenshot: the dialog's light surface where AT-SPI says it is, Allow drawn
+            // as the suggested (blue) action, and the desktop's black around it.
+            let shot = try DecodedFrame(screenOf: desktop.display, width: Self.width, height: Self.height,
+                                        png: desktop.fixture.file("consent-dialog.png"))
+            let light = shot.fraction(x: frame.x + 4, y: frame.y + 4, width: frame.width - 8, height: 40) { $0.r > 200 && $0.g > 200 && $0.b > 200 }
+            #expect(light > 0.8, "the dialog's top is not its light surface (\(light))")
+            let button = shot.pixel(x: allow.x - 4, y: allow.center.y)
+            #expect(button.b > 180 && button.r < 120, "Allow is not drawn as the suggested action: \(button)")
+            #expect(shot.blackFraction(x: frame.x + frame.width + 20, y: 0, width: 200, height: 200) > 0.95)
+
+            try desktop.click(allow)
+            let recorded = app.waitForJSONLine(timeout: 30) { $0["event"] as? String == "recorded" }
+            #expect(recorded != nil, "\(app.outputSoFar)\n\(desktop.fixture.daemonLog.suffix(1500))")
+            #expect(desktop.fixture.daemonLog.contains("capture allowed"))
+            let movie = try #require(desktop.fixture.storedMovies().first)
+            let duration = try #require(try MediaProbe(movie).duration)
+            #expect(duration > 1.5 && duration < 3, "\(duration)")
+            // Nothing shown: the program goes.
+            #expect(poll(timeout: 15, every: 0.1) { desktop.dialogRunning ? nil : true } == true, "replay-ui outlived its last dialog")
+        }
+
+        @Test func dontAllowAndEscapeDeclineTheRequest() throws {
+            let desktop = try Desktop()
+            defer { desktop.stop() }
+            let first = try desktop.fixture.startApp(["--record", "2", "--geometry", "600,400,300,200"])
+            defer { first.process.terminate() }
+            let decline = try #require(try desktop.session.find("replay-ui", role: "push button", name: "Don't Allow"),
+                                       "no dialog: \(desktop.session.log)")
+            try desktop.click(decline)
+            let refused = first.waitForJSONLine(timeout: 20) { $0["event"] as? String == "error" }
+            #expect(refused?["code"] as? String == "userDeclined")
+            #expect((refused?["message"] as? String)?.contains("the person declined") == true, "\(String(describing: refused))")
+
+            // The keyboard: Escape is Don't Allow.
+            let second = try desktop.fixture.startApp(["--record", "2", "--geometry", "600,400,300,200"])
+            defer { second.process.terminate() }
+            #expect(try desktop.armedAllow() != nil, "no second dialog")
+            try desktop.xdotool(["key", "Escape"])
+            let escaped = second.waitForJSONLine(timeout: 20) { $0["event"] as? String == "error" }
+            #expect((escaped?["message"] as? String)?.contains("the person declined") == true, "\(String(describing: escaped))")
+            #expect(desktop.fixture.storedMovies().isEmpty)
+        }
+
+        /// The attack: an app (any client of the accessibility bus) performs Allow's "click"
+        /// through AT-SPI. GTK emits the button's clicked, but no input of the person's came with
+        /// it: nothing is allowed. The person's own click on Don't Allow then decides.
+        @Test func anAppPressingAllowThroughAccessibilityIsRefused() throws {
+            let desktop = try Desktop()
+            defer { desktop.stop() }
+            let app = try desktop.fixture.startApp(["--record", "2", "--geometry", "600,400,300,200"])
+            defer { app.process.terminate() }
+            _ = try #require(try desktop.armedAllow(), "no dialog: \(desktop.session.log)")
+            for _ in 0..<3 {
+                let pressed = try desktop.session.doAction("replay-ui", role: "push button", name: "Allow")
+                #expect(pressed.status == 0 && pressed.stdout.contains("\"done\": true"), "the action was not performed: \(pressed)")
+            }
+            // GTK clicks a button pressed that way a moment later (its pressed look first); the
+            // dialog refuses the click and says so on the button, for a screen reader too.
+            let refusedClick = try desktop.session.find("replay-ui", role: "push button", name: "Allow",
+                                                        description: ConsentDialog.pressItYourself)
+            #expect(refusedClick != nil, "the dialog did not refuse the accessibility click")
+            // The person's own answer, given after, shows what stood: allowed, the dialog would
+            // be gone and the app recording; it is still asking, and the person declines.
+            let decline = try #require(try desktop.session.find("replay-ui", role: "push button", name: "Don't Allow"),
+                                       "the dialog went: an accessibility action answered it")
+            try desktop.click(decline)
+            let refused = app.waitForJSONLine(timeout: 20) { $0["event"] as? String == "error" }
+            #expect((refused?["message"] as? String)?.contains("the person declined") == true, "\(String(describing: refused))")
+            #expect(!desktop.fixture.daemonLog.contains("capture allowed"))
+            #expect(desktop.fixture.storedMovies().isEmpty)
+        }
+
+        /// A dialog whose app has gone closes itself, and the program with it.
+        @Test func theDialogOfAnAppThatWentClosesItself() throws {
+            let desktop = try Desktop()
+            defer { desktop.stop() }
+            let app = try desktop.fixture.startApp(["--record", "2", "--geometry", "600,400,300,200"])
+            _ = try #require(try desktop.session.find("replay-ui", role: "frame", name: "Allow screen recording?"), "no dialog")
+            app.process.terminate()
+            #expect(try desktop.session.awaitGone("replay-ui", role: "frame", name: "Allow screen recording?"))
+            #expect(poll(timeout: 15, every: 0.1) { desktop.dialogRunning ? nil : true } == true, "replay-ui outlived its last dialog")
+        }
+
+        /// Another program on the session bus names a socket of its own: the dialog never
+        /// connects there (a daemon of the program's could otherwise ask the person in our window).
+        @Test func anotherProgramCannotPointTheDialogAtADaemonOfItsOwn() throws {
+            let desktop = try Desktop()
+            defer { desktop.stop() }
+            let decoy = desktop.fixture.file("decoy.sock")
+            let listener = try UnixSocket.listen(path: decoy.path)
+            defer { close(listener) }
+            let call = try Command.run(Command.which("gdbus"), [
+                "call", "--session", "--dest", "org.openreplaykit.UI", "--object-path", "/org/openreplaykit/UI",
+                "--method", "org.freedesktop.Application.Open", "['\(decoy.absoluteString)']", "{}",
+            ], environment: ["DBUS_SESSION_BUS_ADDRESS": desktop.session.busAddress], timeout: 30)
+            #expect(call.status == 0, "\(call)")
+            #expect(poll(timeout: 10, every: 0.1) { desktop.session.log.contains("not answering for \(decoy.path)") ? true : nil } == true,
+                    "\(desktop.session.log)")
+            var address = sockaddr_un()
+            var length = socklen_t(MemoryLayout<sockaddr_un>.size)
+            let flags = fcntl(listener, F_GETFL)
+            _ = fcntl(listener, F_SETFL, flags | O_NONBLOCK)
+            let accepted = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { accept(listener, $0, &length) }
+            }
+            #expect(accepted < 0 && errno == EAGAIN, "replay-ui connected to the decoy")
+            if accepted >= 0 { close(accepted) }
+        }
+    }
+}
