@@ -110,3 +110,7 @@ void CReplayUI_run_on_main(int priority, CReplayUI_Handler handler, void *contex
 guint CReplayUI_after(guint milliseconds, CReplayUI_Handler handler, void *context, CReplayUI_Release release) {
     return g_timeout_add_full(G_PRIORITY_DEFAULT, milliseconds, run_once, binding_new((void *)handler, context, release), source_free);
 }
+
+void CReplayUI_set_accessible_label(GtkWidget *widget, const char *label) {
+    gtk_accessible_update_property(GTK_ACCESSIBLE(widget), GTK_ACCESSIBLE_PROPERTY_LABEL, label, -1);
+}

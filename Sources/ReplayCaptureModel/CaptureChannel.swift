@@ -59,8 +59,13 @@ package struct AppCaptureStart: Codable, Sendable, Equatable {
     package var showCursor: Bool
     package var backend: CaptureStart.Backend
     package var protectedWindows: [UInt32]
+    /// The whole screen (protected windows black) rather than `pid`'s windows: what a consent
+    /// dialog shows of a screen recording's request.
+    package var wholeScreen: Bool?
 
-    package init(id: String, pid: Int32, fps: Int, showCursor: Bool, backend: CaptureStart.Backend, protectedWindows: [UInt32]) {
+    package init(id: String, pid: Int32, fps: Int, showCursor: Bool, backend: CaptureStart.Backend, protectedWindows: [UInt32],
+                 wholeScreen: Bool? = nil) {
+        self.wholeScreen = wholeScreen
         self.id = id
         self.pid = pid
         self.fps = fps

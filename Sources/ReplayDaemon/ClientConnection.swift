@@ -38,6 +38,8 @@ final class ClientConnection: @unchecked Sendable {
     var clipBuffer: (any RecordingControl)?
     var capture: (any AppCaptureControl)?
     var agentID: Int?
+    /// Previews this agent watches, by question (`watchConsentPreview`); each ends with its question.
+    var consentPreviews: [String: any AppCaptureControl] = [:]
     var watcherID: Int?
     private var isOver = false
     /// Its questions to the person are withdrawn when it hangs up (`awaitConsent`).
@@ -157,6 +159,7 @@ final class ClientConnection: @unchecked Sendable {
         case .status: try sendStatus()
         case .registerConsentAgent: try registerAgent()
         case .answerConsent(let requestID, let allow): try answerConsent(requestID: requestID, allow: allow)
+        case .watchConsentPreview(let requestID): try watchConsentPreview(requestID: requestID)
         case .startCapture(let options): try await startCapture(options)
         case .stopCapture: try await stopCapture()
         case .watchCaptureState: try watchCaptureState()
@@ -289,6 +292,10 @@ final class ClientConnection: @unchecked Sendable {
         if let recording { _ = await recording.finished() }
         if let capture { await capture.finished() }
         if let clipBuffer { _ = await clipBuffer.finished() }
+        for preview in consentPreviews.values {
+            preview.stop()
+            await preview.finished()
+        }
         releaseEverything()
         // Its last words (an error that closed it) reach the client before the socket closes.
         await channel.written()

@@ -16,10 +16,12 @@ extension Daemon {
     }
 
     /// An app's capture of its own windows, not started yet.
-    func makeAppCapture(id: String, pid: Int32, options: CaptureOptions, client: any CaptureClient) -> any AppCaptureControl {
+    /// - Parameter wholeScreen: the screen, protected windows black, rather than `pid`'s windows.
+    func makeAppCapture(id: String, pid: Int32, options: CaptureOptions, client: any CaptureClient,
+                        wholeScreen: Bool = false) -> any AppCaptureControl {
         let (backend, keeper) = captureBackend(for: .screen)
         let plan = AppCaptureStart(id: id, pid: pid, fps: options.fps, showCursor: options.showCursor,
-                                   backend: backend, protectedWindows: [])
+                                   backend: backend, protectedWindows: [], wholeScreen: wholeScreen ? true : nil)
         return parts.captures.appCapture(plan, client: client, protectedWindows: protectedWindows,
                                          keepToken: { keeper?.keep($0) }, logger: logger)
     }

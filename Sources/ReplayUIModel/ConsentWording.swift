@@ -9,6 +9,10 @@ public struct ConsentWording: Sendable, Equatable {
     /// The executable, process and user: what identifies the app for sure.
     public let identity: String
     public let captured: [String]
+    /// Above the live picture of what the app would receive, and its name for a screen reader.
+    public let previewCaption: String
+    /// The app's icon, for a screen reader.
+    public let iconLabel: String
 
     public init(_ prompt: ConsentPrompt) {
         let name = VisibleText.of(prompt.appName ?? Self.fileName(prompt.executable))
@@ -24,6 +28,8 @@ public struct ConsentWording: Sendable, Equatable {
         if prompt.microphone { captured.append("Your microphone") }
         if prompt.camera == true { captured.append("Your camera") }
         self.captured = captured
+        iconLabel = "Icon of \(name)"
+        previewCaption = ownWindows ? "What it would see now (the rest stays black):" : "What it would record now:"
     }
 
     private static func fileName(_ path: String) -> String {

@@ -28,7 +28,8 @@ enum AppCaptureRun {
         let slotSize: Int
         do {
             capture = try backend.makeScreenCapture(ScreenCaptureOptions(
-                fps: plan.fps, showCursor: plan.showCursor, filter: .onlyProcess(plan.pid), protectedWindows: protectedWindows))
+                fps: plan.fps, showCursor: plan.showCursor, filter: plan.wholeScreen == true ? .everything : .onlyProcess(plan.pid),
+                protectedWindows: protectedWindows))
             slotSize = PixelBuffer.byteCount(width: capture.frameSize.width, height: capture.frameSize.height)
             surface = try SharedSurface.create(name: "openreplaykit-app-capture", size: max(slotSize * slots, 1))
         } catch {

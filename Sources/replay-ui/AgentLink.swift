@@ -1,5 +1,6 @@
 import Foundation
 import ReplayIPC
+import ReplayUIModel
 import Synchronization
 
 /// The dialog's connection to one replayd: a consent agent, as `replay consent-agent` is. The
@@ -11,6 +12,10 @@ import Synchronization
 final class AgentLink: Sendable {
     enum Event: Sendable {
         case asked(ConsentPrompt)
+        /// A picture of what the app asking would receive, made small here (off the main loop).
+        case preview(requestID: String, Thumbnail)
+        /// No more pictures for the question; `reason` when there were none to give.
+        case previewEnded(requestID: String, reason: String?)
         /// Answered (here or elsewhere), timed out, or withdrawn: its dialog goes.
         case resolved(requestID: String)
         /// The daemon is gone (or never welcomed us): every dialog of it goes.
@@ -37,13 +42,13 @@ final class AgentLink: Sendable {
         let channel = self.channel
         Thread.detachNewThread {
             while true {
-                let event: DaemonEvent
+                let event: DaemonEvent, body: [UInt8]
                 do {
                     guard let received = try channel.receive(DaemonEvent.self) else {
                         MainLoop.post { events(.lost("replayd closed the connection")) }
                         return
                     }
-                    event = received.message
+                    (event, body) = received
                 } catch {
                     MainLoop.post { events(.lost("\(error)")) }
                     return
@@ -51,10 +56,25 @@ final class AgentLink: Sendable {
                 switch event {
                 case .consentRequested(let prompt): MainLoop.post { events(.asked(prompt)) }
                 case .consentResolved(let requestID, _): MainLoop.post { events(.resolved(requestID: requestID)) }
+                case .consentPreviewFrame(let requestID, let frame):
+                    let thumbnail = body.withUnsafeBytes {
+                        Thumbnail(i420: $0, width: frame.width, height: frame.height, fitting: AgentLink.thumbnailBox)
+                    }
+                    if let thumbnail { MainLoop.post { events(.preview(requestID: requestID, thumbnail)) } }
+                case .consentPreviewEnded(let requestID, let reason):
+                    MainLoop.post { events(.previewEnded(requestID: requestID, reason: reason)) }
                 default: break
                 }
             }
         }
+    }
+
+    /// The largest thumbnail a dialog shows.
+    static let thumbnailBox = (width: 360, height: 220)
+
+    /// Asks for a live picture of what the app asking `requestID` would receive.
+    func watchPreview(_ requestID: String) {
+        try? channel.send(ClientRequest.watchConsentPreview(requestID: requestID))
     }
 
     func answer(_ requestID: String, allow: Bool) {

@@ -1,4 +1,5 @@
 import CGtk
+import CReplayUI
 import ReplayIPC
 import ReplayUIModel
 
@@ -13,6 +14,8 @@ final class ConsentDialog {
     let requestID: String
     private let window: UnsafeMutablePointer<GtkWidget>
     private let allow: UnsafeMutablePointer<GtkWidget>
+    private let picture: UnsafeMutablePointer<GtkWidget>
+    private let previewCaption: UnsafeMutablePointer<GtkWidget>
     private var arming = AllowArming()
     private var press = PersonPress()
     private var armTimer: UInt32 = 0
@@ -37,6 +40,7 @@ final class ConsentDialog {
         let header = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 12)
         let icon = Self.icon(prompt.appIcon)
         gtk_image_set_pixel_size(gtk(icon), 48)
+        CReplayUI_set_accessible_label(icon, wording.iconLabel)
         gtk_widget_set_valign(icon, GTK_ALIGN_START)
         gtk_box_append(gtk(header), icon)
         let titles = gtk_box_new(GTK_ORIENTATION_VERTICAL, 4)
@@ -53,6 +57,16 @@ final class ConsentDialog {
         gtk_widget_set_margin_start(list, 12)
         for thing in wording.captured { gtk_box_append(gtk(list), Self.label("• " + thing)) }
         gtk_box_append(gtk(content), list)
+
+        // Live: exactly what the app would receive, black where it would see nothing.
+        previewCaption = Self.label(wording.previewCaption, classes: ["dim-label"])
+        gtk_box_append(gtk(content), previewCaption)
+        picture = gtk_picture_new()
+        gtk_picture_set_can_shrink(gtk(picture), 1)
+        gtk_widget_set_size_request(picture, Int32(AgentLink.thumbnailBox.width), Int32(AgentLink.thumbnailBox.height))
+        gtk_widget_set_halign(picture, GTK_ALIGN_CENTER)
+        CReplayUI_set_accessible_label(picture, wording.previewCaption)
+        gtk_box_append(gtk(content), picture)
 
         let buttons = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 8)
         gtk_widget_set_halign(buttons, GTK_ALIGN_END)
@@ -76,6 +90,22 @@ final class ConsentDialog {
     }
 
     func present() { gtk_window_present(gtk(window)) }
+
+    /// The newest picture of what the app would receive.
+    func show(_ thumbnail: Thumbnail) {
+        let bytes = thumbnail.rgb.withUnsafeBytes { g_bytes_new($0.baseAddress, gsize($0.count)) }
+        let texture = gdk_memory_texture_new(Int32(thumbnail.width), Int32(thumbnail.height), GDK_MEMORY_R8G8B8, bytes, gsize(thumbnail.width * 3))
+        g_bytes_unref(bytes)
+        gtk_picture_set_paintable(gtk(picture), texture)
+        g_object_unref(UnsafeMutableRawPointer(texture))
+    }
+
+    /// No more pictures: with `reason`, none could be given, and the dialog says why.
+    func previewEnded(reason: String?) {
+        guard let reason else { return }
+        gtk_label_set_text(gtk(previewCaption), "No live preview: \(VisibleText.of(reason))")
+        gtk_widget_set_visible(picture, 0)
+    }
 
     /// The question ended elsewhere (answered on another agent, timed out, the app gone).
     func close() {

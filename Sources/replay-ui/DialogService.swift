@@ -96,6 +96,11 @@ final class DialogService: @unchecked Sendable {
             }
             dialogs[prompt.requestID] = (dialog, socket)
             dialog.present()
+            link.watchPreview(prompt.requestID)
+        case .preview(let requestID, let thumbnail):
+            dialogs[requestID]?.dialog.show(thumbnail)
+        case .previewEnded(let requestID, let reason):
+            dialogs[requestID]?.dialog.previewEnded(reason: reason)
         case .resolved(let requestID):
             dialogs.removeValue(forKey: requestID)?.dialog.close()
         case .lost(let why):

@@ -57,7 +57,25 @@ extension IntegrationTests {
             }
 
             var dialogRunning: Bool { !processes(running: DesktopSession.dialogs).isEmpty }
+
+            func screenshot(_ name: String) throws -> DecodedFrame {
+                try DecodedFrame(screenOf: display, width: ConsentDialog.width, height: ConsentDialog.height, png: fixture.file(name))
+            }
+
+            /// Where, on `shot`, the dialog's live picture draws the screen's rectangle `area`: the
+            /// picture keeps the screen's shape, centred in its widget.
+            static func drawn(_ area: (x: Int, y: Int, width: Int, height: Int), in picture: DesktopSession.Accessible)
+                -> (x: Int, y: Int, width: Int, height: Int) {
+                let scale = min(Double(picture.width) / Double(ConsentDialog.width), Double(picture.height) / Double(ConsentDialog.height))
+                let left = Double(picture.x) + (Double(picture.width) - Double(ConsentDialog.width) * scale) / 2
+                let top = Double(picture.y) + (Double(picture.height) - Double(ConsentDialog.height) * scale) / 2
+                return (Int(left + Double(area.x) * scale), Int(top + Double(area.y) * scale),
+                        Int(Double(area.width) * scale), Int(Double(area.height) * scale))
+            }
         }
+
+        static func isGreen(_ pixel: DecodedFrame.RGB) -> Bool { pixel.g > 180 && pixel.r < 80 && pixel.b < 80 }
+        static func isBlue(_ pixel: DecodedFrame.RGB) -> Bool { pixel.b > 180 && pixel.r < 80 && pixel.g < 80 }
 
         @Test func anAppsRequestWithNoAgentShowsTheDialogAndAllowStartsItsRecording() throws {
             let desktop = try Desktop()
@@ -77,14 +95,27 @@ extension IntegrationTests {
             let allow = try #require(try desktop.armedAllow(), "Allow never became pressable")
 
             // The screenshot: the dialog's light surface where AT-SPI says it is, Allow drawn
-            // as the suggested (blue) action, and the desktop's black around it.
-            let shot = try DecodedFrame(screenOf: desktop.display, width: Self.width, height: Self.height,
-                                        png: desktop.fixture.file("consent-dialog.png"))
+            // as the suggested (blue) action, and the desktop's black around it. In the live
+            // picture of what a recording would show, the app's window (which it protects) is
+            // black, though blue on the screen, and the dialog itself is there, light.
+            let picture = try #require(try session.find("replay-ui", role: "image", name: "What it would record now:"))
+            let window = (x: 600, y: 400, width: 300, height: 200)
+            let inPicture = Desktop.drawn((window.x + 30, window.y + 100, window.width - 60, window.height - 110), in: picture)
+            let dialogInPicture = Desktop.drawn((frame.x + 10, frame.y + 10, frame.width - 20, 30), in: picture)
+            let shot = try #require(poll(timeout: 15, every: 0.3) { () -> DecodedFrame? in
+                guard let shot = try? desktop.screenshot("consent-dialog.png") else { return nil }
+                let light = shot.fraction(x: dialogInPicture.x, y: dialogInPicture.y, width: dialogInPicture.width,
+                                          height: dialogInPicture.height, step: 2) { $0.r > 200 && $0.g > 200 && $0.b > 200 }
+                return light > 0.6 ? shot : nil
+            }, "the live picture never showed the screen")
             let light = shot.fraction(x: frame.x + 4, y: frame.y + 4, width: frame.width - 8, height: 40) { $0.r > 200 && $0.g > 200 && $0.b > 200 }
             #expect(light > 0.8, "the dialog's top is not its light surface (\(light))")
             let button = shot.pixel(x: allow.x - 4, y: allow.center.y)
             #expect(button.b > 180 && button.r < 120, "Allow is not drawn as the suggested action: \(button)")
-            #expect(shot.blackFraction(x: frame.x + frame.width + 20, y: 0, width: 200, height: 200) > 0.95)
+            #expect(shot.fraction(x: window.x + 30, y: window.y + 100, width: window.width - 60, height: window.height - 110, Self.isBlue) > 0.95,
+                    "the app's window is not on the screen")
+            #expect(shot.blackFraction(x: inPicture.x, y: inPicture.y, width: inPicture.width, height: inPicture.height, step: 2) > 0.95,
+                    "the protected window shows in the live picture")
 
             try desktop.click(allow)
             let recorded = app.waitForJSONLine(timeout: 30) { $0["event"] as? String == "recorded" }
@@ -95,6 +126,37 @@ extension IntegrationTests {
             #expect(duration > 1.5 && duration < 3, "\(duration)")
             // Nothing shown: the program goes.
             #expect(poll(timeout: 15, every: 0.1) { desktop.dialogRunning ? nil : true } == true, "replay-ui outlived its last dialog")
+        }
+
+        /// An in-app capture's question shows, live, exactly what the app would receive: its
+        /// own window (unprotected here, green) and black everywhere else, the dialog included.
+        @Test func anInAppCapturesDialogShowsLiveWhatTheAppWouldSee() throws {
+            let desktop = try Desktop()
+            defer { desktop.stop() }
+            let app = try desktop.fixture.startApp(["--share-frames", "5", "--no-protect", "--colour", "green",
+                                                    "--geometry", "600,400,300,200"])
+            defer { app.process.terminate() }
+            let session = desktop.session
+            let frame = try #require(try session.find("replay-ui", role: "frame", name: "Share an app's windows?"),
+                                     "no dialog: \(session.log)\n\(desktop.fixture.daemonLog.suffix(1500))")
+            let picture = try #require(try session.find("replay-ui", role: "image", name: "What it would see now (the rest stays black):"))
+            let window = Desktop.drawn((630, 500, 240, 90), in: picture)
+            let dialog = Desktop.drawn((frame.x + 10, frame.y + 10, frame.width - 20, 30), in: picture)
+            let elsewhere = Desktop.drawn((0, 0, 560, 360), in: picture)
+            let shot = try #require(poll(timeout: 15, every: 0.3) { () -> DecodedFrame? in
+                guard let shot = try? desktop.screenshot("consent-dialog-in-app.png") else { return nil }
+                return shot.fraction(x: window.x, y: window.y, width: window.width, height: window.height, step: 2, Self.isGreen) > 0.9 ? shot : nil
+            }, "the live picture never showed the app's window: \(desktop.fixture.daemonLog.suffix(1500))")
+            #expect(shot.blackFraction(x: elsewhere.x, y: elsewhere.y, width: elsewhere.width, height: elsewhere.height, step: 2) > 0.98,
+                    "the live picture shows more than the app's window")
+            #expect(shot.blackFraction(x: dialog.x, y: dialog.y, width: dialog.width, height: dialog.height, step: 2) > 0.98,
+                    "the dialog itself shows in what the app would see")
+            // The app gets no picture until the person allows; then its own.
+            #expect(!app.outputSoFar.contains("\"shared\""))
+            let allow = try #require(try desktop.armedAllow())
+            try desktop.click(allow)
+            let shared = app.waitForJSONLine(timeout: 30) { $0["event"] as? String == "shared" }
+            #expect(shared?["frames"] as? Int == 5, "\(app.outputSoFar)\n\(desktop.fixture.daemonLog.suffix(1000))")
         }
 
         @Test func dontAllowAndEscapeDeclineTheRequest() throws {

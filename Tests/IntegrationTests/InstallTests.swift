@@ -54,7 +54,9 @@ extension IntegrationTests {
                          "share/openreplaykit/extensions/file.json", "share/openreplaykit/extensions/replay-webrtc-extension",
                          "share/openreplaykit/extensions/videoroom.json", "share/openreplaykit/extensions/replay-videoroom-extension",
                          "share/systemd/user/replayd.service", "share/systemd/user/replayd.socket",
-                         "share/systemd/user/replayd@.service", "share/systemd/user/replayd@.socket"] {
+                         "share/systemd/user/replayd@.service", "share/systemd/user/replayd@.socket",
+                         "bin/replay-ui", "share/dbus-1/services/org.openreplaykit.UI.service", "share/man/man1/replay-ui.1",
+                         "share/applications/org.openreplaykit.UI.desktop", "share/icons/hicolor/scalable/apps/org.openreplaykit.UI.svg"] {
                 #expect(FileManager.default.fileExists(atPath: prefix.appendingPathComponent(file).path), "\(file) missing")
                 #expect(manifest.contains(prefix.appendingPathComponent(file).path + "\n"), "\(file) not in the manifest")
             }
@@ -76,6 +78,10 @@ extension IntegrationTests {
             let service = try String(contentsOf: prefix.appendingPathComponent("share/systemd/user/replayd.service"), encoding: .utf8)
             #expect(service.contains("ExecStart=\(prefix.path)/bin/replayd --idle-exit 300 --extensions-dir \(prefix.path)/share/openreplaykit/extensions"),
                     "\(service)")
+
+            // The session bus starts the installed dialogs, and only those.
+            let activation = try String(contentsOf: prefix.appendingPathComponent("share/dbus-1/services/org.openreplaykit.UI.service"), encoding: .utf8)
+            #expect(activation.contains("Exec=\(prefix.path)/bin/replay-ui --gapplication-service\n"), "\(activation)")
 
             // Installing again over it, then uninstalling once, still removes everything.
             let again = try Self.install(["--no-enable"], prefix: prefix)

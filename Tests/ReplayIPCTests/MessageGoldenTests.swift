@@ -24,6 +24,7 @@ import Testing
         case .previewURL: #"{"previewURL":{"id":"rec-1"}}"#
         case .registerConsentAgent: #"{"registerConsentAgent":{}}"#
         case .answerConsent: #"{"answerConsent":{"allow":true,"requestID":"consent-1"}}"#
+        case .watchConsentPreview: #"{"watchConsentPreview":{"requestID":"consent-1"}}"#
         case .discardRecording: #"{"discardRecording":{"id":"rec-1"}}"#
         case .showPreview: #"{"showPreview":{"id":"rec-1"}}"#
         case .startCapture: #"{"startCapture":{"options":{"fps":30,"showCursor":true}}}"#
@@ -66,6 +67,7 @@ import Testing
         .previewURL(id: "rec-1"),
         .registerConsentAgent,
         .answerConsent(requestID: "consent-1", allow: true),
+        .watchConsentPreview(requestID: "consent-1"),
         .discardRecording(id: "rec-1"),
         .showPreview(id: "rec-1"),
         .startCapture(options: CaptureOptions(fps: 30, showCursor: true)),
@@ -115,6 +117,8 @@ import Testing
             #"{"consentRequested":{"prompt":{"appAudio":true,"executable":"/usr/bin/app","microphone":false,"#
                 + #""pageURL":"http://127.0.0.1:8765/consent/consent-1?token=t0k3n","pid":77,"requestID":"consent-1","screen":true,"uid":1000}}}"#
         case .consentResolved: #"{"consentResolved":{"allowed":true,"requestID":"consent-1"}}"#
+        case .consentPreviewFrame: #"{"consentPreviewFrame":{"frame":{"height":480,"time":12.5,"width":640},"requestID":"consent-1"}}"#
+        case .consentPreviewEnded: #"{"consentPreviewEnded":{"reason":"no preview through the desktop's ScreenCast portal","requestID":"consent-1"}}"#
         case .previewOffered:
             #"{"previewOffered":{"offer":{"executable":"/usr/bin/app","pageURL":"http://127.0.0.1:8765/preview/rec-1?token=t0k3n","#
                 + #""recordingID":"rec-1"}}}"#
@@ -192,6 +196,8 @@ import Testing
             requestID: "consent-1", executable: "/usr/bin/app", pid: 77, uid: 1000, screen: true, appAudio: true, microphone: false,
             pageURL: "http://127.0.0.1:8765/consent/consent-1?token=t0k3n")),
         .consentResolved(requestID: "consent-1", allowed: true),
+        .consentPreviewFrame(requestID: "consent-1", frame: CapturedFrameInfo(time: 12.5, width: 640, height: 480)),
+        .consentPreviewEnded(requestID: "consent-1", reason: "no preview through the desktop's ScreenCast portal"),
         .previewOffered(offer: PreviewOffer(
             recordingID: "rec-1", executable: "/usr/bin/app", pageURL: "http://127.0.0.1:8765/preview/rec-1?token=t0k3n")),
         .previewShown,
@@ -242,7 +248,7 @@ import Testing
 
     @Test func everyRequestHasItsPinnedJSON() throws {
         // One sample of every case: a new case needs a sample here as well as a golden.
-        #expect(Set(Self.requests.map(\.name)).count == 32 && Self.requests.count == 32)
+        #expect(Set(Self.requests.map(\.name)).count == 33 && Self.requests.count == 33)
         for request in Self.requests {
             #expect(try Self.encode(request) == Self.golden(request), "\(request.name)")
             // What another client sends, as written in docs/protocol.md, is understood.
@@ -251,7 +257,7 @@ import Testing
     }
 
     @Test func everyEventHasItsPinnedJSON() throws {
-        #expect(Set(Self.events.map { Self.name($0) }).count == 40 && Self.events.count == 40)
+        #expect(Set(Self.events.map { Self.name($0) }).count == 42 && Self.events.count == 42)
         for event in Self.events {
             #expect(try Self.encode(event) == Self.golden(event), "\(Self.name(event))")
             #expect(try JSONDecoder().decode(DaemonEvent.self, from: Data(Self.golden(event).utf8)) == event)

@@ -105,3 +105,37 @@ import Testing
         #expect(wording.captured == ["Its own windows (everything else is black)", "Sound your apps play"])
     }
 }
+
+@Suite struct ThumbnailTests {
+    /// An I420 picture: black, with a white rectangle at (x, y, w, h).
+    static func picture(width: Int, height: Int, white: (x: Int, y: Int, w: Int, h: Int)) -> [UInt8] {
+        var bytes = [UInt8](repeating: 16, count: width * height) + [UInt8](repeating: 128, count: width * height / 2)
+        for row in white.y..<(white.y + white.h) {
+            for column in white.x..<(white.x + white.w) { bytes[row * width + column] = 235 }
+        }
+        return bytes
+    }
+
+    @Test func aPictureIsScaledToFitItsBoxKeepingItsShapeAndWhatIsWhere() throws {
+        let bytes = Self.picture(width: 1024, height: 768, white: (x: 512, y: 384, w: 512, h: 384))
+        let thumbnail = try #require(bytes.withUnsafeBytes { Thumbnail(i420: $0, width: 1024, height: 768, fitting: (360, 220)) })
+        #expect(thumbnail.width == 293 && thumbnail.height == 220)
+        func pixel(_ x: Int, _ y: Int) -> [UInt8] { Array(thumbnail.rgb[(y * thumbnail.width + x) * 3..<(y * thumbnail.width + x) * 3 + 3]) }
+        #expect(pixel(10, 10) == [0, 0, 0], "limited-range black is not black")
+        #expect(pixel(280, 200) == [255, 255, 255], "limited-range white is not white")
+        #expect(pixel(140, 200) == [0, 0, 0] && pixel(280, 100) == [0, 0, 0])
+    }
+
+    @Test func aShortOrEmptyPictureGivesNone() {
+        let short = [UInt8](repeating: 0, count: 100)
+        #expect(short.withUnsafeBytes { Thumbnail(i420: $0, width: 64, height: 64, fitting: (32, 32)) } == nil)
+        #expect(short.withUnsafeBytes { Thumbnail(i420: $0, width: 0, height: 0, fitting: (32, 32)) } == nil)
+    }
+
+    /// A small picture is never enlarged.
+    @Test func aSmallPictureKeepsItsSize() throws {
+        let bytes = Self.picture(width: 64, height: 48, white: (x: 0, y: 0, w: 2, h: 2))
+        let thumbnail = try #require(bytes.withUnsafeBytes { Thumbnail(i420: $0, width: 64, height: 48, fitting: (360, 220)) })
+        #expect(thumbnail.width == 64 && thumbnail.height == 48 && thumbnail.rgb.count == 64 * 48 * 3)
+    }
+}

@@ -30,4 +30,7 @@ void CReplayUI_run_on_main(int priority, CReplayUI_Handler handler, void *contex
 /// source is removed first); returns the source, for g_source_remove.
 guint CReplayUI_after(guint milliseconds, CReplayUI_Handler handler, void *context, CReplayUI_Release release);
 
+/// What a screen reader calls `widget` (gtk_accessible_update_property is variadic).
+void CReplayUI_set_accessible_label(GtkWidget *widget, const char *label);
+
 #endif

@@ -76,6 +76,8 @@ public final class ConsentBroker: Sendable {
         let decided: @Sendable (Decision) -> Void
         /// An agent has it; else it waits for the dialog being summoned.
         var delivered: Bool
+        /// What ends with the question (a preview of it the dialog watches).
+        var endings: [@Sendable () -> Void] = []
     }
 
     private struct State {
@@ -218,6 +220,7 @@ public final class ConsentBroker: Sendable {
     private func resolve(_ requestID: String, answer: Bool?, reason: String? = nil) -> Bool {
         guard let pending = state.withLock({ $0.pending.removeValue(forKey: requestID) }) else { return false }
         pageLinks.revoke(requestID)
+        pending.endings.forEach { $0() }
         let allowed = answer ?? false
         notifyAgents(.consentResolved(requestID: requestID, allowed: allowed))
         if allowed { grant(pending.key, pending.capabilities) }
@@ -239,6 +242,21 @@ public final class ConsentBroker: Sendable {
         guard let pending = state.withLock({ $0.pending[requestID] }),
               pageLinks.isSession(session, for: requestID) else { return nil }
         return pending.prompt
+    }
+
+    /// The question `requestID` while it waits for the person.
+    func waitingPrompt(_ requestID: String) -> ConsentPrompt? {
+        state.withLock { $0.pending[requestID]?.prompt }
+    }
+
+    /// Runs `body` once `requestID` has ended (answered, timed out, withdrawn); false, running
+    /// nothing, when it has ended already.
+    func whenResolved(_ requestID: String, _ body: @escaping @Sendable () -> Void) -> Bool {
+        state.withLock { state in
+            guard state.pending[requestID] != nil else { return false }
+            state.pending[requestID]?.endings.append(body)
+            return true
+        }
     }
 
     /// The app is in use (capturing or focused): its consent does not lapse.

@@ -19,8 +19,8 @@ public enum ClientProtocol {
     public static let version = 2
     /// The minor version of this side. 2.0: the hello handshake. 2.1: minor versions and
     /// capabilities in `hello` and `welcome`, the `unsupported` error. 2.2: `setup` in
-    /// `showBroadcastPicker`.
-    public static let minorVersion = 2
+    /// `showBroadcastPicker`. 2.3: `watchConsentPreview` for consent agents.
+    public static let minorVersion = 3
 
     /// A named feature one side has, listed in its `hello` (the client's) or `welcome` (the
     /// daemon's). A string on the wire; a name this side does not know is kept and ignored.
@@ -38,10 +38,13 @@ public enum ClientProtocol {
         /// The daemon's (2.2): it fills the broadcast picker with the `setup` an app gives in
         /// `showBroadcastPicker` (a daemon without it ignores that field).
         public static let pickerSetup = Capability(rawValue: "pickerSetup")
+        /// The daemon's (2.3): a consent agent may watch what the asking app would receive
+        /// (`watchConsentPreview`).
+        public static let consentPreview = Capability(rawValue: "consentPreview")
     }
 
     /// What replayd lists in its `welcome`.
-    public static let daemonCapabilities: [Capability] = [.unsupportedRequests, .pickerSetup]
+    public static let daemonCapabilities: [Capability] = [.unsupportedRequests, .pickerSetup, .consentPreview]
     /// What the Swift client (`MessageChannel`: the replay CLI, the SDKs) lists in its `hello`.
     public static let clientCapabilities: [Capability] = [.skipsUnknownEvents]
 

@@ -42,6 +42,10 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     /// `previewOffered` events and answers with `answerConsent`.
     case registerConsentAgent
     case answerConsent(requestID: String, allow: Bool)
+    /// From a consent agent (2.3): a live picture of what the app asking `requestID` would
+    /// receive, a few a second (`consentPreviewFrame`), until the question ends
+    /// (`consentPreviewEnded`).
+    case watchConsentPreview(requestID: String)
 
     // Apps.
     /// Deletes a recording this client process made and has not shown yet.
@@ -220,6 +224,12 @@ public enum DaemonEvent: Codable, Sendable, Equatable {
     case consentRequested(prompt: ConsentPrompt)
     /// To consent agents: the request was answered (here or elsewhere) or abandoned.
     case consentResolved(requestID: String, allowed: Bool)
+    /// To an agent watching (2.3): one I420 picture of what the app asking `requestID` would
+    /// receive (its own windows, or the screen; protected windows black), in the body.
+    case consentPreviewFrame(requestID: String, frame: CapturedFrameInfo)
+    /// To an agent watching (2.3): no more pictures for `requestID`; `reason` when there were
+    /// none to give (the desktop's capture cannot show one).
+    case consentPreviewEnded(requestID: String, reason: String?)
     /// To consent agents: an app asked to show the person a recording's preview.
     case previewOffered(offer: PreviewOffer)
     case previewShown
