@@ -21,6 +21,9 @@ final class ConsentDialog {
     private var armTimer: UInt32 = 0
     private var answered = false
     private let answer: (Bool) -> Void
+    /// Runs once the window is first on screen (the live picture is asked for then, so that its
+    /// capture process does not start while the window draws its first frame).
+    var onceShown: (() -> Void)?
 
     /// - Parameter answer: the person's answer, once; the window closes itself after.
     init(prompt: ConsentPrompt, application: UnsafeMutablePointer<GtkApplication>?, answer: @escaping (Bool) -> Void) {
@@ -181,6 +184,10 @@ final class ConsentDialog {
             guard let self else { return }
             arming.shown(true, at: MainLoop.now)
             rearm()
+            if let shown = onceShown {
+                onceShown = nil
+                MainLoop.afterThisEvent(shown)
+            }
         }
         Signals.on(window, "unmap") { [weak self] in
             guard let self else { return }

@@ -95,8 +95,8 @@ final class DialogService: @unchecked Sendable {
                 self?.dialogs[prompt.requestID] = nil
             }
             dialogs[prompt.requestID] = (dialog, socket)
+            dialog.onceShown = { link.watchPreview(prompt.requestID) }
             dialog.present()
-            link.watchPreview(prompt.requestID)
         case .preview(let requestID, let thumbnail):
             dialogs[requestID]?.dialog.show(thumbnail)
         case .previewEnded(let requestID, let reason):

@@ -356,4 +356,33 @@ extension ConsentBroker {
         }
         #expect(requestID == prompt.requestID && !allowed)
     }
+
+    /// A dialog that started but never took its question (refused as the person's tool, say)
+    /// does not leave the app waiting out the whole timeout.
+    @Test func aDialogThatStartsButNeverTakesTheQuestionDeclinesItSoon() {
+        let timers = ManualTimers()
+        let broker = dialogBroker(FakeDialogs(), timers: timers)
+        let decision = Completion<ConsentBroker.Decision>()
+        #expect(broker.authorize(me, capabilities: .screen, waiting: {}, decided: { decision.complete($0) }) == nil)
+        timers.advance(by: ConsentBroker.dialogDeadline - 0.1)
+        #expect(decision.value == nil)
+        timers.advance(by: 0.2)
+        guard case .declined(let why)? = decision.value else {
+            Issue.record("not declined: \(String(describing: decision.value))")
+            return
+        }
+        #expect(why.contains("did not take the question"), "\(why)")
+    }
+
+    /// One that took it in time: the deadline passes, and the person still decides.
+    @Test func aQuestionTheDialogTookIsNotDeclinedByItsDeadline() throws {
+        let timers = ManualTimers()
+        let broker = dialogBroker(FakeDialogs(), timers: timers)
+        let decision = Completion<ConsentBroker.Decision>()
+        #expect(broker.authorize(me, capabilities: .screen, waiting: {}, decided: { decision.complete($0) }) == nil)
+        let (daemonSide, clientSide) = try socketPair()
+        try register(daemonSide, clientSide, with: broker)
+        timers.advance(by: ConsentBroker.dialogDeadline + 1)
+        #expect(decision.value == nil, "declined though the dialog took the question")
+    }
 }

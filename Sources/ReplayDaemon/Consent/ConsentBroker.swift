@@ -184,17 +184,30 @@ public final class ConsentBroker: Sendable {
 
     static let nobodyAsked = "nobody was asked: no consent agent is running (start 'replay consent-agent', or give replayd a --consent-policy)"
 
+    /// How long a dialog that started has to take the questions it was started for.
+    static let dialogDeadline: Double = 20
+
     /// Starts the desktop's dialog for questions no agent has: it registers as an agent and is
-    /// handed them. A dialog that cannot be started declines those still undelivered, saying why.
+    /// handed them. A dialog that cannot be started declines those still undelivered, saying
+    /// why; so does one that started but has not taken them within `dialogDeadline` (refused
+    /// as the person's tool, say), rather than leave the app waiting out the whole timeout.
     private func summon(_ dialogs: any ConsentDialogs, for requestIDs: [String]) {
         dialogs.summon { [self] failure in
-            guard let failure else { return }
-            let undelivered = state.withLock { state in requestIDs.filter { state.pending[$0]?.delivered == false } }
-            for requestID in undelivered {
-                resolve(requestID, answer: nil, reason: "nobody was asked: no consent agent is running, and the desktop's dialog "
-                    + "could not be shown (\(failure)); start 'replay consent-agent', or give replayd a --consent-policy")
+            guard let failure else {
+                settings.timers.after(Self.dialogDeadline) { [self] in
+                    declineUndelivered(requestIDs, because: "the desktop's dialog started but did not take the question "
+                        + "within \(Int(Self.dialogDeadline)) s (replayd's log says why)")
+                }
+                return
             }
+            declineUndelivered(requestIDs, because: "the desktop's dialog could not be shown (\(failure)); "
+                + "start 'replay consent-agent', or give replayd a --consent-policy")
         }
+    }
+
+    private func declineUndelivered(_ requestIDs: [String], because why: String) {
+        let undelivered = state.withLock { state in requestIDs.filter { state.pending[$0]?.delivered == false } }
+        for requestID in undelivered { resolve(requestID, answer: nil, reason: "nobody was asked: no consent agent is running, and " + why) }
     }
 
     /// The app that asked has gone (its connection closed): its questions are withdrawn, and
