@@ -1,9 +1,10 @@
 /// Tells a press of Allow by the person from one that only an accessibility call made.
 ///
 /// GTK emits a button's `clicked` for a pointer release over it, for Enter or Space while it
-/// has the focus, and for AT-SPI's `DoAction`, which any client of the accessibility bus may
-/// call. The first two come with an input event, which the dialog sees first (capture phase)
-/// and reports here; the third comes with none. So a click counts only while the input event
+/// has the focus (once the key is released, or a quarter second after it went down), and for
+/// AT-SPI's `DoAction`, which any client of the accessibility bus may call (a quarter second
+/// after). The pointer's and the key release's come with an input event, which the dialog sees
+/// first (capture phase) and reports here; the others come with none, and do not allow. So a click counts only while the input event
 /// that caused it is being handled: `witnessed` marks it, and the dialog calls `eventHandled`
 /// once its main loop has moved on (an idle of high priority), before any bus message.
 public struct PersonPress: Sendable, Equatable {
@@ -11,9 +12,10 @@ public struct PersonPress: Sendable, Equatable {
     public enum Input: Sendable, Equatable {
         /// A pointer button released; `onAllow`: over the Allow button.
         case pointerRelease(onAllow: Bool)
-        /// A key pressed; `activates`: Enter or Space, `allowFocused`: with Allow holding the focus.
-        case keyPress(activates: Bool, allowFocused: Bool)
-        /// Anything else (motion, scroll, a key release).
+        /// A key pressed or released; `activates`: Enter or Space, `allowFocused`: with Allow
+        /// holding the focus.
+        case key(activates: Bool, allowFocused: Bool)
+        /// Anything else (motion, scroll).
         case other
     }
 
@@ -25,7 +27,7 @@ public struct PersonPress: Sendable, Equatable {
     public mutating func witnessed(_ input: Input) {
         switch input {
         case .pointerRelease(let onAllow): pressing = onAllow
-        case .keyPress(let activates, let allowFocused): pressing = activates && allowFocused
+        case .key(let activates, let allowFocused): pressing = activates && allowFocused
         case .other: pressing = false
         }
     }

@@ -60,6 +60,9 @@ public final class WaylandDesktop: @unchecked Sendable {
         public var audio: Bool
         /// A fullscreen picture to show, or nil for the compositor's empty background.
         public var scene: Scene?
+        /// Programs the session bus starts on demand, as a desktop's bus does: a bus name and the
+        /// command line that starts it (the accessibility bus comes with any).
+        public var activatable: [String: String] = [:]
 
         public init(compositor: Compositor = .gnome, width: Int = 1280, height: Int = 720, audio: Bool = false,
                     scene: Scene? = Scene()) {
@@ -208,6 +211,14 @@ public final class WaylandDesktop: @unchecked Sendable {
             throw VirtualDesktop.StartError(description: "no \(permissionStore) (is xdg-desktop-portal installed?)")
         }
         try FileManager.default.copyItem(atPath: permissionStore, toPath: services.appendingPathComponent("permission-store.service").path)
+        for (name, command) in options.activatable {
+            try "[D-BUS Service]\nName=\(name)\nExec=\(command)\n"
+                .write(to: services.appendingPathComponent("\(name).service"), atomically: true, encoding: .utf8)
+        }
+        if !options.activatable.isEmpty {
+            try FileManager.default.copyItem(atPath: "/usr/share/dbus-1/services/org.a11y.Bus.service",
+                                             toPath: services.appendingPathComponent("org.a11y.Bus.service").path)
+        }
         let configuration = directory.appendingPathComponent("bus.conf")
         try Self.busConfiguration(socket: runtimeDirectory.appendingPathComponent("bus").path, services: services.path)
             .write(to: configuration, atomically: true, encoding: .utf8)
@@ -232,6 +243,11 @@ public final class WaylandDesktop: @unchecked Sendable {
         case .kde:
             try startKDE(options, bus: bus)
         }
+        // What the bus starts on demand finds the compositor, as a desktop session tells its bus
+        // (dbus-update-activation-environment): sway names its socket only once it runs.
+        _ = try? bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                          member: "UpdateActivationEnvironment",
+                          [.array(element: "{ss}", [.dictEntry(.string("WAYLAND_DISPLAY"), .string(waylandDisplay))])], timeout: 5)
         try launch("xdg-desktop-portal", "/usr/libexec/xdg-desktop-portal", [])
         try waitFor("xdg-desktop-portal", name: "org.freedesktop.portal.Desktop", on: bus)
         try waitForSessionManager()
@@ -360,6 +376,59 @@ public final class WaylandDesktop: @unchecked Sendable {
         }
     }
 
+    /// A keyboard on sway's seat, as a person's seat has one: headless sway has none, and a
+    /// Wayland client has the keyboard focus only while one is there (GTK counts a window
+    /// active by it). A virtual one (wtype, reading what to type from a pipe), whose keys sway
+    /// delivers as a person's. wtype types what it read once the pipe closes: `typeAndDetach`
+    /// types, then the keyboard goes; `detach` takes it away typing nothing.
+    public final class Keyboard: @unchecked Sendable {
+        // @unchecked: the pipe's end is written by the test that holds the keyboard.
+        private let process: ChildProcess
+        private var input: Int32
+
+        fileprivate init(environment: [String: String]) throws {
+            var ends: [Int32] = [0, 0]
+            guard pipe(&ends) == 0 else { throw VirtualDesktop.StartError(description: "no pipe for wtype") }
+            _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
+            defer { close(ends[0]) }
+            do {
+                process = try ChildProcess(path: "/usr/bin/wtype", arguments: ["-"], environment: environment, stdin: .descriptor(ends[0]))
+            } catch {
+                close(ends[1])
+                throw VirtualDesktop.StartError(description: "cannot start wtype (scripts/install-deps --test installs it): \(error)")
+            }
+            input = ends[1]
+        }
+
+        /// Types `text` (a tab is the Tab key) on this keyboard, then unplugs it; returns once
+        /// the keys are typed.
+        public func typeAndDetach(_ text: String) throws {
+            let bytes = Array(text.utf8)
+            guard input >= 0, write(input, bytes, bytes.count) == bytes.count else {
+                throw VirtualDesktop.StartError(description: "the virtual keyboard is gone")
+            }
+            close(input)
+            input = -1
+            guard process.wait(timeout: 10) == 0 else { throw VirtualDesktop.StartError(description: "wtype did not type \(bytes.count) keys") }
+        }
+
+        /// Unplugs it, typing nothing.
+        public func detach() {
+            if input >= 0 {
+                process.terminate(grace: 1)
+                close(input)
+            }
+            input = -1
+        }
+
+        deinit { detach() }
+    }
+
+    public func attachKeyboard() throws -> Keyboard {
+        guard compositor == .sway else { throw VirtualDesktop.StartError(description: "attachKeyboard needs the sway desktop") }
+        return try Keyboard(environment: serverEnvironment)
+    }
+
     /// Sets sway's output transform (`normal`, `90`, `180`, `270`, `flipped`, `flipped-90`, …).
     public func transform(_ name: String) throws {
         try swaymsg(["output", Self.swayOutput, "transform", name])
@@ -438,6 +507,11 @@ public final class WaylandDesktop: @unchecked Sendable {
             throw VirtualDesktop.StartError(description: "cannot run \(path): \(error)")
         }
         lock.withLock { processes.append((name, process)) }
+    }
+
+    /// What the session bus and the programs it started printed.
+    public var busLog: String {
+        (try? String(contentsOf: directory.appendingPathComponent("dbus.log"), encoding: .utf8)) ?? ""
     }
 
     /// The last lines a part wrote, for errors.

@@ -14,6 +14,7 @@ final class ConsentDialog {
     let requestID: String
     private let window: UnsafeMutablePointer<GtkWidget>
     private let allow: UnsafeMutablePointer<GtkWidget>
+    private let decline: UnsafeMutablePointer<GtkWidget>
     private let picture: UnsafeMutablePointer<GtkWidget>
     private let previewCaption: UnsafeMutablePointer<GtkWidget>
     private var arming = AllowArming()
@@ -74,7 +75,7 @@ final class ConsentDialog {
         let buttons = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 8)
         gtk_widget_set_halign(buttons, GTK_ALIGN_END)
         gtk_widget_set_margin_top(buttons, 6)
-        let decline = gtk_button_new_with_label("Don't Allow")!
+        decline = gtk_button_new_with_label("Don't Allow")!
         allow = gtk_button_new_with_label("Allow")!
         gtk_widget_set_sensitive(allow, 0)
         gtk_widget_add_css_class(allow, "suggested-action")
@@ -83,7 +84,7 @@ final class ConsentDialog {
         gtk_box_append(gtk(content), buttons)
         gtk_window_set_child(gtk(window), content)
         gtk_window_set_default_widget(gtk(window), decline)
-        gtk_widget_grab_focus(decline)
+        gtk_window_set_focus(gtk(window), decline)
 
         Signals.on(decline, "clicked") { [weak self] in self?.finish(allow: false) }
         Signals.on(allow, "clicked") { [weak self] in self?.allowClicked() }
@@ -169,10 +170,10 @@ final class ConsentDialog {
             guard gdk_event_get_position(event, &x, &y) != 0,
                   let picked = gtk_widget_pick(window, x, y, GTK_PICK_DEFAULT) else { return .pointerRelease(onAllow: false) }
             return .pointerRelease(onAllow: picked == allow || gtk_widget_is_ancestor(picked, allow) != 0)
-        case GDK_KEY_PRESS:
+        case GDK_KEY_PRESS, GDK_KEY_RELEASE:
             let key = Int32(bitPattern: gdk_key_event_get_keyval(event))
             let activates = [GDK_KEY_Return, GDK_KEY_KP_Enter, GDK_KEY_ISO_Enter, GDK_KEY_space, GDK_KEY_KP_Space].contains(key)
-            return .keyPress(activates: activates, allowFocused: gtk_root_get_focus(gtk(window)) == allow)
+            return .key(activates: activates, allowFocused: gtk_root_get_focus(gtk(window)) == allow)
         default:
             return .other
         }
@@ -183,6 +184,9 @@ final class ConsentDialog {
         Signals.on(window, "map") { [weak self] in
             guard let self else { return }
             arming.shown(true, at: MainLoop.now)
+            // Don't Allow holds the focus once on screen, whatever became of the focus set
+            // before: Enter or Space on a fresh dialog declines, and Tab reaches Allow.
+            if gtk_root_get_focus(gtk(window)) == nil { gtk_widget_grab_focus(decline) }
             rearm()
             if let shown = onceShown {
                 onceShown = nil

@@ -47,13 +47,13 @@ extension IntegrationTests {
                 #expect(result.status == 0, "xdotool \(arguments): \(result)")
             }
 
-            func click(_ accessible: DesktopSession.Accessible) throws {
+            func click(_ accessible: AccessibilityTree.Accessible) throws {
                 try xdotool(["mousemove", String(accessible.center.x), String(accessible.center.y), "click", "1"])
             }
 
             /// The dialog's Allow, once it may be pressed (shown and focused for a moment).
-            func armedAllow() throws -> DesktopSession.Accessible? {
-                try session.find("replay-ui", role: "push button", name: "Allow", sensitive: true)
+            func armedAllow() throws -> AccessibilityTree.Accessible? {
+                try session.accessibility.find("replay-ui", role: "push button", name: "Allow", sensitive: true)
             }
 
             var dialogRunning: Bool { !processes(running: DesktopSession.dialogs).isEmpty }
@@ -64,7 +64,7 @@ extension IntegrationTests {
 
             /// Where, on `shot`, the dialog's live picture draws the screen's rectangle `area`: the
             /// picture keeps the screen's shape, centred in its widget.
-            static func drawn(_ area: (x: Int, y: Int, width: Int, height: Int), in picture: DesktopSession.Accessible)
+            static func drawn(_ area: (x: Int, y: Int, width: Int, height: Int), in picture: AccessibilityTree.Accessible)
                 -> (x: Int, y: Int, width: Int, height: Int) {
                 let scale = min(Double(picture.width) / Double(ConsentDialog.width), Double(picture.height) / Double(ConsentDialog.height))
                 let left = Double(picture.x) + (Double(picture.width) - Double(ConsentDialog.width) * scale) / 2
@@ -86,19 +86,19 @@ extension IntegrationTests {
 
             // What the person sees: the app by its desktop entry, the path beside it, what it would capture.
             let session = desktop.session
-            let frame = try #require(try session.find("replay-ui", role: "frame", name: "Allow screen recording?"),
+            let frame = try #require(try session.accessibility.find("replay-ui", role: "frame", name: "Allow screen recording?"),
                                      "no dialog: \(session.log)\n\(desktop.fixture.daemonLog.suffix(1500))")
-            #expect(try session.find("replay-ui", role: "label", name: "Secret Notes wants to record your screen", timeout: 5) != nil)
-            #expect(try session.find("replay-ui", role: "label", name: "Everything on your screen", timeout: 5) == nil,
+            #expect(try session.accessibility.find("replay-ui", role: "label", name: "Secret Notes wants to record your screen", timeout: 5) != nil)
+            #expect(try session.accessibility.find("replay-ui", role: "label", name: "Everything on your screen", timeout: 5) == nil,
                     "the list's bullet is part of each line")
-            #expect(try session.find("replay-ui", role: "label", name: "• Everything on your screen", timeout: 5) != nil)
+            #expect(try session.accessibility.find("replay-ui", role: "label", name: "• Everything on your screen", timeout: 5) != nil)
             let allow = try #require(try desktop.armedAllow(), "Allow never became pressable")
 
             // The screenshot: the dialog's light surface where AT-SPI says it is, Allow drawn
             // as the suggested (blue) action, and the desktop's black around it. In the live
             // picture of what a recording would show, the app's window (which it protects) is
             // black, though blue on the screen, and the dialog itself is there, light.
-            let picture = try #require(try session.find("replay-ui", role: "image", name: "What it would record now:"))
+            let picture = try #require(try session.accessibility.find("replay-ui", role: "image", name: "What it would record now:"))
             let window = (x: 600, y: 400, width: 300, height: 200)
             let inPicture = Desktop.drawn((window.x + 30, window.y + 100, window.width - 60, window.height - 110), in: picture)
             let dialogInPicture = Desktop.drawn((frame.x + 10, frame.y + 10, frame.width - 20, 30), in: picture)
@@ -137,9 +137,9 @@ extension IntegrationTests {
                                                     "--geometry", "600,400,300,200"])
             defer { app.process.terminate() }
             let session = desktop.session
-            let frame = try #require(try session.find("replay-ui", role: "frame", name: "Share an app's windows?"),
+            let frame = try #require(try session.accessibility.find("replay-ui", role: "frame", name: "Share an app's windows?"),
                                      "no dialog: \(session.log)\n\(desktop.fixture.daemonLog.suffix(1500))")
-            let picture = try #require(try session.find("replay-ui", role: "image", name: "What it would see now (the rest stays black):"))
+            let picture = try #require(try session.accessibility.find("replay-ui", role: "image", name: "What it would see now (the rest stays black):"))
             let window = Desktop.drawn((630, 500, 240, 90), in: picture)
             let dialog = Desktop.drawn((frame.x + 10, frame.y + 10, frame.width - 20, 30), in: picture)
             let elsewhere = Desktop.drawn((0, 0, 560, 360), in: picture)
@@ -164,8 +164,9 @@ extension IntegrationTests {
             defer { desktop.stop() }
             let first = try desktop.fixture.startApp(["--record", "2", "--geometry", "600,400,300,200"])
             defer { first.process.terminate() }
-            let decline = try #require(try desktop.session.find("replay-ui", role: "push button", name: "Don't Allow"),
-                                       "no dialog: \(desktop.session.log)")
+            // On screen and focused (Allow armed), as the person sees it, before anything is pressed.
+            _ = try #require(try desktop.armedAllow(), "no dialog: \(desktop.session.log)")
+            let decline = try #require(try desktop.session.accessibility.find("replay-ui", role: "push button", name: "Don't Allow"))
             try desktop.click(decline)
             let refused = first.waitForJSONLine(timeout: 20) { $0["event"] as? String == "error" }
             #expect(refused?["code"] as? String == "userDeclined")
@@ -191,17 +192,17 @@ extension IntegrationTests {
             defer { app.process.terminate() }
             _ = try #require(try desktop.armedAllow(), "no dialog: \(desktop.session.log)")
             for _ in 0..<3 {
-                let pressed = try desktop.session.doAction("replay-ui", role: "push button", name: "Allow")
+                let pressed = try desktop.session.accessibility.doAction("replay-ui", role: "push button", name: "Allow")
                 #expect(pressed.status == 0 && pressed.stdout.contains("\"done\": true"), "the action was not performed: \(pressed)")
             }
             // GTK clicks a button pressed that way a moment later (its pressed look first); the
             // dialog refuses the click and says so on the button, for a screen reader too.
-            let refusedClick = try desktop.session.find("replay-ui", role: "push button", name: "Allow",
+            let refusedClick = try desktop.session.accessibility.find("replay-ui", role: "push button", name: "Allow",
                                                         description: ConsentDialog.pressItYourself)
             #expect(refusedClick != nil, "the dialog did not refuse the accessibility click")
             // The person's own answer, given after, shows what stood: allowed, the dialog would
             // be gone and the app recording; it is still asking, and the person declines.
-            let decline = try #require(try desktop.session.find("replay-ui", role: "push button", name: "Don't Allow"),
+            let decline = try #require(try desktop.session.accessibility.find("replay-ui", role: "push button", name: "Don't Allow"),
                                        "the dialog went: an accessibility action answered it")
             try desktop.click(decline)
             let refused = app.waitForJSONLine(timeout: 20) { $0["event"] as? String == "error" }
@@ -215,9 +216,9 @@ extension IntegrationTests {
             let desktop = try Desktop()
             defer { desktop.stop() }
             let app = try desktop.fixture.startApp(["--record", "2", "--geometry", "600,400,300,200"])
-            _ = try #require(try desktop.session.find("replay-ui", role: "frame", name: "Allow screen recording?"), "no dialog")
+            _ = try #require(try desktop.session.accessibility.find("replay-ui", role: "frame", name: "Allow screen recording?"), "no dialog")
             app.process.terminate()
-            #expect(try desktop.session.awaitGone("replay-ui", role: "frame", name: "Allow screen recording?"))
+            #expect(try desktop.session.accessibility.awaitGone("replay-ui", role: "frame", name: "Allow screen recording?"))
             #expect(poll(timeout: 15, every: 0.1) { desktop.dialogRunning ? nil : true } == true, "replay-ui outlived its last dialog")
         }
 
@@ -245,6 +246,41 @@ extension IntegrationTests {
             }
             #expect(accepted < 0 && errno == EAGAIN, "replay-ui connected to the decoy")
             if accepted >= 0 { close(accepted) }
+        }
+    
+        /// On Wayland (sway), where input comes through the compositor: the same dialog, found
+        /// through AT-SPI, answered on the keyboard sway delivers (Tab to Allow, Space). The
+        /// portal says nothing of where windows are, so the dialog says it has no live picture.
+        @Test func onSwayTheDialogIsAnsweredWithTheKeyboardSwayDelivers() throws {
+            let fixture = try ReplayFixture(wayland: WaylandDesktop.Options(compositor: .sway, width: 1024, height: 768, audio: false, scene: nil),
+                                            dialogs: true)
+            defer { fixture.stop() }
+            let desktop = try #require(fixture.waylandDesktop)
+            try fixture.startDaemon(["--capture", "portal", "--portal-token-file", fixture.portalTokenFile.path])
+            let tree = AccessibilityTree(busAddress: desktop.busAddress)
+            // A person's seat has a keyboard; headless sway's gets one here, and the window its focus.
+            let keyboard = try desktop.attachKeyboard()
+            defer { keyboard.detach() }
+            // The app: this test's process, asking as any app would.
+            let app = try MessageChannel.connect(path: fixture.socket, client: "test-app")
+            defer { app.close() }
+            try app.send(ClientRequest.startRecording(options: RecordingOptions(duration: 1, appAudio: false)))
+
+            let title = "Allow screen recording?"
+            _ = try #require(try tree.find("replay-ui", role: "frame", name: title), "no dialog: \(desktop.busLog.suffix(2000))\n\(fixture.daemonLog.suffix(1000))")
+            #expect(try tree.find("replay-ui", role: "label", name: "No live preview: no preview through the desktop's ScreenCast portal") != nil)
+            _ = try #require(try tree.find("replay-ui", role: "push button", name: "Allow", sensitive: true), "Allow never became pressable")
+            // Don't Allow has the focus first: Tab moves it to Allow, Space presses it.
+            try keyboard.typeAndDetach("\t ")
+            var events: [DaemonEvent] = []
+            while let (event, _) = try app.receive(DaemonEvent.self) {
+                events.append(event)
+                if case .recordingStarted = event { break }
+                if case .error = event { break }
+            }
+            #expect(events.contains { if case .recordingStarted = $0 { true } else { false } },
+                    "\(events)\n\(desktop.busLog.suffix(1500))\n\(fixture.daemonLog.suffix(1500))")
+            #expect(fixture.daemonLog.contains("capture allowed"))
         }
     }
 }

@@ -10,7 +10,7 @@ import Glibc
 /// `replay-ui` on demand (its D-Bus activation file names the built program) and the
 /// accessibility bus (at-spi2-core's launcher, started on that bus as on a desktop), with the
 /// fixture's display and socket in what it starts. Windows are found through AT-SPI as a screen
-/// reader finds them (`find`), and pressed with real input by the test (xdotool on X11).
+/// reader finds them (`accessibility`), and pressed with real input by the test (xdotool on X11).
 ///
 /// Everything the bus started (replay-ui, the accessibility bus and its registry) is in the bus's
 /// process group, ended with it by `stop`.
@@ -21,19 +21,6 @@ public final class DesktopSession: @unchecked Sendable {
     public let busAddress: String
     public static let dialogs = VirtualDesktop.siblingExecutable("replay-ui").path
     private var bus: ChildProcess?
-
-    /// One accessible object as AT-SPI describes it.
-    public struct Accessible: Sendable, Equatable {
-        public let role: String
-        public let name: String
-        /// In screen coordinates.
-        public let x, y, width, height: Int
-        public let sensitive: Bool
-        public let showing: Bool
-        /// Its accessible description (a widget's tooltip, in GTK).
-        public let description: String
-        public var center: (x: Int, y: Int) { (x + width / 2, y + height / 2) }
-    }
 
     /// - Parameter environment: the fixture's (display, runtime folder), which the programs the
     ///   bus starts get; plus the daemon's socket as `$OPENREPLAYKIT_SOCKET`.
@@ -89,6 +76,46 @@ public final class DesktopSession: @unchecked Sendable {
     /// What the bus and the programs it started printed (replay-ui's refusals among them).
     public var log: String {
         (try? String(contentsOf: directory.appendingPathComponent("bus.log"), encoding: .utf8)) ?? ""
+    }
+
+    /// The accessibility tree of the programs on this bus.
+    public var accessibility: AccessibilityTree { AccessibilityTree(busAddress: busAddress) }
+
+    /// Ends the bus and everything it started (its process group).
+    public func stop() {
+        if let bus {
+            kill(-bus.pid, SIGTERM)
+            if poll(timeout: 3, every: 0.05, { Self.groupIsEmpty(bus.pid) ? true : nil }) == nil { kill(-bus.pid, SIGKILL) }
+            bus.terminate(grace: 1)
+        }
+        bus = nil
+    }
+
+    private static func groupIsEmpty(_ group: Int32) -> Bool {
+        kill(-group, 0) != 0 && errno == ESRCH
+    }
+
+    deinit { stop() }
+}
+
+/// The windows and controls of the programs on a session bus, through AT-SPI, as a screen reader
+/// finds them: on `DesktopSession`'s bus, or a Wayland desktop's.
+public struct AccessibilityTree: Sendable {
+    public let busAddress: String
+
+    public init(busAddress: String) { self.busAddress = busAddress }
+
+    /// One accessible object as AT-SPI describes it.
+    public struct Accessible: Sendable, Equatable {
+        public let role: String
+        public let name: String
+        /// In screen coordinates.
+        public let x, y, width, height: Int
+        public let sensitive: Bool
+        public let showing: Bool
+        /// Its accessible description (a widget's tooltip, in GTK).
+        public let description: String
+        public var center: (x: Int, y: Int) { (x + width / 2, y + height / 2) }
     }
 
     /// Waits up to `timeout` seconds for an accessible of `application` with this role and name
@@ -185,20 +212,4 @@ public final class DesktopSession: @unchecked Sendable {
             action = node.queryAction()
             print(json.dumps({"action": action.getName(0), "done": bool(action.doAction(0))}))
         """#
-
-    /// Ends the bus and everything it started (its process group).
-    public func stop() {
-        if let bus {
-            kill(-bus.pid, SIGTERM)
-            if poll(timeout: 3, every: 0.05, { Self.groupIsEmpty(bus.pid) ? true : nil }) == nil { kill(-bus.pid, SIGKILL) }
-            bus.terminate(grace: 1)
-        }
-        bus = nil
-    }
-
-    private static func groupIsEmpty(_ group: Int32) -> Bool {
-        kill(-group, 0) != 0 && errno == ESRCH
-    }
-
-    deinit { stop() }
 }

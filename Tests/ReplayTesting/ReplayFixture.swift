@@ -41,12 +41,20 @@ public final class ReplayFixture: @unchecked Sendable {
     /// A fixture on a headless Wayland desktop: the daemon captures through the ScreenCast
     /// portal (start it with `--capture portal`); `portalTokenFile` holds the desktop's seeded
     /// restore token, so no dialog is needed.
-    public init(wayland: WaylandDesktop.Options) throws {
+    /// With `dialogs`, the desktop's session bus starts the built `replay-ui` on demand, for
+    /// this fixture's daemon, with the accessibility bus beside it.
+    public init(wayland: WaylandDesktop.Options, dialogs: Bool = false) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("ork-test-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         socket = directory.appendingPathComponent("replayd.sock").path
         store = directory.appendingPathComponent("store")
         desktop = nil
+        var wayland = wayland
+        if dialogs {
+            // The desktop's own programs run with accessibility off; a person's dialog has it on.
+            wayland.activatable["org.openreplaykit.UI"] = "/usr/bin/env -u GTK_A11Y -u NO_AT_BRIDGE "
+                + "OPENREPLAYKIT_SOCKET=\(socket) \(VirtualDesktop.siblingExecutable("replay-ui").path) --gapplication-service"
+        }
         do {
             let started = try WaylandDesktop.start(wayland)
             waylandDesktop = started

@@ -67,10 +67,13 @@ final class SessionBusDialogs: ConsentDialogs, @unchecked Sendable {
         switch error.name {
         case "org.freedesktop.DBus.Error.ServiceUnknown":
             "replay-ui is not installed for this session's bus (no \(name).service)"
-        case "org.freedesktop.DBus.Error.Spawn.ChildExited", "org.freedesktop.DBus.Error.Spawn.ChildSignaled":
+        case "org.freedesktop.DBus.Error.Spawn.ChildExited", "org.freedesktop.DBus.Error.Spawn.ChildSignaled",
+             "org.freedesktop.DBus.Error.NoReply":
             "replay-ui exited as it started (no display?): \(error.message)"
-        default:
+        case "", "org.freedesktop.DBus.Error.Timeout", "org.freedesktop.DBus.Error.TimedOut":
             error.timedOut ? "replay-ui did not answer within 30 seconds" : "\(error)"
+        default:
+            "\(error)"
         }
     }
 }
