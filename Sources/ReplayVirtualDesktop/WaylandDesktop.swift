@@ -244,10 +244,13 @@ public final class WaylandDesktop: @unchecked Sendable {
             try startKDE(options, bus: bus)
         }
         // What the bus starts on demand finds the compositor, as a desktop session tells its bus
-        // (dbus-update-activation-environment): sway names its socket only once it runs.
-        _ = try? bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                          member: "UpdateActivationEnvironment",
-                          [.array(element: "{ss}", [.dictEntry(.string("WAYLAND_DISPLAY"), .string(waylandDisplay))])], timeout: 5)
+        // (dbus-update-activation-environment): sway names its socket only once it runs (mutter
+        // is given its name, which the bus has had from the start).
+        if compositor == .sway {
+            _ = try? bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                              member: "UpdateActivationEnvironment",
+                              [.array(element: "{ss}", [.dictEntry(.string("WAYLAND_DISPLAY"), .string(waylandDisplay))])], timeout: 5)
+        }
         try launch("xdg-desktop-portal", "/usr/libexec/xdg-desktop-portal", [])
         try waitFor("xdg-desktop-portal", name: "org.freedesktop.portal.Desktop", on: bus)
         try waitForSessionManager()

@@ -42,7 +42,7 @@ final class DialogService: @unchecked Sendable {
             system's are answered for.
             """)
         Signals.on(application, "activate") { [weak self] in self?.startedByThePerson() }
-        Signals.onOpen(gtk(application)) { [weak self] paths, hint in self?.opened(paths, hint: hint) }
+        Signals.onOpen(gtk(application)) { [weak self] paths, _ in self?.opened(paths) }
     }
 
     func run() -> Int32 {
@@ -59,7 +59,7 @@ final class DialogService: @unchecked Sendable {
 
     /// replayd asks (through the bus, or the person named a socket): connect to each socket
     /// of ours that has no link yet. An unknown socket is refused, and said.
-    private func opened(_ paths: [String], hint: String) {
+    private func opened(_ paths: [String]) {
         for path in paths {
             guard let socket = sockets.accept(path) else {
                 say("not answering for \(VisibleText.of(path)): not replayd's socket (\(sockets.accepted.joined(separator: ", ")))")

@@ -107,8 +107,12 @@ extension IntegrationTests {
             let app = try fixture.startApp(["--colour", "blue", "--geometry", "100,100,300,200", "--no-protect",
                                             "--share-frames", "1000000", "--share-fps", "10"])
             // The in-app capture's process is the one with no movie open; it holds the pictures' memfd.
-            let target = try #require(poll(timeout: 30, every: 0.2) {
-                Self.captureProcesses(of: daemon.pid).first { $0.value.isEmpty }?.key
+            // Both must be there, the recording's with its movie open: a recording's process that
+            // has not opened its movie yet has none either.
+            let target = try #require(poll(timeout: 30, every: 0.2) { () -> Int32? in
+                let processes = Self.captureProcesses(of: daemon.pid)
+                guard processes.count == 2, processes.values.contains(where: { !$0.isEmpty }) else { return nil }
+                return processes.first { $0.value.isEmpty }?.key
             }, "no in-app capture process: \(app.outputSoFar)\n\(fixture.daemonLog.suffix(3000))")
             Thread.sleep(forTimeInterval: 1)
             #expect(Self.openFiles(of: target).contains { $0.contains("openreplaykit-app-capture") }, "\(Self.openFiles(of: target))")

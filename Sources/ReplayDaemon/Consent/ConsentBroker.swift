@@ -173,7 +173,9 @@ public final class ConsentBroker: Sendable {
                 pageLinks.revoke(requestID)
                 return .declined(Self.nobodyAsked)
             }
-            state.withLock { $0.pending[requestID]?.delivered = false }
+            // Marked undelivered above when no agent was registered; with agents that could not be
+            // reached it stays marked, so the dialog's deadline never declines a question an agent
+            // registering meanwhile was handed (the timeout still ends it).
             summon(dialogs, for: [requestID])
         }
         waiting()
