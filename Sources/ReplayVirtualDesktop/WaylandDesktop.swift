@@ -801,7 +801,9 @@ public final class WaylandDesktop: @unchecked Sendable {
 
     // MARK: D-Bus
 
-    private static func busConfiguration(socket: String, services: String) -> String {
+    /// A private session bus listening on `socket`, starting on demand what `services` holds,
+    /// open to its one user: the desktops' bus, and the dialog tests' (`DesktopSession`).
+    public static func busConfiguration(socket: String, services: String) -> String {
         """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
          "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">

@@ -42,21 +42,9 @@ public final class DesktopSession: @unchecked Sendable {
         try FileManager.default.copyItem(atPath: "/usr/share/dbus-1/services/org.a11y.Bus.service",
                                          toPath: services.appendingPathComponent("org.a11y.Bus.service").path)
         let configuration = directory.appendingPathComponent("bus.conf")
-        try """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>session</type>
-              <listen>\(busAddress)</listen>
-              <auth>EXTERNAL</auth>
-              <servicedir>\(services.path)</servicedir>
-              <policy context="default">
-                <allow send_destination="*" eavesdrop="true"/>
-                <allow eavesdrop="true"/>
-                <allow own="*"/>
-              </policy>
-            </busconfig>
-            """.write(to: configuration, atomically: true, encoding: .utf8)
+        // The same bus as the Wayland desktops': a session bus of the test's alone.
+        try WaylandDesktop.busConfiguration(socket: directory.appendingPathComponent("bus").path, services: services.path)
+            .write(to: configuration, atomically: true, encoding: .utf8)
         var variables = environment
         variables["OPENREPLAYKIT_SOCKET"] = socket
         variables["DBUS_SESSION_BUS_ADDRESS"] = busAddress
