@@ -58,7 +58,7 @@ extension ClientConnection {
     /// The app's way to go live: the person picks the service and its setup on a page the
     /// app never sees; the app then hears about that broadcast's state, and only that.
     /// `setup` fills in the preferred extension's fields; a secret is the person's to type.
-    func showBroadcastPicker(preferredExtension: String?, microphone: Bool, scope: BroadcastScope, setup: [String: String]) throws {
+    func showBroadcastPicker(preferredExtension: String?, microphone: Bool, scope: BroadcastScope, setup: [String: String]) async throws {
         guard let peer else { throw Refusal(code: .notPermitted, message: "the app's process could not be identified") }
         let preferred = try preferredExtension.map { id in
             guard let found = daemon.catalog.find(id) else { throw Refusal(code: .notFound, message: "no extension '\(id)' is installed") }
@@ -84,12 +84,40 @@ extension ClientConnection {
         let base = try pagesBaseURL()
         let picker = daemon.pickers.open(.init(host: channel, hostPeer: peer, preferredExtension: preferredExtension,
                                                   microphone: microphone, scope: scope, suggestedSetup: setup))
+        let app = peer.executable.flatMap(daemon.desktopEntries.app(executable:))
         let offer = PickerOffer(executable: peer.executable ?? "unknown app", pageURL: "\(base)/picker/\(picker.id)?token=\(picker.token)",
-                                scope: scope)
-        guard daemon.consent.notifyAgents(.pickerOffered(offer: offer)) > 0 else {
-            throw Refusal(code: .failedToShowPreview, message: "no consent agent is running to show the broadcast picker to the person")
+                                scope: scope, pickerID: picker.id, appName: app?.name, appIcon: app?.icon,
+                                extensions: daemon.catalog.list().filter { preferredExtension == nil || $0.manifest.id == preferredExtension },
+                                microphone: microphone, suggestedSetup: setup)
+        // Answered once an agent has it: the desktop's picker may be started for it first.
+        let consent = daemon.consent
+        if let failure = try await awaitAnswer({ consent.offer(.pickerOffered(offer: offer), shown: $0) }) {
+            throw Refusal(code: .failedToShowPreview, message: "the broadcast picker could not be shown: \(failure)")
         }
         try channel.send(DaemonEvent.pickerShown)
+    }
+
+    /// The desktop's picker starts what the person chose in it (see `BroadcastPickers.start`).
+    func startPickedBroadcast(pickerID: String, extensionID: String, setup: [String: String], microphone: Bool) async throws {
+        guard agentID != nil else {
+            throw Refusal(code: .outOfOrder, message: "startPickedBroadcast from a connection that is not a consent agent", closing: true)
+        }
+        let daemon = self.daemon
+        switch await daemon.startPicked(pickerID, extensionID: extensionID, setup: setup, microphone: microphone) {
+        case .success(let status): try channel.send(DaemonEvent.broadcastStarted(status: status))
+        case .failure(let error): throw error
+        }
+    }
+
+    /// The desktop's picker stops the broadcast it started, and no other.
+    func stopPickedBroadcast(pickerID: String) async throws {
+        guard agentID != nil else {
+            throw Refusal(code: .outOfOrder, message: "stopPickedBroadcast from a connection that is not a consent agent", closing: true)
+        }
+        guard let final = await daemon.stopPicked(pickerID) else {
+            throw Refusal(code: .notFound, message: "picker '\(pickerID)' has no broadcast running")
+        }
+        try channel.send(DaemonEvent.broadcastUpdated(status: final))
     }
 
     /// Every broadcast's state. A broadcast's URL (a viewer page with its token, say) is the

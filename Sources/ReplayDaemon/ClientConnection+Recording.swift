@@ -254,11 +254,13 @@ extension ClientConnection {
     }
 
     /// The app's preview handle: the page goes to the person's agents, never to the app.
-    func showPreview(id: String) throws {
+    func showPreview(id: String) async throws {
         let peer = try requireOwnRecording(id)
         let offer = PreviewOffer(recordingID: id, executable: peer.executable ?? "unknown app", pageURL: try pageURL(for: id))
-        guard daemon.consent.notifyAgents(.previewOffered(offer: offer)) > 0 else {
-            throw Refusal(code: .failedToShowPreview, message: "no consent agent is running to show the preview to the person")
+        // Answered once an agent has it: the desktop's preview may be started for it first.
+        let consent = daemon.consent
+        if let failure = try await awaitAnswer({ consent.offer(.previewOffered(offer: offer), shown: $0) }) {
+            throw Refusal(code: .failedToShowPreview, message: "the preview could not be shown: \(failure)")
         }
         try channel.send(DaemonEvent.previewShown)
     }

@@ -155,7 +155,7 @@ final class ClientConnection: @unchecked Sendable {
         case .deleteRecording(let id): try delete(id: id)
         case .previewURL(let id): try previewURL(id: id)
         case .discardRecording(let id): try discard(id: id)
-        case .showPreview(let id): try showPreview(id: id)
+        case .showPreview(let id): try await showPreview(id: id)
         case .status: try sendStatus()
         case .registerConsentAgent: try registerAgent()
         case .answerConsent(let requestID, let allow): try answerConsent(requestID: requestID, allow: allow)
@@ -172,7 +172,10 @@ final class ClientConnection: @unchecked Sendable {
         case .stopBroadcast(let id): try await stopBroadcast(id)
         case .broadcastStatus: try sendBroadcastStatus()
         case .showBroadcastPicker(let preferred, let microphone, let scope, let setup):
-            try showBroadcastPicker(preferredExtension: preferred, microphone: microphone, scope: scope ?? .screen, setup: setup ?? [:])
+            try await showBroadcastPicker(preferredExtension: preferred, microphone: microphone, scope: scope ?? .screen, setup: setup ?? [:])
+        case .startPickedBroadcast(let pickerID, let extensionID, let setup, let microphone):
+            try await startPickedBroadcast(pickerID: pickerID, extensionID: extensionID, setup: setup, microphone: microphone)
+        case .stopPickedBroadcast(let pickerID): try await stopPickedBroadcast(pickerID: pickerID)
         case .forgetScreenChoice:
             try requirePerson("forget the screen the person chose")
             daemon.forgetScreenChoice()
@@ -306,7 +309,7 @@ final class ClientConnection: @unchecked Sendable {
         if let agentID { daemon.consent.removeAgent(agentID) }
         if let watcherID { daemon.captureMonitor.unwatch(watcherID) }
         daemon.protectedWindows.release(owner: number)
-        daemon.pickers.close(host: channel)
+        for pickerID in daemon.pickers.close(host: channel) { daemon.consent.notifyAgents(.pickerClosed(pickerID: pickerID)) }
         daemon.endAppBroadcasts(hostChannel: channel)
         channel.close()
         daemon.connectionClosed(self)

@@ -371,7 +371,7 @@ extension ConsentBroker {
             Issue.record("not declined: \(String(describing: decision.value))")
             return
         }
-        #expect(why.contains("did not take the question"), "\(why)")
+        #expect(why.contains("did not take it within"), "\(why)")
     }
 
     /// One that took it in time: the deadline passes, and the person still decides.
@@ -384,5 +384,50 @@ extension ConsentBroker {
         try register(daemonSide, clientSide, with: broker)
         timers.advance(by: ConsentBroker.dialogDeadline + 1)
         #expect(decision.value == nil, "declined though the dialog took the question")
+    }
+
+    /// A picker or a preview with no agent registered summons the dialog, which is handed it
+    /// as it registers (after the questions); only then is the app told it is shown.
+    @Test func anOfferWithNoAgentSummonsTheDialogAndIsHandedToIt() throws {
+        let dialogs = FakeDialogs()
+        let broker = dialogBroker(dialogs)
+        let shown = Completion<String?>()
+        let offer = PickerOffer(executable: "/usr/bin/app", pageURL: "http://127.0.0.1:1/picker/p", pickerID: "picker-1")
+        broker.offer(.pickerOffered(offer: offer)) { shown.complete($0) }
+        #expect(dialogs.count == 1 && shown.value == nil, "told before an agent had it")
+        let (daemonSide, clientSide) = try socketPair()
+        try register(daemonSide, clientSide, with: broker)
+        guard case .pickerOffered(let handed)? = try clientSide.receive(DaemonEvent.self)?.message else {
+            Issue.record("the dialog was not handed the picker")
+            return
+        }
+        #expect(handed.pickerID == "picker-1")
+        #expect(shown.value == .some(nil))
+        // With an agent there, the next goes straight to it, and nothing is summoned.
+        let again = Completion<String?>()
+        broker.offer(.previewOffered(offer: PreviewOffer(recordingID: "r", executable: "/usr/bin/app", pageURL: "u"))) { again.complete($0) }
+        #expect(again.value == .some(nil) && dialogs.count == 1)
+        guard case .previewOffered? = try clientSide.receive(DaemonEvent.self)?.message else {
+            Issue.record("the agent was not handed the preview")
+            return
+        }
+    }
+
+    /// An offer the dialog never takes is withdrawn at its deadline, saying why; with no
+    /// dialog at all the app hears at once that nobody can show it.
+    @Test func anOfferNobodyTakesFailsSayingWhy() {
+        let timers = ManualTimers()
+        let shown = Completion<String?>()
+        dialogBroker(FakeDialogs(), timers: timers).offer(.pickerShown) { shown.complete($0) }
+        timers.advance(by: ConsentBroker.dialogDeadline + 0.1)
+        #expect(shown.value??.contains("did not take it within") == true, "\(String(describing: shown.value))")
+
+        let failed = Completion<String?>()
+        dialogBroker(FakeDialogs(failure: "no session bus")).offer(.pickerShown) { failed.complete($0) }
+        #expect(failed.value??.contains("no session bus") == true, "\(String(describing: failed.value))")
+
+        let alone = Completion<String?>()
+        broker().offer(.pickerShown) { alone.complete($0) }
+        #expect(alone.value??.contains("no consent agent is running") == true, "\(String(describing: alone.value))")
     }
 }

@@ -41,6 +41,9 @@ import Testing
         case .stopBroadcast: #"{"stopBroadcast":{"id":"bc-1"}}"#
         case .broadcastStatus: #"{"broadcastStatus":{}}"#
         case .showBroadcastPicker: #"{"showBroadcastPicker":{"microphone":true,"preferredExtension":"webrtc","scope":"app"}}"#
+        case .startPickedBroadcast:
+            #"{"startPickedBroadcast":{"extensionID":"file","microphone":false,"pickerID":"picker-1","setup":{"directory":"/tmp"}}}"#
+        case .stopPickedBroadcast: #"{"stopPickedBroadcast":{"pickerID":"picker-1"}}"#
         case .forgetScreenChoice: #"{"forgetScreenChoice":{}}"#
         case .listSources: #"{"listSources":{}}"#
         case .startClipBuffering:
@@ -82,6 +85,8 @@ import Testing
         .stopBroadcast(id: "bc-1"),
         .broadcastStatus,
         .showBroadcastPicker(preferredExtension: "webrtc", microphone: true, scope: .app),
+        .startPickedBroadcast(pickerID: "picker-1", extensionID: "file", setup: ["directory": "/tmp"], microphone: false),
+        .stopPickedBroadcast(pickerID: "picker-1"),
         .forgetScreenChoice,
         .listSources,
         .startClipBuffering(options: RecordingOptions(), length: 30, byteBudget: 256 << 20, hotkey: "Ctrl+Alt+S"),
@@ -145,6 +150,7 @@ import Testing
         case .pickerShown: #"{"pickerShown":{}}"#
         case .pickerOffered:
             #"{"pickerOffered":{"offer":{"executable":"/usr/bin/app","pageURL":"http://127.0.0.1:8765/picker/p-1?token=t0k3n","scope":"app"}}}"#
+        case .pickerClosed: #"{"pickerClosed":{"pickerID":"picker-1"}}"#
         case .broadcastUpdated:
             #"{"broadcastUpdated":{"status":{"audioPeriodsSent":0,"extensionID":"webrtc","extensionPeakMemory":0,"framesDropped":0,"#
                 + #""framesSent":0,"id":"bc-2","messageBytesSent":0,"scope":"app","serviceInfo":{},"state":"paused"}}}"#
@@ -219,6 +225,7 @@ import Testing
         .broadcasts(list: [BroadcastStatus(id: "bc-1", extensionID: "file", state: .failed, lastError: "the extension crashed")]),
         .pickerShown,
         .pickerOffered(offer: PickerOffer(executable: "/usr/bin/app", pageURL: "http://127.0.0.1:8765/picker/p-1?token=t0k3n", scope: .app)),
+        .pickerClosed(pickerID: "picker-1"),
         .broadcastUpdated(status: BroadcastStatus(id: "bc-2", extensionID: "webrtc", scope: .app, state: .paused)),
         .screenChoiceForgotten,
         .waitingForScreenChoice(seconds: 60),
@@ -248,7 +255,7 @@ import Testing
 
     @Test func everyRequestHasItsPinnedJSON() throws {
         // One sample of every case: a new case needs a sample here as well as a golden.
-        #expect(Set(Self.requests.map(\.name)).count == 33 && Self.requests.count == 33)
+        #expect(Set(Self.requests.map(\.name)).count == 35 && Self.requests.count == 35)
         for request in Self.requests {
             #expect(try Self.encode(request) == Self.golden(request), "\(request.name)")
             // What another client sends, as written in docs/protocol.md, is understood.
@@ -257,7 +264,7 @@ import Testing
     }
 
     @Test func everyEventHasItsPinnedJSON() throws {
-        #expect(Set(Self.events.map { Self.name($0) }).count == 42 && Self.events.count == 42)
+        #expect(Set(Self.events.map { Self.name($0) }).count == 43 && Self.events.count == 43)
         for event in Self.events {
             #expect(try Self.encode(event) == Self.golden(event), "\(Self.name(event))")
             #expect(try JSONDecoder().decode(DaemonEvent.self, from: Data(Self.golden(event).utf8)) == event)

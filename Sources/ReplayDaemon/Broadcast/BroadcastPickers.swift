@@ -84,13 +84,67 @@ final class BroadcastPickers: Sendable {
         pickers.withLock { $0.values.contains { $0.picker.host === host } }
     }
 
-    /// Forgets the pickers of a connection that closed, and their pages.
-    func close(host: ClientOutbox) {
+    /// The picker `id`, for the person's own tools (consent agents), which need no page session.
+    func picker(_ id: String) -> Picker? {
+        pickers.withLock { $0[id]?.picker }
+    }
+
+    /// Forgets the pickers of a connection that closed, and their pages; returns their ids.
+    @discardableResult
+    func close(host: ClientOutbox) -> [String] {
         let closed = pickers.withLock { pickers -> [String] in
             let closed = pickers.filter { $0.value.picker.host === host }.map(\.key)
             for id in closed { pickers.removeValue(forKey: id) }
             return closed
         }
         closed.forEach(links.revoke)
+        return closed
+    }
+}
+
+/// What a picker (its page, or the desktop's window through a consent agent) needs of the daemon.
+protocol PickerBackend: AnyObject, Sendable {
+    var catalog: ExtensionCatalog { get }
+    var pickers: BroadcastPickers { get }
+    func startBroadcast(_ request: BroadcastRequest, host: PeerIdentity?, hostChannel: ClientOutbox?,
+                        started: @escaping @Sendable (Result<BroadcastStatus, DaemonError>) -> Void) throws(DaemonError)
+    func broadcast(_ id: String?) -> BroadcastSession?
+}
+
+extension PickerBackend {
+    /// Starts picker `id`'s one broadcast with what the person chose, for the app that opened
+    /// it. The scope stays the app's request; the microphone is on if either asked for it.
+    func startPicked(_ id: String, extensionID: String, setup: [String: String], microphone: Bool) async -> Result<BroadcastStatus, DaemonError> {
+        guard let picker = pickers.picker(id) else {
+            return .failure(DaemonError(code: .notFound, message: "no picker '\(id)' is open (its app may have gone)"))
+        }
+        guard picker.preferredExtension == nil || picker.preferredExtension == extensionID else {
+            return .failure(DaemonError(code: .notPermitted, message: "this picker offers only '\(picker.preferredExtension ?? "")'"))
+        }
+        // One picker, one broadcast: whoever holds it cannot start more.
+        guard pickers.claimStart(id) else {
+            return .failure(DaemonError(code: .busy, message: "this picker has already started a broadcast; the app must ask again for another"))
+        }
+        let request = BroadcastRequest(extensionID: extensionID, setup: setup, microphone: microphone || picker.microphone, scope: picker.scope)
+        // Opening the capture and launching the extension block a moment: on a dispatch
+        // thread; the wait for the extension to be ready holds none.
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<BroadcastStatus, DaemonError>, Never>) in
+            DispatchQueue.global().async {
+                do throws(DaemonError) {
+                    try self.startBroadcast(request, host: picker.hostPeer, hostChannel: picker.host) { continuation.resume(returning: $0) }
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        pickers.finishStart(id, broadcastID: try? outcome.get().id)
+        return outcome
+    }
+
+    /// Stops the broadcast picker `id` started, never another; its final state, or nil when none runs.
+    func stopPicked(_ id: String) async -> BroadcastStatus? {
+        guard let broadcastID = pickers.broadcastID(of: id), let broadcast = broadcast(broadcastID) else { return nil }
+        broadcast.stop()
+        return await broadcast.finished()
     }
 }

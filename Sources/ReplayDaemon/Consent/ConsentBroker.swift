@@ -80,9 +80,18 @@ public final class ConsentBroker: Sendable {
         var endings: [@Sendable () -> Void] = []
     }
 
+    /// Something for the person that is not a question (a picker, a preview), waiting for the
+    /// dialog being summoned to register; `shown` is told nil once an agent has it, else why not.
+    private struct Offer: Sendable {
+        let event: DaemonEvent
+        let shown: @Sendable (String?) -> Void
+    }
+
     private struct State {
         var grants: [ProcessKey: Grant] = [:]
         var pending: [String: Pending] = [:]
+        var offers: [Int: Offer] = [:]
+        var nextOffer = 0
         var agents: [Int: ClientOutbox] = [:]
         var nextAgent = 0
     }
@@ -193,18 +202,41 @@ public final class ConsentBroker: Sendable {
     /// handed them. A dialog that cannot be started declines those still undelivered, saying
     /// why; so does one that started but has not taken them within `dialogDeadline` (refused
     /// as the person's tool, say), rather than leave the app waiting out the whole timeout.
-    private func summon(_ dialogs: any ConsentDialogs, for requestIDs: [String]) {
+    private func summon(_ dialogs: any ConsentDialogs, for requestIDs: [String], offers offerIDs: [Int] = []) {
         dialogs.summon { [self] failure in
             guard let failure else {
                 settings.timers.after(Self.dialogDeadline) { [self] in
-                    declineUndelivered(requestIDs, because: "the desktop's dialog started but did not take the question "
-                        + "within \(Int(Self.dialogDeadline)) s (replayd's log says why)")
+                    let why = "the desktop's dialog started but did not take it within \(Int(Self.dialogDeadline)) s (replayd's log says why)"
+                    declineUndelivered(requestIDs, because: why)
+                    withdrawUndelivered(offerIDs, because: why)
                 }
                 return
             }
-            declineUndelivered(requestIDs, because: "the desktop's dialog could not be shown (\(failure)); "
-                + "start 'replay consent-agent', or give replayd a --consent-policy")
+            let why = "the desktop's dialog could not be shown (\(failure)); start 'replay consent-agent', or give replayd a --consent-policy"
+            declineUndelivered(requestIDs, because: why)
+            withdrawUndelivered(offerIDs, because: why)
         }
+    }
+
+    private func withdrawUndelivered(_ offerIDs: [Int], because why: String) {
+        let undelivered = state.withLock { state in offerIDs.compactMap { state.offers.removeValue(forKey: $0) } }
+        for offer in undelivered { offer.shown("no consent agent is running, and " + why) }
+    }
+
+    /// Shows the person something that is not a question (a picker, a preview): through the
+    /// agents, or else through the desktop's dialog, summoned for it and handed it as it
+    /// registers. `shown` is told nil once an agent has it, or why nobody does.
+    func offer(_ event: DaemonEvent, shown: @escaping @Sendable (String?) -> Void) {
+        let (agents, queued) = state.withLock { state -> ([ClientOutbox], Int?) in
+            guard state.agents.isEmpty else { return (Array(state.agents.values), nil) }
+            guard dialogs != nil else { return ([], nil) }
+            state.nextOffer += 1
+            state.offers[state.nextOffer] = Offer(event: event, shown: shown)
+            return ([], state.nextOffer)
+        }
+        if let queued, let dialogs { return summon(dialogs, for: [], offers: [queued]) }
+        let reached = agents.filter { (try? $0.send(event)) != nil }.count
+        shown(reached > 0 ? nil : "no consent agent is running to show it to the person (start 'replay consent-agent')")
     }
 
     private func declineUndelivered(_ requestIDs: [String], because why: String) {
@@ -286,20 +318,28 @@ public final class ConsentBroker: Sendable {
 
     var consentedProcesses: [Int32] { state.withLock { $0.grants.keys.map(\.pid) } }
 
-    /// Registers an agent: it is told so, then handed every question still waiting (those
-    /// asked before it came, the dialog's reason to start), before any that comes after.
+    /// Registers an agent: it is told so, then handed every question and offer still waiting
+    /// (those that came before it, the dialog's reason to start), before any that comes after.
     func addAgent(_ channel: ClientOutbox) -> Int {
-        state.withLock { state in
+        let (id, handed) = state.withLock { state -> (Int, [Offer]) in
             try? channel.send(DaemonEvent.consentAgentRegistered)
             for requestID in state.pending.keys.sorted() {
                 guard let prompt = state.pending[requestID]?.prompt,
                       (try? channel.send(DaemonEvent.consentRequested(prompt: prompt))) != nil else { continue }
                 state.pending[requestID]?.delivered = true
             }
+            var handed: [Offer] = []
+            for offerID in state.offers.keys.sorted() {
+                guard let offer = state.offers[offerID], (try? channel.send(offer.event)) != nil else { continue }
+                state.offers.removeValue(forKey: offerID)
+                handed.append(offer)
+            }
             state.nextAgent += 1
             state.agents[state.nextAgent] = channel
-            return state.nextAgent
+            return (state.nextAgent, handed)
         }
+        for offer in handed { offer.shown(nil) }
+        return id
     }
 
     /// An agent went (the dialog exits once it shows nothing): questions still waiting with

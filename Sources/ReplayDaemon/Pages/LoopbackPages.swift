@@ -145,15 +145,6 @@ public struct PagesService: Service, CustomStringConvertible {
     }
 }
 
-/// What the picker page needs of the daemon.
-protocol PickerBackend: AnyObject, Sendable {
-    var catalog: ExtensionCatalog { get }
-    var pickers: BroadcastPickers { get }
-    func startBroadcast(_ request: BroadcastRequest, host: PeerIdentity?, hostChannel: ClientOutbox?,
-                        started: @escaping @Sendable (Result<BroadcastStatus, DaemonError>) -> Void) throws(DaemonError)
-    func broadcast(_ id: String?) -> BroadcastSession?
-}
-
 /// Where the pages listen. They start on first use (an app asks for consent, a preview or the
 /// picker; the person asks for the status), so a daemon that only records never pays for a
 /// web server (about 7 MB: Hummingbird and its event loops).
@@ -240,33 +231,15 @@ extension LoopbackPages {
             guard let extensionID = form["extension"], picker.preferredExtension == nil || picker.preferredExtension == extensionID else {
                 return Self.html(PageTemplates.pickerResult(nil, error: "Choose a broadcast service."), status: .badRequest)
             }
-            // One picker, one broadcast: a page (or whoever got hold of its session) cannot start more.
-            guard daemon.pickers.claimStart(id) else {
-                return Self.html(PageTemplates.pickerResult(nil, error: "This picker has already started a broadcast; the app must ask again for another."),
-                                 status: .conflict)
-            }
             var setup: [String: String] = [:]
             for (key, value) in form where key.hasPrefix("setup.") && !value.isEmpty { setup[String(key.dropFirst(6))] = value }
             // The scope is the app's request, shown on the page; nothing in the form changes it.
-            let broadcast = BroadcastRequest(extensionID: extensionID, setup: setup, microphone: form["microphone"] == "on" || picker.microphone,
-                                             scope: picker.scope)
-            // Opening the capture and launching the extension block a moment: off the server's
-            // tasks, on a dispatch thread; the wait for the extension to be ready holds none.
-            let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<BroadcastStatus, DaemonError>, Never>) in
-                DispatchQueue.global().async {
-                    do throws(DaemonError) {
-                        try daemon.startBroadcast(broadcast, host: picker.hostPeer, hostChannel: picker.host) { continuation.resume(returning: $0) }
-                    } catch {
-                        continuation.resume(returning: .failure(error))
-                    }
-                }
-            }
-            switch outcome {
+            switch await daemon.startPicked(id, extensionID: extensionID, setup: setup, microphone: form["microphone"] == "on") {
             case .success(let status):
-                daemon.pickers.finishStart(id, broadcastID: status.id)
                 return Self.html(PageTemplates.pickerResult(status, error: nil, pickerID: id))
+            case .failure(let error) where error.code == .busy:
+                return Self.html(PageTemplates.pickerResult(nil, error: error.message), status: .conflict)
             case .failure(let error):
-                daemon.pickers.finishStart(id, broadcastID: nil)
                 return Self.html(PageTemplates.pickerResult(nil, error: error.message))
             }
         }
@@ -274,11 +247,9 @@ extension LoopbackPages {
             let id = context.parameters.get("picker") ?? ""
             // Only the broadcast this picker started: never the person's own, nor another app's.
             guard let daemon, let session = Self.session(request), daemon.pickers.picker(id, session: session) != nil,
-                  let broadcastID = daemon.pickers.broadcastID(of: id), let broadcast = daemon.broadcast(broadcastID) else {
+                  let final = await daemon.stopPicked(id) else {
                 return Self.notFound()
             }
-            broadcast.stop()
-            let final = await broadcast.finished()
             return Self.html(PageTemplates.pickerResult(final, error: nil))
         }
         return router

@@ -19,8 +19,10 @@ public enum ClientProtocol {
     public static let version = 2
     /// The minor version of this side. 2.0: the hello handshake. 2.1: minor versions and
     /// capabilities in `hello` and `welcome`, the `unsupported` error. 2.2: `setup` in
-    /// `showBroadcastPicker`. 2.3: `watchConsentPreview` for consent agents.
-    public static let minorVersion = 3
+    /// `showBroadcastPicker`. 2.3: `watchConsentPreview` for consent agents. 2.4: the picker in
+    /// a consent agent's window (`PickerOffer`'s choices, `startPickedBroadcast`, `stopPickedBroadcast`,
+    /// `pickerClosed`).
+    public static let minorVersion = 4
 
     /// A named feature one side has, listed in its `hello` (the client's) or `welcome` (the
     /// daemon's). A string on the wire; a name this side does not know is kept and ignored.
@@ -41,10 +43,13 @@ public enum ClientProtocol {
         /// The daemon's (2.3): a consent agent may watch what the asking app would receive
         /// (`watchConsentPreview`).
         public static let consentPreview = Capability(rawValue: "consentPreview")
+        /// The daemon's (2.4): a picker offered to consent agents carries its choices, and an
+        /// agent may start and stop its broadcast (`startPickedBroadcast`, `stopPickedBroadcast`).
+        public static let nativePicker = Capability(rawValue: "nativePicker")
     }
 
     /// What replayd lists in its `welcome`.
-    public static let daemonCapabilities: [Capability] = [.unsupportedRequests, .pickerSetup, .consentPreview]
+    public static let daemonCapabilities: [Capability] = [.unsupportedRequests, .pickerSetup, .consentPreview, .nativePicker]
     /// What the Swift client (`MessageChannel`: the replay CLI, the SDKs) lists in its `hello`.
     public static let clientCapabilities: [Capability] = [.skipsUnknownEvents]
 

@@ -108,19 +108,40 @@ public struct CaptureStatus: Codable, Sendable, Equatable {
 }
 
 /// The broadcast picker an app asked for; the page URL carries a token only the person gets.
+/// Since 2.4 (capability `nativePicker`) the offer carries what a window needs to show the
+/// picker itself: its id for `startPickedBroadcast`, the app as the desktop names it, the
+/// extensions to choose from, and what the app suggested (never a secret).
 public struct PickerOffer: Codable, Sendable, Equatable {
     public var executable: String
     public var pageURL: String
     /// What the app would broadcast: the screen, or only its own windows.
     public var scope: BroadcastScope
+    public var pickerID: String?
+    public var appName: String?
+    public var appIcon: String?
+    public var extensions: [ExtensionInfo]?
+    /// The microphone switch as the app asked for it; the person may turn it on.
+    public var microphone: Bool?
+    /// The preferred extension's fields the app filled in.
+    public var suggestedSetup: [String: String]?
 
-    public init(executable: String, pageURL: String, scope: BroadcastScope = .screen) {
+    public init(executable: String, pageURL: String, scope: BroadcastScope = .screen, pickerID: String? = nil,
+                appName: String? = nil, appIcon: String? = nil, extensions: [ExtensionInfo]? = nil,
+                microphone: Bool? = nil, suggestedSetup: [String: String]? = nil) {
         self.executable = executable
         self.pageURL = pageURL
         self.scope = scope
+        self.pickerID = pickerID
+        self.appName = appName
+        self.appIcon = appIcon
+        self.extensions = extensions
+        self.microphone = microphone
+        self.suggestedSetup = suggestedSetup
     }
 
-    private enum CodingKeys: String, CodingKey { case executable, pageURL, scope }
+    private enum CodingKeys: String, CodingKey {
+        case executable, pageURL, scope, pickerID, appName, appIcon, extensions, microphone, suggestedSetup
+    }
 
     /// An offer without a scope (it is optional on the wire) is of the screen.
     public init(from decoder: any Decoder) throws {
@@ -128,5 +149,11 @@ public struct PickerOffer: Codable, Sendable, Equatable {
         executable = try container.decode(String.self, forKey: .executable)
         pageURL = try container.decode(String.self, forKey: .pageURL)
         scope = try container.decodeIfPresent(BroadcastScope.self, forKey: .scope) ?? .screen
+        pickerID = try container.decodeIfPresent(String.self, forKey: .pickerID)
+        appName = try container.decodeIfPresent(String.self, forKey: .appName)
+        appIcon = try container.decodeIfPresent(String.self, forKey: .appIcon)
+        extensions = try container.decodeIfPresent([ExtensionInfo].self, forKey: .extensions)
+        microphone = try container.decodeIfPresent(Bool.self, forKey: .microphone)
+        suggestedSetup = try container.decodeIfPresent([String: String].self, forKey: .suggestedSetup)
     }
 }

@@ -79,6 +79,13 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     /// that are not secret (a call's server and room, say); the person still sees and may change them.
     case showBroadcastPicker(preferredExtension: String?, microphone: Bool, scope: BroadcastScope? = nil,
                              setup: [String: String]? = nil)
+    /// A consent agent (the desktop's picker, the person's tool) starts the broadcast the person
+    /// chose in the picker it was offered (`PickerOffer.pickerID`), for the app that opened it:
+    /// one per picker. Answered with `broadcastStarted` (since 2.4, capability `nativePicker`).
+    case startPickedBroadcast(pickerID: String, extensionID: String, setup: [String: String], microphone: Bool)
+    /// A consent agent stops the broadcast its picker started, and no other. Answered with
+    /// `broadcastUpdated` once it has ended.
+    case stopPickedBroadcast(pickerID: String)
 
     // Capture sources (the person's own tools).
     /// Forgets the screen the desktop's portal dialog chose (its restore token): the next
@@ -246,6 +253,8 @@ public enum DaemonEvent: Codable, Sendable, Equatable {
     case pickerShown
     /// To consent agents: an app asks the person to pick a broadcast service.
     case pickerOffered(offer: PickerOffer)
+    /// To consent agents: the app that opened picker `pickerID` has gone, so has the picker (since 2.4).
+    case pickerClosed(pickerID: String)
     /// To the app that opened the picker: its broadcast's state, never its samples.
     case broadcastUpdated(status: BroadcastStatus)
     /// The portal's restore token is forgotten (there may have been none).
