@@ -114,3 +114,13 @@ guint CReplayUI_after(guint milliseconds, CReplayUI_Handler handler, void *conte
 void CReplayUI_set_accessible_label(GtkWidget *widget, const char *label) {
     gtk_accessible_update_property(GTK_ACCESSIBLE(widget), GTK_ACCESSIBLE_PROPERTY_LABEL, label, -1);
 }
+
+static void on_response(GtkNativeDialog *dialog, int response, gpointer data) {
+    (void)dialog;
+    Binding *binding = data;
+    ((CReplayUI_ResponseHandler)binding->handler)(binding->context, response);
+}
+
+gulong CReplayUI_on_response(GtkNativeDialog *dialog, CReplayUI_ResponseHandler handler, void *context, CReplayUI_Release release) {
+    return connect(dialog, "response", G_CALLBACK(on_response), binding_new((void *)handler, context, release));
+}

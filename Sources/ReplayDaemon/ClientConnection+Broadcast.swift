@@ -99,9 +99,8 @@ extension ClientConnection {
 
     /// The desktop's picker starts what the person chose in it (see `BroadcastPickers.start`).
     func startPickedBroadcast(pickerID: String, extensionID: String, setup: [String: String], microphone: Bool) async throws {
-        guard agentID != nil else {
-            throw Refusal(code: .outOfOrder, message: "startPickedBroadcast from a connection that is not a consent agent", closing: true)
-        }
+        // Any of the person's tools: a picker's id goes only to consent agents.
+        try requirePerson("start a broadcast from the picker")
         let daemon = self.daemon
         switch await daemon.startPicked(pickerID, extensionID: extensionID, setup: setup, microphone: microphone) {
         case .success(let status): try channel.send(DaemonEvent.broadcastStarted(status: status))
@@ -111,9 +110,7 @@ extension ClientConnection {
 
     /// The desktop's picker stops the broadcast it started, and no other.
     func stopPickedBroadcast(pickerID: String) async throws {
-        guard agentID != nil else {
-            throw Refusal(code: .outOfOrder, message: "stopPickedBroadcast from a connection that is not a consent agent", closing: true)
-        }
+        try requirePerson("stop a broadcast from the picker")
         guard let final = await daemon.stopPicked(pickerID) else {
             throw Refusal(code: .notFound, message: "picker '\(pickerID)' has no broadcast running")
         }

@@ -18,6 +18,12 @@ final class AgentLink: Sendable {
         case previewEnded(requestID: String, reason: String?)
         /// Answered (here or elsewhere), timed out, or withdrawn: its dialog goes.
         case resolved(requestID: String)
+        /// An app asks the person to pick a broadcast service (an offer with its choices).
+        case picker(PickerOffer)
+        /// The app that opened a picker has gone.
+        case pickerClosed(pickerID: String)
+        /// An app asks the person to look at a recording it made.
+        case recordingPreview(PreviewOffer)
         /// The daemon is gone (or never welcomed us): every dialog of it goes.
         case lost(String)
     }
@@ -63,6 +69,9 @@ final class AgentLink: Sendable {
                     if let thumbnail { MainLoop.post { events(.preview(requestID: requestID, thumbnail)) } }
                 case .consentPreviewEnded(let requestID, let reason):
                     MainLoop.post { events(.previewEnded(requestID: requestID, reason: reason)) }
+                case .pickerOffered(let offer): MainLoop.post { events(.picker(offer)) }
+                case .pickerClosed(let pickerID): MainLoop.post { events(.pickerClosed(pickerID: pickerID)) }
+                case .previewOffered(let offer): MainLoop.post { events(.recordingPreview(offer)) }
                 default: break
                 }
             }

@@ -21,6 +21,8 @@ final class DialogService: @unchecked Sendable {
     private let sockets = DaemonSockets()
     private var links: [String: AgentLink] = [:]
     private var dialogs: [String: (dialog: ConsentDialog, socket: String)] = [:]
+    private var pickers: [String: (window: PickerWindow, socket: String)] = [:]
+    private var previews: [String: (window: PreviewWindow, socket: String)] = [:]
 
     init() {
         application = gtk_application_new(Self.applicationID, G_APPLICATION_HANDLES_OPEN)
@@ -101,6 +103,25 @@ final class DialogService: @unchecked Sendable {
             dialogs[requestID]?.dialog.show(thumbnail)
         case .previewEnded(let requestID, let reason):
             dialogs[requestID]?.dialog.previewEnded(reason: reason)
+        case .picker(let offer):
+            // An offer of a daemon before 2.4 has no choices: the agent on a terminal shows its page.
+            guard let pickerID = offer.pickerID, offer.extensions != nil, pickers[pickerID] == nil else {
+                return say("a picker without its choices (replayd before 2.4): open \(offer.pageURL)")
+            }
+            let window = PickerWindow(offer: offer, pickerID: pickerID, socket: socket, application: application) { [weak self] in
+                self?.pickers[pickerID] = nil
+            }
+            pickers[pickerID] = (window, socket)
+            window.present()
+        case .pickerClosed(let pickerID):
+            pickers[pickerID]?.window.close()
+        case .recordingPreview(let offer):
+            if let shown = previews[offer.recordingID] { return shown.window.present() }
+            let window = PreviewWindow(offer: offer, socket: socket, application: application) { [weak self] in
+                self?.previews[offer.recordingID] = nil
+            }
+            previews[offer.recordingID] = (window, socket)
+            window.present()
         case .resolved(let requestID):
             dialogs.removeValue(forKey: requestID)?.dialog.close()
         case .lost(let why):
@@ -110,6 +131,8 @@ final class DialogService: @unchecked Sendable {
                 dialogs[requestID] = nil
                 entry.dialog.close()
             }
+            for entry in pickers.values where entry.socket == socket { entry.window.close() }
+            for entry in previews.values where entry.socket == socket { entry.window.close() }
         }
     }
 }

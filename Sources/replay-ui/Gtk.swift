@@ -73,6 +73,13 @@ enum Signals {
         }, retained(body), release)
     }
 
+    /// A native dialog's answer (the file chooser's): its response id.
+    static func onResponse(_ dialog: UnsafeMutablePointer<GtkNativeDialog>?, _ body: @escaping (Int32) -> Void) {
+        _ = CReplayUI_on_response(dialog, { context, response in
+            unboxed(context, as: ((Int32) -> Void).self)(response)
+        }, retained(body), release)
+    }
+
     /// GApplication's open: the local paths of the files named, and the hint.
     static func onOpen(_ application: UnsafeMutablePointer<GApplication>?, _ body: @escaping ([String], String) -> Void) {
         _ = CReplayUI_on_open(application, { context, paths, count, hint in
@@ -107,4 +114,51 @@ enum MainLoop {
 
     /// The monotonic clock, in seconds.
     static var now: Double { Double(g_get_monotonic_time()) / 1e6 }
+}
+
+/// Widgets the windows build alike.
+enum Widgets {
+    static func label(_ text: String, classes: [String] = []) -> UnsafeMutablePointer<GtkWidget> {
+        let label = gtk_label_new(text)!
+        gtk_label_set_xalign(gtk(label), 0)
+        gtk_label_set_wrap(gtk(label), 1)
+        gtk_label_set_max_width_chars(gtk(label), 50)
+        for name in classes { gtk_widget_add_css_class(label, name) }
+        return label
+    }
+
+    /// The desktop entry's icon: a theme name, or a file's path.
+    static func icon(_ name: String?) -> UnsafeMutablePointer<GtkWidget> {
+        guard let name, !name.isEmpty else { return gtk_image_new_from_icon_name("application-x-executable") }
+        return name.hasPrefix("/") ? gtk_image_new_from_file(name) : gtk_image_new_from_icon_name(name)
+    }
+
+    /// A box with the windows' margins around what it holds.
+    static func content(spacing: Int32 = 12) -> UnsafeMutablePointer<GtkWidget> {
+        let content = gtk_box_new(GTK_ORIENTATION_VERTICAL, spacing)!
+        for set in [gtk_widget_set_margin_top, gtk_widget_set_margin_bottom, gtk_widget_set_margin_start, gtk_widget_set_margin_end] {
+            set(content, 18)
+        }
+        return content
+    }
+
+    /// Asks the person for a folder (`save`: false) or a file to write (true) with GTK's
+    /// native chooser (the desktop's portal where GTK uses one); `chosen` gets its path, once,
+    /// and only if the person chose one.
+    static func chooseFile(title: String, save: Bool, suggestedName: String? = nil, parent: UnsafeMutablePointer<GtkWidget>,
+                           chosen: @escaping (String) -> Void) {
+        let action = save ? GTK_FILE_CHOOSER_ACTION_SAVE : GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER
+        let chooser = gtk_file_chooser_native_new(title, gtk(parent), action, save ? "_Save" : "_Choose", "_Cancel")!
+        if let suggestedName { gtk_file_chooser_set_current_name(chooser, suggestedName) }
+        gtk_native_dialog_set_modal(gtk(chooser), 1)
+        Signals.onResponse(gtk(chooser)) { response in
+            defer { g_object_unref(UnsafeMutableRawPointer(chooser)) }
+            guard response == GTK_RESPONSE_ACCEPT.rawValue, let file = gtk_file_chooser_get_file(chooser) else { return }
+            defer { g_object_unref(UnsafeMutableRawPointer(file)) }
+            guard let path = g_file_get_path(file) else { return }
+            defer { g_free(path) }
+            chosen(String(cString: path))
+        }
+        gtk_native_dialog_show(gtk(chooser))
+    }
 }

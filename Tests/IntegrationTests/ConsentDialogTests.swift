@@ -25,11 +25,12 @@ extension IntegrationTests {
             let session: DesktopSession
             var display: String { fixture.desktop?.environment["DISPLAY"] ?? "" }
 
-            init() throws {
+            /// - Parameter daemonArguments: replayd's arguments, from the fixture (extensions installed in it, say).
+            init(daemonArguments: (ReplayFixture) throws -> [String] = { _ in [] }) throws {
                 fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: ConsentDialog.width, height: ConsentDialog.height, demoScene: false))
                 do {
                     session = try DesktopSession(in: fixture.directory, environment: fixture.environment(), socket: fixture.socket)
-                    try fixture.startDaemon(environment: ["DBUS_SESSION_BUS_ADDRESS": session.busAddress])
+                    try fixture.startDaemon(try daemonArguments(fixture), environment: ["DBUS_SESSION_BUS_ADDRESS": session.busAddress])
                 } catch {
                     fixture.stop()
                     throw error

@@ -144,3 +144,85 @@ import Testing
         #expect(thumbnail.width == 64 && thumbnail.height == 48 && thumbnail.rgb.count == 64 * 48 * 3)
     }
 }
+
+@Suite struct PickerFormTests {
+    static let file = ExtensionManifest(id: "file", displayName: "Write to a file", executable: "x",
+                                        setupFields: [.init(key: "dir", label: "Directory", kind: .directory, required: true)])
+    static let call = ExtensionManifest(id: "call", displayName: "Video call", executable: "y",
+                                        setupFields: [.init(key: "room", label: "Room", required: true),
+                                                      .init(key: "pin", label: "PIN", kind: .secret),
+                                                      .init(key: "name", label: "Your name")])
+
+    static func offer(_ manifests: [ExtensionManifest], scope: BroadcastScope = .screen, setup: [String: String] = [:]) -> PickerOffer {
+        PickerOffer(executable: "/usr/bin/notes\u{1b}[2J", pageURL: "u", scope: scope, pickerID: "picker-1",
+                    extensions: manifests.map { ExtensionInfo(manifest: $0, manifestPath: "/m") }, microphone: true, suggestedSetup: setup)
+    }
+
+    @Test func itSaysWhoAsksAndWhatWouldBeBroadcastWithControlCharactersShown() {
+        let screen = PickerForm(Self.offer([Self.file]))
+        #expect(!screen.heading.contains("\u{1b}") && screen.heading.hasSuffix("wants to go live with your screen"))
+        #expect(screen.scopeLine == "Everything on your screen is broadcast.")
+        #expect(screen.servicesLine == "Broadcast with Write to a file.")
+        #expect(screen.microphone)
+        let app = PickerForm(Self.offer([Self.file, Self.call], scope: .app))
+        #expect(app.heading.hasSuffix("wants to go live with its own windows"))
+        #expect(app.servicesLine == "Broadcast with:")
+        #expect(PickerForm(Self.offer([])).servicesLine == "No broadcast service is installed.")
+    }
+
+    /// The app's suggestions fill in the service it named, never a secret, never another service's.
+    @Test func theAppsSuggestionsFillInOnlyItsServicesPlainSettings() {
+        let form = PickerForm(Self.offer([Self.call], setup: ["room": "1234", "pin": "0000"]))
+        #expect(form.initialValue(of: Self.call.setupFields[0], in: Self.call) == "1234")
+        #expect(form.initialValue(of: Self.call.setupFields[1], in: Self.call) == "", "a secret was filled in by the app")
+        let both = PickerForm(Self.offer([Self.file, Self.call], setup: ["room": "1234"]))
+        #expect(both.initialValue(of: Self.call.setupFields[0], in: Self.call) == "", "a suggestion for no service in particular")
+    }
+
+    @Test func whatIsSentIsWhatThePersonGaveAndWhatIsMissingIsSaid() {
+        let form = PickerForm(Self.offer([Self.call]))
+        #expect(form.setup(for: Self.call, values: ["room": "  ", "name": "Ann"]) == .failure(.init(description: "Room is needed")))
+        #expect(form.setup(for: Self.call, values: ["room": " 42 ", "pin": " 1 2 ", "name": ""]) == .success(["room": "42", "pin": " 1 2 "]))
+    }
+
+    @Test func theLiveLineSaysWhereToWatch() {
+        var status = BroadcastStatus(id: "b", extensionID: "file", state: .live, serviceInfo: ["connection": "live"])
+        status.broadcastURL = "file:///tmp/x"
+        #expect(PickerForm.liveLine(status) == "Live with file.\nWatch at: file:///tmp/x\nconnection: live")
+    }
+}
+
+@Suite struct TrimSpanTests {
+    @Test func anUntrimmedSpanExportsTheWholeMovie() {
+        let span = TrimSpan(duration: 10)
+        #expect(span.exportSpan == nil && span.summary == "Keeps all 0:10.0")
+    }
+
+    @Test func theStartAndEndStayInOrderAndWithinTheMovie() {
+        var span = TrimSpan(duration: 10)
+        span.setStart(3)
+        span.setEnd(7)
+        #expect(span.exportSpan! == (3, 7))
+        #expect(span.summary == "Keeps 0:03.0 to 0:07.0 (4.0 s of 10.0 s)")
+        span.setStart(9)
+        #expect(span.start == 7 - TrimSpan.shortest, "the start passed the end")
+        span.setEnd(-4)
+        #expect(span.end == span.start + TrimSpan.shortest)
+        span.setEnd(.nan)
+        span.setStart(-1)
+        #expect(span.start == 0)
+        span.setEnd(99)
+        #expect(span.end == 10 && span.exportSpan == nil)
+    }
+
+    /// The player learns the movie's length after the window opens: an untouched end follows it.
+    @Test func anUntouchedEndFollowsTheDurationThePlayerLearns() {
+        var span = TrimSpan(duration: 0)
+        span.setDuration(10.04)
+        #expect(span.end == 10.04 && span.exportSpan == nil)
+        span.setEnd(6)
+        span.setDuration(12)
+        #expect(span.end == 6)
+        #expect(TrimSpan(duration: 61.25).summary == "Keeps all 1:01.3")
+    }
+}

@@ -22,6 +22,9 @@ gulong CReplayUI_on_close_request(GtkWindow *window, CReplayUI_Handler handler, 
 gulong CReplayUI_on_key_pressed(GtkEventController *controller, CReplayUI_KeyHandler handler, void *context, CReplayUI_Release release);
 /// GtkEventControllerLegacy's event: every event, seen and passed on (never stopped).
 gulong CReplayUI_on_event(GtkEventController *controller, CReplayUI_EventHandler handler, void *context, CReplayUI_Release release);
+typedef void (*CReplayUI_ResponseHandler)(void *context, int response);
+/// GtkNativeDialog's response: the handler gets the response id (GTK_RESPONSE_ACCEPT…).
+gulong CReplayUI_on_response(GtkNativeDialog *dialog, CReplayUI_ResponseHandler handler, void *context, CReplayUI_Release release);
 /// GApplication's open: the files' local paths (NULL where one has none) and the hint.
 gulong CReplayUI_on_open(GApplication *application, CReplayUI_OpenHandler handler, void *context, CReplayUI_Release release);
 /// Runs `handler` once on the main loop (from any thread), at `priority`; then `release`.
