@@ -41,10 +41,12 @@ public enum ClientProtocol {
         /// The daemon's (2.3): a consent agent may watch what the asking app would receive
         /// (`watchConsentPreview`).
         public static let consentPreview = Capability(rawValue: "consentPreview")
+        /// The daemon's: `exportRecording` takes a span (`from`, `to`) and exports only that.
+        public static let trimmedExport = Capability(rawValue: "trimmedExport")
     }
 
     /// What replayd lists in its `welcome`.
-    public static let daemonCapabilities: [Capability] = [.unsupportedRequests, .pickerSetup, .consentPreview]
+    public static let daemonCapabilities: [Capability] = [.unsupportedRequests, .pickerSetup, .consentPreview, .trimmedExport]
     /// What the Swift client (`MessageChannel`: the replay CLI, the SDKs) lists in its `hello`.
     public static let clientCapabilities: [Capability] = [.skipsUnknownEvents]
 
