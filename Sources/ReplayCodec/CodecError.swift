@@ -8,6 +8,8 @@ public struct CodecError: Error, CustomStringConvertible, Equatable {
         case muxerFailed
         /// The movie could not be written (disk full, I/O error); the file ends at the last whole fragment.
         case writeFailed
+        /// A trim's span is not a span of the movie (negative, empty, or past its end).
+        case invalidSpan
     }
 
     public let code: Code

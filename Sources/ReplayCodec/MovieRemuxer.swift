@@ -6,10 +6,13 @@ import CFFmpeg
 public enum MovieRemuxer {
     /// A container a recording can be exported in.
     public enum Container: Sendable {
+        /// A regular (not fragmented) MP4, for a file written whole; the store keeps fragmented ones.
+        case mp4
         case matroska
 
         var muxerName: String {
             switch self {
+            case .mp4: "mp4"
             case .matroska: "matroska"
             }
         }

@@ -84,8 +84,11 @@ public final class MovieWriter {
             guard let encoder = encoders[source] else { continue }
             streamIndex[source] = try addStream(for: encoder.context, title: source == .app ? "app audio" : "microphone")
         }
+        // How the video was encoded, so that a trim can splice pictures of its own into it.
+        // MP4 drops a track's free-form tags; use_metadata_tags keeps the movie's.
+        av_dict_set(&container.pointee.metadata, VideoEncoderSettings.tagKey, video.settings.tag, 0)
         var options: OpaquePointer?
-        av_dict_set(&options, "movflags", "frag_keyframe+empty_moov+default_base_moof", 0)
+        av_dict_set(&options, "movflags", "frag_keyframe+empty_moov+default_base_moof+use_metadata_tags", 0)
         av_dict_set(&options, "frag_duration", "1000000", 0)
         status = avformat_write_header(container, &options)
         av_dict_free(&options)

@@ -16,6 +16,8 @@ final class VideoEncoder {
     var keyframeRequested = false
     /// Stamped in frames: every packet lasts one.
     private let constantRate: Bool
+    /// What it was opened with; movies record it so a trim can open its twin (`MovieTrimmer`).
+    let settings: VideoEncoderSettings
 
     /// - Parameters:
     ///   - preset: x264's preset names, mapped to each encoder's own speed steps.
@@ -34,6 +36,9 @@ final class VideoEncoder {
             throw CodecError(.encoderUnavailable, "FFmpeg was built without \(Self.encoderName(codec)) (\(codec.rawValue))")
         }
         encoder = try EncoderContext(codec: found)
+        settings = VideoEncoderSettings(codec: codec, preset: preset, bitRate: bitRate, crf: crf, quality: quality,
+                                        keyframeInterval: keyframeInterval, fixedKeyframes: fixedKeyframes,
+                                        frameRateMode: frameRateMode, fps: fps)
         self.pictureFormat = pictureFormat
         self.codec = codec
         constantRate = frameRateMode == .cfr
@@ -77,6 +82,14 @@ final class VideoEncoder {
             av_opt_set(options, "crf", String(quality.map { Self.crf($0, codec: codec) } ?? crf), 0)
         }
         try encoder.open(describing: "the \(codec.rawValue) encoder (preset \(preset))")
+    }
+
+    /// An encoder opened as `settings` say, for pictures of this size and format.
+    convenience init(_ settings: VideoEncoderSettings, width: Int, height: Int, pictureFormat: PictureFormat) throws(CodecError) {
+        try self.init(codec: settings.codec, width: width, height: height, pictureFormat: pictureFormat, fps: settings.fps,
+                      preset: settings.preset, bitRate: settings.bitRate, crf: settings.crf, quality: settings.quality,
+                      keyframeInterval: settings.keyframeInterval, fixedKeyframes: settings.fixedKeyframes,
+                      frameRateMode: settings.frameRateMode)
     }
 
     static func encoderName(_ codec: VideoCodec) -> String {
@@ -161,7 +174,20 @@ final class VideoEncoder {
         try drain(emit: emit)
     }
 
-    private static func pixelFormat(_ format: PictureFormat) -> AVPixelFormat {
+    /// Encodes a decoded picture (of the encoder's size and pixel format) shown at `pts`, in the time base.
+    func encode(decoded picture: UnsafeMutablePointer<AVFrame>, pts: Int64,
+                emit: (UnsafeMutablePointer<AVPacket>) throws(CodecError) -> Void) throws(CodecError) {
+        let monotonicPTS = max(pts, lastPTS + 1)
+        lastPTS = monotonicPTS
+        picture.pointee.pts = monotonicPTS
+        // The decoder's picture type would force a keyframe wherever the source had one.
+        picture.pointee.pict_type = AV_PICTURE_TYPE_NONE
+        let status = avcodec_send_frame(context, picture)
+        guard status >= 0 else { throw CodecError(.encoderFailed, "\(codec.rawValue) encoding failed", status: status) }
+        try drain(emit: emit)
+    }
+
+    static func pixelFormat(_ format: PictureFormat) -> AVPixelFormat {
         switch format.pixelFormat {
         case .i420: AV_PIX_FMT_YUV420P
         }

@@ -200,22 +200,41 @@ extension ClientConnection {
         try channel.send(DaemonEvent.recordings(list: daemon.store.list()))
     }
 
-    func export(id: String, container: MovieContainer) async throws {
+    /// Sends the stored movie, or (another container, a span) a copy made for the export.
+    func export(id: String, container: MovieContainer, from: Double?, to: Double?) async throws {
         try requirePerson("export recordings")
-        guard daemon.store.info(id: id) != nil, let path = daemon.store.moviePath(id: id) else {
+        let span = try Self.exportSpan(from: from, to: to)
+        guard let info = daemon.store.info(id: id), let path = daemon.store.moviePath(id: id) else {
             throw Refusal(code: .notFound, message: "no recording with id '\(id)'")
         }
-        guard container == .matroska else { return try await sendMovie(at: path, id: id) }
-        // The streams copied into a file of the store's own, sent, then removed. In a
-        // short-lived process of its own: FFmpeg's demuxer reads the file, and replayd links no
-        // FFmpeg. This connection's later requests wait for it, no thread does.
-        let copy = daemon.store.directory.appendingPathComponent(".export-\(UUID().uuidString).mkv")
+        if let span, span.lowerBound >= info.duration {
+            throw Refusal(code: .malformedRequest, message: "the span starts at \(span.lowerBound) s, at or after the end of \(id) (\(info.duration) s)")
+        }
+        guard container == .matroska || span != nil else { return try await sendMovie(at: path, id: id) }
+        // The streams copied (the span cut) into a file of the store's own, sent, then removed.
+        // In a short-lived process of its own: FFmpeg's demuxer reads the file, and replayd
+        // links no FFmpeg. This connection's later requests wait for it, no thread does.
+        let copy = daemon.store.directory.appendingPathComponent(".export-\(UUID().uuidString).\(container == .matroska ? "mkv" : "mp4")")
         let removeCopy: @Sendable () -> Void = { try? FileManager.default.removeItem(at: copy) }
-        let captures = daemon.parts.captures
-        let failure = try await awaitAnswer({ captures.remuxToMatroska(path.path, to: copy.path, then: $0) }, late: { _ in removeCopy() })
+        let captures = daemon.parts.captures, job = RemuxJob(container: container, span: span)
+        let failure = try await awaitAnswer({ captures.remux(path.path, to: copy.path, job, then: $0) }, late: { _ in removeCopy() })
         defer { removeCopy() }
-        if let failure { throw Refusal(code: .internalError, message: "cannot export \(id) as Matroska: \(failure)") }
+        if let failure {
+            let what = span.map { "\($0.lowerBound)–\($0.upperBound) s of \(id)" } ?? id
+            throw Refusal(code: .internalError, message: "cannot export \(what) as \(container == .matroska ? "Matroska" : "MP4"): \(failure.message)")
+        }
         try await sendMovie(at: copy, id: id)
+    }
+
+    /// The span an export asked for: nil for the whole movie; a start alone runs to the end,
+    /// an end alone from the start.
+    static func exportSpan(from: Double?, to: Double?) throws -> Range<Double>? {
+        guard from != nil || to != nil else { return nil }
+        let start = from ?? 0, end = to ?? .greatestFiniteMagnitude
+        guard start.isFinite, end.isFinite, start >= 0, start < end else {
+            throw Refusal(code: .malformedRequest, message: "an export's span must have 0 ≤ from < to, in seconds (got from \(from.map { "\($0)" } ?? "absent"), to \(to.map { "\($0)" } ?? "absent"))")
+        }
+        return start..<end
     }
 
     /// Streams the file at `path` as `exportBegin`, `exportChunk`s and `exportEnd`, at the pace

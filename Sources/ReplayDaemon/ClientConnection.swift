@@ -151,7 +151,8 @@ final class ClientConnection: @unchecked Sendable {
         case .pauseRecording(let id): try await controlRecording(id, pause: true)
         case .resumeRecording(let id): try await controlRecording(id, pause: false)
         case .listRecordings: try listRecordings()
-        case .exportRecording(let id, let container): try await export(id: id, container: container ?? .mp4)
+        case .exportRecording(let id, let container, let from, let to):
+            try await export(id: id, container: container ?? .mp4, from: from, to: to)
         case .deleteRecording(let id): try delete(id: id)
         case .previewURL(let id): try previewURL(id: id)
         case .discardRecording(let id): try discard(id: id)

@@ -16,8 +16,9 @@ import Glibc
 // and that exits when the session ends (docs/architecture.md, "Capture processes"). It is
 // handed its channel to replayd as descriptor 3 and the movie file on the first message; it
 // reaches neither the store nor replayd's clients. Not for people to run.
-// With --remux-matroska it copies the movie on descriptor 3 into Matroska on descriptor 4 (an
-// export), so a broken file that trips FFmpeg's demuxer ends this process, not replayd.
+// With --remux --container mp4|matroska [--from S --to E] it copies the movie on descriptor 3
+// (its span) into descriptor 4 (an export), so a broken file that trips FFmpeg's demuxer or
+// decoder ends this process, not replayd.
 
 @main
 enum CaptureProcessMain {
@@ -41,10 +42,10 @@ enum CaptureProcessMain {
         var logger = Logger(label: "replay-capture")
         logger.logLevel = ProcessInfo.processInfo.environment["REPLAY_CAPTURE_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
 
-        if CommandLine.arguments.dropFirst().first == "--remux-matroska" { remuxToMatroska() }
+        if CommandLine.arguments.dropFirst().first == "--remux" { remux(Array(CommandLine.arguments.dropFirst()), logger: logger) }
         let channel = CaptureChannel(descriptor: 3)
         guard CommandLine.arguments.count == 1 || CommandLine.arguments.dropFirst().first == "--channel-fd=3" else {
-            FileHandle.standardError.write(Data("replay-capture runs one session for replayd, which starts it, or one export's remux (--remux-matroska)\n".utf8))
+            FileHandle.standardError.write(Data("replay-capture runs one session for replayd, which starts it, or one export's remux (--remux)\n".utf8))
             exit(2)
         }
         let first = channel.receive(CaptureCommand.self)
@@ -175,11 +176,22 @@ extension CaptureProcessMain {
         return token
     }
 
-    /// Remuxes descriptor 3 into descriptor 4 and exits: 0 when done, else 1 with one line
-    /// on standard error saying why.
-    static func remuxToMatroska() -> Never {
+    /// Remuxes (trims) descriptor 3 into descriptor 4 and exits: 0 when done, else 1 with one
+    /// line on standard error saying why.
+    static func remux(_ arguments: [String], logger: Logger) -> Never {
+        guard let job = RemuxJob(arguments: arguments) else {
+            FileHandle.standardError.write(Data("replay-capture: not a remux: \(arguments.joined(separator: " "))\n".utf8))
+            exit(2)
+        }
+        let container: MovieRemuxer.Container = job.container == .matroska ? .matroska : .mp4
         do throws(CodecError) {
-            try MovieRemuxer.remux("/proc/self/fd/3", to: "/proc/self/fd/4", container: .matroska)
+            if let span = job.span {
+                let report = try MovieTrimmer.trim("/proc/self/fd/3", to: "/proc/self/fd/4", from: span.lowerBound,
+                                                   to: span.upperBound, container: container)
+                logger.debug("trimmed \(span.lowerBound)–\(span.upperBound) s: \(report)")
+            } else {
+                try MovieRemuxer.remux("/proc/self/fd/3", to: "/proc/self/fd/4", container: container)
+            }
             exit(0)
         } catch {
             FileHandle.standardError.write(Data("\(error)\n".utf8))

@@ -38,7 +38,7 @@ enum DaemonRequest {
             do {
                 let channel = try connect(socket)
                 defer { channel.close() }
-                try channel.send(ClientRequest.exportRecording(id: id, container: .mp4))
+                try channel.send(ClientRequest.exportRecording(id: id, container: .mp4, from: from, to: to))
                 guard case .exportBegin(let size) = try reply(on: channel, isReply: { if case .exportBegin = $0 { true } else { false } }) else {
                     throw Failure(description: "replayd did not send the movie")
                 }

@@ -84,10 +84,26 @@ extension Replay.Recordings {
         @Option(help: "mp4 or mkv (Matroska: the same streams, copied); default: as --to's extension says. Must agree with that extension.")
         var container: ContainerChoice?
 
+        @Option(name: .customLong("from"), help: ArgumentHelp(
+            "Start the movie this many seconds into the recording (e.g. 3 or 2.5); default: its start.",
+            discussion: "What was on screen at that moment opens the movie. The video is copied from the first keyframe on (one a second by default) and only the pictures before it are encoded again, so a trim takes about as long as a copy.",
+            valueName: "seconds"))
+        var from: Double?
+
+        @Option(name: .customLong("until"), help: ArgumentHelp(
+            "End the movie this many seconds into the recording (not a length: --from 3 --until 7 keeps 4 s); default: its end.",
+            valueName: "seconds"))
+        var until: Double?
+
         @Flag(help: "Replace the file if it is an existing regular file (never a folder).")
         var force = false
 
         func validate() throws {
+            if let from, !(from.isFinite && from >= 0) { throw ValidationError("--from must be a number of seconds, 0 or more") }
+            if let until, !(until.isFinite && until > 0) { throw ValidationError("--until must be a number of seconds, more than 0") }
+            if let from, let until, from >= until {
+                throw ValidationError("--until (\(until)) must be later than --from (\(from)): it is a time in the recording, not a length")
+            }
             let destination = MovieDestination(to)
             _ = try destination.container(choice: container, option: "--to")
             try destination.check(force: force, option: "--to", bytesNeeded: 0)
@@ -98,7 +114,8 @@ extension Replay.Recordings {
                 let channel = try DaemonClient.connect(socket: daemon.socket)
                 let destination = MovieDestination(to)
                 try Exporter(channel: channel, quiet: false).export(
-                    id: id, to: destination, container: try destination.container(choice: container, option: "--to"), force: force)
+                    id: id, to: destination, container: try destination.container(choice: container, option: "--to"), force: force,
+                    from: from, until: until)
             } catch {
                 printError("error: \(error)")
                 throw ExitCode.failure
@@ -184,9 +201,15 @@ struct Exporter {
         let description: String
     }
 
-    /// Writes recording `id` to `destination` in `container`; `force` lets the rename replace a regular file.
-    func export(id: String, to destination: MovieDestination, container: MovieContainer, force: Bool) throws {
-        try channel.send(ClientRequest.exportRecording(id: id, container: container == .mp4 ? nil : container))
+    /// Writes recording `id` (from `from` until `until` seconds into it, when given) to
+    /// `destination` in `container`; `force` lets the rename replace a regular file.
+    func export(id: String, to destination: MovieDestination, container: MovieContainer, force: Bool,
+                from: Double? = nil, until: Double? = nil) throws {
+        // A daemon without trimmed exports would ignore the span and send the whole movie.
+        if from != nil || until != nil, channel.welcome?.capabilities.contains(.trimmedExport) != true {
+            throw DaemonClient.Failure(description: "this replayd cannot export part of a recording (--from, --until); update it or export the whole")
+        }
+        try channel.send(ClientRequest.exportRecording(id: id, container: container == .mp4 ? nil : container, from: from, to: until))
         guard case .exportBegin(let size) = try DaemonClient.next(channel).message else {
             throw DaemonClient.Failure(description: "unexpected reply from replayd")
         }

@@ -481,6 +481,35 @@ extension IntegrationTests {
             #expect(refused.status != 0 && refused.stderr.contains("--output"), "\(refused)")
         }
 
+        /// A trimmed export: 10 s recorded, 3–7 s exported through the CLI, 4 s that decode cleanly.
+        @Test func aSpanOfARecordingIsExportedThroughTheCLI() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let recorded = try fixture.replay(["record", "--duration", "10", "--fps", "30", "--frame-rate-mode", "cfr", "--mic", "--json"])
+            #expect(recorded.status == 0, "\(recorded)")
+            let id = try #require((try JSONSerialization.jsonObject(with: Data(recorded.stdout.utf8)) as? [String: Any])?["id"] as? String)
+
+            let target = fixture.file("span.mp4")
+            let exported = try fixture.replay(["recordings", "export", id, "--to", target.path, "--from", "3", "--until", "7"])
+            #expect(exported.status == 0, "\(exported)\n\(fixture.daemonLog.suffix(1500))")
+            let probe = try MediaProbe(target)
+            #expect(abs((probe.duration ?? 0) - 4) <= 0.1, "lasts \(probe.duration ?? 0) s")
+            #expect(probe.streams.map(\.codec) == ["h264", "aac", "aac"])
+            let decoded = try Command.run(Command.which("ffmpeg"), ["-v", "error", "-i", target.path, "-f", "null", "-"])
+            #expect(decoded.status == 0 && decoded.stderr.isEmpty, "\(decoded)")
+            #expect((try? FileManager.default.contentsOfDirectory(atPath: fixture.store.path))?.contains { $0.hasPrefix(".export-") } == false)
+
+            let matroska = fixture.file("span.mkv")
+            let tail = try fixture.replay(["recordings", "export", id, "--to", matroska.path, "--from", "8.5"])
+            #expect(tail.status == 0, "\(tail)")
+            #expect(abs((try MediaProbe(matroska).duration ?? 0) - 1.5) <= 0.2)
+            let late = try fixture.replay(["recordings", "export", id, "--to", fixture.file("late.mp4").path, "--from", "30"])
+            #expect(late.status != 0 && late.stderr.contains("end of"), "\(late)")
+            let backwards = try fixture.replay(["recordings", "export", id, "--to", fixture.file("b.mp4").path, "--from", "5", "--until", "2"])
+            #expect(backwards.status != 0 && backwards.stderr.contains("--until"), "\(backwards)")
+        }
+
         @Test func aDaemonStartedOnDemandLeavesWhenIdle() throws {
             let fixture = try ReplayFixture(desktop: nil)
             defer { fixture.stop() }

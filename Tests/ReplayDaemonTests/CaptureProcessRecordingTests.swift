@@ -30,7 +30,7 @@ struct ScriptedCaptureLauncher: CaptureProcessLauncher {
         return (CaptureProcessHandle(process, timers: timers), ours)
     }
 
-    func remuxToMatroska(_ input: String, to output: String, then done: @escaping @Sendable (DaemonError?) -> Void) {
+    func remux(_ input: String, to output: String, _ job: RemuxJob, then done: @escaping @Sendable (DaemonError?) -> Void) {
         done(DaemonError(code: .internalError, message: "no remux in these tests"))
     }
 }

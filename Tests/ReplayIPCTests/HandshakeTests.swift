@@ -10,7 +10,7 @@ import Testing
         var gate = ClientProtocol.Gate()
         #expect(gate.admit(.hello(protocolVersion: ClientProtocol.version, client: "replay"), daemonPID: 42)
             == .answer(.welcome(protocolVersion: ClientProtocol.version, daemonPID: 42, minorVersion: ClientProtocol.minorVersion,
-                                capabilities: ["unsupportedRequests", "pickerSetup", "consentPreview"])))
+                                capabilities: ["unsupportedRequests", "pickerSetup", "consentPreview", "nativePicker", "trimmedExport"])))
         #expect(gate.isOpen && gate.client == "replay")
         #expect(gate.admit(.status, daemonPID: 42) == .handle)
         #expect(gate.admit(.listRecordings, daemonPID: 42) == .handle)
@@ -60,7 +60,7 @@ import Testing
         var gate = ClientProtocol.Gate()
         let verdict = gate.admit(ClientProtocol.hello(client: "replay"), daemonPID: 42)
         #expect(verdict == .answer(.welcome(protocolVersion: 2, daemonPID: 42, minorVersion: ClientProtocol.minorVersion,
-                                            capabilities: ["unsupportedRequests", "pickerSetup", "consentPreview"])))
+                                            capabilities: ["unsupportedRequests", "pickerSetup", "consentPreview", "nativePicker", "trimmedExport"])))
         #expect(gate.clientMinorVersion == ClientProtocol.minorVersion && gate.clientCapabilities == [.skipsUnknownEvents])
     }
 

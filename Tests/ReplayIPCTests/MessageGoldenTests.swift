@@ -321,6 +321,10 @@ import Testing
         }
         #expect(try decoder.decode(ClientRequest.self, from: Data(#"{"exportRecording":{"id":"rec-1","container":"matroska"}}"#.utf8))
             == .exportRecording(id: "rec-1", container: .matroska))
+        // A span (trimmedExport): two optional numbers, left out when absent.
+        #expect(try decoder.decode(ClientRequest.self, from: Data(#"{"exportRecording":{"id":"rec-1","from":3,"to":7.5}}"#.utf8))
+            == .exportRecording(id: "rec-1", from: 3, to: 7.5))
+        #expect(try Self.encode(ClientRequest.exportRecording(id: "rec-1", from: 3)) == #"{"exportRecording":{"from":3,"id":"rec-1"}}"#)
         // A recording of a part of the screen: its area, one key of its own.
         var monitor = RecordingOptions()
         monitor.area = .monitor(name: "DP-1")

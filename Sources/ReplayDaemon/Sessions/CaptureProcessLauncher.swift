@@ -16,9 +16,10 @@ protocol CaptureProcessLauncher: Sendable {
     var timers: any Timers { get }
     /// A running process and replayd's end of its channel.
     func launch(id: String) throws -> (CaptureProcessHandle, CaptureChannel)
-    /// Copies the movie at `input` into Matroska at `output` (an export) in a process of its
-    /// own, then calls `done` with nil or why it could not; no thread waits meanwhile.
-    func remuxToMatroska(_ input: String, to output: String, then done: @escaping @Sendable (DaemonError?) -> Void)
+    /// Copies the movie at `input` into `job`'s container at `output` (an export), only its
+    /// span if it has one, in a process of its own, then calls `done` with nil or why it could
+    /// not; no thread waits meanwhile.
+    func remux(_ input: String, to output: String, _ job: RemuxJob, then done: @escaping @Sendable (DaemonError?) -> Void)
 }
 
 /// A capture process as replayd holds it.
@@ -115,7 +116,7 @@ struct ReplayCaptureLauncher: CaptureProcessLauncher {
                                 inheriting: inheriting)
     }
 
-    func remuxToMatroska(_ input: String, to output: String, then done: @escaping @Sendable (DaemonError?) -> Void) {
+    func remux(_ input: String, to output: String, _ job: RemuxJob, then done: @escaping @Sendable (DaemonError?) -> Void) {
         let source = open(input, O_RDONLY | O_CLOEXEC)
         let target = open(output, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         defer {  // the process has its own copies
@@ -131,7 +132,7 @@ struct ReplayCaptureLauncher: CaptureProcessLauncher {
             errors = try Pipe.make()
             do {
                 defer { close(errors.write) }
-                child = try spawn(["--remux-matroska"], stderr: errors.write, inheriting: [(source, 3), (target, 4)],
+                child = try spawn(job.arguments, stderr: errors.write, inheriting: [(source, 3), (target, 4)],
                                   reading: [input], writing: [output])
             } catch {
                 close(errors.read)
@@ -140,7 +141,8 @@ struct ReplayCaptureLauncher: CaptureProcessLauncher {
         } catch {
             return done(DaemonError(code: .internalError, message: "cannot start the remux process: \(error)"))
         }
-        // A remux reads the file once: minutes only for hours of movie. One that hangs is ended.
+        // A remux reads the file once (a trim twice, and encodes a second at most unless its
+        // movie cannot be spliced): minutes only for hours of movie. One that hangs is ended.
         timers.after(3600) { child.signal(SIGKILL) }
         child.onExit { status in
             guard status != 0 else {

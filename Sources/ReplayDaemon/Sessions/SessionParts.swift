@@ -40,9 +40,9 @@ protocol SessionCaptures: Sendable {
     /// A broadcast's capture, not opened yet.
     func broadcastFeed(_ plan: BroadcastCaptureStart, protectedWindows: ProtectedWindows,
                        keepToken: @escaping @Sendable (String) -> Void, logger: Logger) -> any BroadcastFeed
-    /// Copies the movie at `input` into Matroska at `output` (an export), then calls `done`
-    /// with nil or why it could not; no thread waits meanwhile.
-    func remuxToMatroska(_ input: String, to output: String, then done: @escaping @Sendable (DaemonError?) -> Void)
+    /// Copies the movie at `input` into `job`'s container at `output` (an export), only its
+    /// span if it has one, then calls `done` with nil or why it could not; no thread waits meanwhile.
+    func remux(_ input: String, to output: String, _ job: RemuxJob, then done: @escaping @Sendable (DaemonError?) -> Void)
 }
 
 /// Every session in a short-lived capture process (`replay-capture`) of its own.
@@ -69,7 +69,7 @@ struct CaptureProcesses: SessionCaptures {
                                        keepToken: keepToken, logger: logger)
     }
 
-    func remuxToMatroska(_ input: String, to output: String, then done: @escaping @Sendable (DaemonError?) -> Void) {
-        launcher.remuxToMatroska(input, to: output, then: done)
+    func remux(_ input: String, to output: String, _ job: RemuxJob, then done: @escaping @Sendable (DaemonError?) -> Void) {
+        launcher.remux(input, to: output, job, then: done)
     }
 }

@@ -32,9 +32,14 @@ struct InProcessCaptures: SessionCaptures {
         BroadcastCapture(options: plan.options, backend: capture, protectedWindows: protectedWindows, logger: logger)
     }
 
-    func remuxToMatroska(_ input: String, to output: String, then done: @escaping @Sendable (DaemonError?) -> Void) {
+    func remux(_ input: String, to output: String, _ job: RemuxJob, then done: @escaping @Sendable (DaemonError?) -> Void) {
+        let container: MovieRemuxer.Container = job.container == .matroska ? .matroska : .mp4
         do {
-            try MovieRemuxer.remux(input, to: output, container: .matroska)
+            if let span = job.span {
+                try MovieTrimmer.trim(input, to: output, from: span.lowerBound, to: span.upperBound, container: container)
+            } else {
+                try MovieRemuxer.remux(input, to: output, container: container)
+            }
             done(nil)
         } catch {
             done(DaemonError(code: .internalError, message: error.description))

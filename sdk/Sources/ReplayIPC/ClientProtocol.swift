@@ -46,10 +46,12 @@ public enum ClientProtocol {
         /// The daemon's (2.4): a picker offered to consent agents carries its choices, and an
         /// agent may start and stop its broadcast (`startPickedBroadcast`, `stopPickedBroadcast`).
         public static let nativePicker = Capability(rawValue: "nativePicker")
+        /// The daemon's (2.4): `exportRecording` takes a span (`from`, `to`) and exports only that.
+        public static let trimmedExport = Capability(rawValue: "trimmedExport")
     }
 
     /// What replayd lists in its `welcome`.
-    public static let daemonCapabilities: [Capability] = [.unsupportedRequests, .pickerSetup, .consentPreview, .nativePicker]
+    public static let daemonCapabilities: [Capability] = [.unsupportedRequests, .pickerSetup, .consentPreview, .nativePicker, .trimmedExport]
     /// What the Swift client (`MessageChannel`: the replay CLI, the SDKs) lists in its `hello`.
     public static let clientCapabilities: [Capability] = [.skipsUnknownEvents]
 

@@ -30,7 +30,9 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     case listRecordings
     /// Streams a recording back as `exportBegin`, `exportChunk`s with the bytes as body,
     /// `exportEnd`: the stored MP4, or its streams copied into another `container`.
-    case exportRecording(id: String, container: MovieContainer? = nil)
+    /// `from` and `to` (seconds, since the capability `trimmedExport`) export only that span,
+    /// cut without re-encoding where a keyframe allows; nil: the start, the end.
+    case exportRecording(id: String, container: MovieContainer? = nil, from: Double? = nil, to: Double? = nil)
     case status
 
     // The person's own tools only (the replay CLI run by the store's owner).
