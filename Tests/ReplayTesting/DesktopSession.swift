@@ -106,8 +106,8 @@ public struct AccessibilityTree: Sendable {
         public var center: (x: Int, y: Int) { (x + width / 2, y + height / 2) }
     }
 
-    /// Waits up to `timeout` seconds for an accessible of `application` with this role and name
-    /// (and, with `sensitive`, that sensitivity; with `description`, that description); nil when none came.
+    /// Waits up to `timeout` seconds for an accessible of `application` with this role (`*`: any)
+    /// and name (and, with `sensitive`, that sensitivity; with `description`, that description); nil when none came.
     public func find(_ application: String, role: String, name: String, sensitive: Bool? = nil, description: String? = nil,
                      timeout: Double = 20) throws -> Accessible? {
         let result = try probe(["find", application, role, name, sensitive.map { $0 ? "sensitive" : "insensitive" } ?? "any", String(timeout)]
@@ -148,7 +148,7 @@ public struct AccessibilityTree: Sendable {
         command, app_name, role, name = sys.argv[1:5]
 
         def matches(node):
-            return node is not None and node.getRoleName() == role and node.name == name
+            return node is not None and role in ("*", node.getRoleName()) and node.name == name
 
         def search():
             for app in pyatspi.Registry.getDesktop(0):
