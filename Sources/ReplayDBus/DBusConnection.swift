@@ -26,7 +26,7 @@ public struct DBusError: Error, CustomStringConvertible, Sendable {
 ///
 /// sd-bus objects are not thread-safe: a connection is used by one thread at a time.
 public final class DBusConnection {
-    private let bus: OpaquePointer
+    let bus: OpaquePointer
     public let uniqueName: String
 
     /// Connects to `address` (`unix:path=…`), or nil: the user's session bus
@@ -118,13 +118,13 @@ public final class DBusConnection {
 
     /// Dispatches what the bus has, or waits up to `timeout` seconds for more.
     /// Handles one message the bus has already delivered, without waiting; false when there was none.
-    fileprivate func processPending() throws(DBusError) -> Bool {
+    func processPending() throws(DBusError) -> Bool {
         let processed = sd_bus_process(bus, nil)
         guard processed >= 0 else { throw Self.failure("the session bus connection broke", processed) }
         return processed > 0
     }
 
-    fileprivate func pump(timeout: Double) throws(DBusError) {
+    func pump(timeout: Double) throws(DBusError) {
         let processed = sd_bus_process(bus, nil)
         guard processed >= 0 else { throw Self.failure("the session bus connection broke", processed) }
         if processed > 0 { return }

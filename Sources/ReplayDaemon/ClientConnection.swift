@@ -283,7 +283,15 @@ final class ClientConnection: @unchecked Sendable {
             pagesURL: role == .person ? (try? daemon.pagesBaseURL()).flatMap { $0 } : nil,
             capture: role == .person ? daemon.captureInfo : nil,
             pausedRecordings: role == .person ? daemon.pausedRecordings : nil,
-            indicator: role == .person ? daemon.indicator.reach : nil)))
+            indicator: role == .person ? indicatorReach : nil)))
+    }
+
+    /// The indicator as this client's minor version knows it: the tray (2.4) is shown as a
+    /// notification to earlier clients (docs/protocol.md, "Growth", rule 5).
+    private var indicatorReach: IndicatorStatus {
+        var reach = daemon.indicator.reach
+        if reach.kind == .tray && handshake.clientMinorVersion < 4 { reach.kind = .notifications }
+        return reach
     }
 
     /// The client is gone (or replayd stops): what it started ends, a movie kept, and once

@@ -165,7 +165,9 @@ public final class Daemon: Sendable, PickerBackend {
                                  extensions: SandboxedExtensionHost(logger: logger, timers: timers), timers: timers)
         }
         store = try RecordingStore(directory: configuration.store)
-        indicator = configuration.notifications ? DesktopNotifications.connect(busAddress: nil, timers: parts.timers, logger: logger)
+        indicator = configuration.notifications
+            ? TrayIndicator.connect(busAddress: nil, fallback: DesktopNotifications.connect(busAddress: nil, timers: parts.timers, logger: logger),
+                                    timers: parts.timers, logger: logger)
             : NoCaptureIndicator(reason: "replayd was started with --no-notify")
         pausing = SessionPausing(indicator: indicator, logger: logger)
         let pagesAddress = self.pagesAddress
@@ -344,7 +346,7 @@ public final class Daemon: Sendable, PickerBackend {
         clients.stop()
         pages.stop()
         // The recordings' ends are announced before the daemon goes.
-        await (indicator as? DesktopNotifications)?.close()
+        await indicator.close()
     }
 
     /// Takes `session`'s place in the quota and lists it; `unregister` gives both back.

@@ -41,6 +41,7 @@ extension Replay.Status {
     static func describe(_ indicator: IndicatorStatus) -> String {
         switch indicator.kind {
         case .notifications: "desktop notifications announce every capture"
+        case .tray: "an icon in the desktop's tray shows every capture, with Stop and Pause"
         case .none: "none, \(IndicatorStatus.nobodyIsTold)" + (indicator.reason.map { " (\($0))" } ?? "")
         }
     }

@@ -15,9 +15,13 @@ protocol CaptureIndicator: Sendable {
     func ended(_ id: String)
     /// A short notice about something done without a window to say it (a clip saved by the hotkey).
     func tell(_ notice: IndicatedNotice)
+    /// Sends what is queued, then lets the desktop go (replayd is stopping).
+    func close() async
 }
 
 extension CaptureIndicator {
+    func close() async {}
+
     /// A capture that can only be stopped from its announcement.
     func began(_ capture: IndicatedCapture, stop: @escaping @Sendable () -> Void) {
         began(capture, controls: IndicatorControls(stop: stop))

@@ -6,6 +6,9 @@ public struct IndicatorStatus: Codable, Sendable, Equatable {
         case notifications
         /// Nothing does: nobody is told that capture is on.
         case none
+        /// A tray icon (StatusNotifierItem) shows every capture, with Stop and Pause/Resume
+        /// (since 2.4; a client of an earlier minor version is told `notifications`).
+        case tray
     }
 
     public var kind: Kind
