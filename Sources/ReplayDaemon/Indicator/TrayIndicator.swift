@@ -17,7 +17,9 @@ import Synchronization
 ///
 /// Any client of the session bus can call the menu's Event: only the connection that owns the
 /// tray's watcher name (the desktop's tray: waybar is both watcher and host) is heeded; an
-/// app's click on Stop or Resume is refused. Like `DesktopNotifications`, the connection is
+/// app's click on Stop or Resume is refused. Where the watcher is not also a host (KDE: kded
+/// watches, plasmashell shows), the menu cannot be heeded, so the notifications show each
+/// capture as well, with their Stop. Like `DesktopNotifications`, the connection is
 /// used only on one serial queue, woken when the bus's socket has something for it.
 final class TrayIndicator: CaptureIndicator, @unchecked Sendable {
     // @unchecked: everything but `hosted` and `watch` is touched only on `queue`.
@@ -30,12 +32,17 @@ final class TrayIndicator: CaptureIndicator, @unchecked Sendable {
     private let queue = DispatchQueue(label: "replayd.tray")
     private var connection: DBusConnection?
     private var objects: [DBusObject] = []
+    /// The watcher's name changing hands: a tray that starts (or restarts) shows only the items
+    /// that register after it, and one that goes takes every icon with it.
+    private var owners: DBusSubscription?
     private let fallback: any CaptureIndicator
     private var shown: [(capture: IndicatedCapture, controls: IndicatorControls)] = []
     private var menu = TrayMenu([])
     private var revision: UInt32 = 1
     /// The item's bus name while the icon is shown, and the watcher's owner that took it.
     private var registered: (name: String, host: String)?
+    /// The watcher's owner shows the menu itself (it owns a host's name): its clicks are heeded.
+    private var menuHeeded = false
     private let hosted = Mutex(false)
     private let watch = Mutex<ReadableWatch?>(nil)
     private let logger: Logger
@@ -62,12 +69,16 @@ final class TrayIndicator: CaptureIndicator, @unchecked Sendable {
             try connection.serve(path: Self.itemPath) { [unowned self] in answerItem($0) },
             try connection.serve(path: Self.menuPath) { [unowned self] in answerMenu($0) },
         ]
+        owners = try connection.subscribe(path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+                                          member: "NameOwnerChanged", sender: "org.freedesktop.DBus")
         self.connection = connection
         hosted.withLock { $0 = connection.hasOwner(Self.watcher) }
         let watch = ReadableWatch(descriptor: connection.descriptor, label: "tray", whenCancelled: { [self] in
             queue.async { [self] in
                 objects.forEach { $0.cancel() }
                 objects = []
+                owners?.cancel()
+                owners = nil
                 self.connection = nil
                 finished.complete(())
             }
@@ -90,13 +101,16 @@ final class TrayIndicator: CaptureIndicator, @unchecked Sendable {
             hosted.withLock { $0 = true }
             shown.append((capture, controls))
             if registered == nil { register(on: connection) } else { changed(on: connection) }
+            if registered != nil && !menuHeeded { fallback.began(capture, controls: controls) }
             process()
         }
     }
 
     func paused(_ id: String, _ paused: Bool) {
         queue.async { [self] in
-            guard let index = shown.firstIndex(where: { $0.capture.id == id }), let connection else { return fallback.paused(id, paused) }
+            // The notifications follow too: they show it where the menu is not heeded (else they know no such id).
+            fallback.paused(id, paused)
+            guard let index = shown.firstIndex(where: { $0.capture.id == id }), let connection else { return }
             shown[index].capture.paused = paused
             changed(on: connection)
         }
@@ -104,7 +118,8 @@ final class TrayIndicator: CaptureIndicator, @unchecked Sendable {
 
     func ended(_ id: String) {
         queue.async { [self] in
-            guard let index = shown.firstIndex(where: { $0.capture.id == id }), let connection else { return fallback.ended(id) }
+            fallback.ended(id)
+            guard let index = shown.firstIndex(where: { $0.capture.id == id }), let connection else { return }
             shown.remove(at: index)
             if shown.isEmpty { unregister(on: connection) } else { changed(on: connection) }
         }
@@ -133,7 +148,9 @@ final class TrayIndicator: CaptureIndicator, @unchecked Sendable {
             let reply = try connection.reply(destination: Self.watcher, path: "/StatusNotifierWatcher", interface: Self.watcher,
                                              member: "RegisterStatusNotifierItem", [.string(name)], timeout: 2)
             registered = (name, reply.sender)
-            logger.info("captures are shown in the tray", metadata: ["tray": "\(reply.sender)"])
+            menuHeeded = connection.ownsHostName(reply.sender)
+            logger.info(menuHeeded ? "captures are shown in the tray" : "captures are shown in the tray, and notified (its menu is another's)",
+                        metadata: ["tray": "\(reply.sender)"])
         } catch {
             logger.warning("the tray did not take the capture's icon (\(error)); the desktop's notifications show it")
             connection.releaseName(name)
@@ -167,12 +184,30 @@ final class TrayIndicator: CaptureIndicator, @unchecked Sendable {
     private func process() {
         do {
             try connection?.processAll()
+            for change in try owners?.drainSignals() ?? [] where change.values.first?.string == Self.watcher {
+                watcherChanged(to: change.values.dropFirst(2).first?.string ?? "")
+            }
         } catch {
             logger.warning("the tray's bus connection broke: captures go to the desktop's notifications (\(error))")
             hosted.withLock { $0 = false }
             for (capture, controls) in shown { fallback.began(capture, controls: controls) }
             shown = []
             watch.withLock { $0 }?.cancel()
+        }
+    }
+
+    /// A new tray is shown the icons again; with none, the notifications show the captures.
+    private func watcherChanged(to owner: String) {
+        guard let connection else { return }
+        hosted.withLock { $0 = !owner.isEmpty }
+        guard !shown.isEmpty else { return }
+        unregister(on: connection)
+        if owner.isEmpty {
+            logger.info("the desktop's tray went away: the notifications show the captures")
+            for (capture, controls) in shown { fallback.began(capture, controls: controls) }
+            shown = []
+        } else {
+            register(on: connection)
         }
     }
 
@@ -328,4 +363,16 @@ final class TrayIndicator: CaptureIndicator, @unchecked Sendable {
         <signal name="LayoutUpdated"><arg type="u"/><arg type="i"/></signal>
         </interface></node>
         """
+}
+
+extension DBusConnection {
+    /// Whether the connection `uniqueName` owns a tray host's name (`org.kde.StatusNotifierHost-…`).
+    func ownsHostName(_ uniqueName: String) -> Bool {
+        guard case .array(_, let names)? = try? call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                                                     interface: "org.freedesktop.DBus", member: "ListNames", [], timeout: 2).first else { return false }
+        return names.contains { name in
+            guard let name = name.string, name.hasPrefix("org.kde.StatusNotifierHost-") else { return false }
+            return owner(of: name) == uniqueName
+        }
+    }
 }

@@ -34,7 +34,7 @@ struct TrayMenu: Equatable {
         }
         for (index, (capture, pausable)) in captures.enumerated() {
             if index > 0 { add("", nil, separator: true) }
-            add(VisibleText.of(capture.body), nil)
+            add(VisibleText.of(capture.summary), nil)
             if pausable { add(capture.paused ? "Resume" : "Pause", (capture.id, capture.paused ? .resume : .pause)) }
             add("Stop", (capture.id, .stop))
         }
