@@ -8,8 +8,8 @@ import ReplayUIModel
 /// (GTK's GStreamer media backend), its start and end may be trimmed, and it is saved where
 /// the person chooses, or deleted. The app never sees any of it.
 ///
-/// The movie is copied out of the store into a private file to play (the store is replayd's
-/// alone); a save asks replayd for the kept span, which it cuts without re-encoding but at the
+/// The movie is copied out of the store into a private file to play, in the person's cache
+/// folder (the store is replayd's alone); a save asks replayd for the kept span, which it cuts without re-encoding but at the
 /// edges, and writes it beside the chosen file before putting it in place.
 final class PreviewWindow: @unchecked Sendable {
     // @unchecked: touched on GTK's main thread only; replies come back through `MainLoop.post`.
@@ -37,8 +37,11 @@ final class PreviewWindow: @unchecked Sendable {
         recordingID = offer.recordingID
         self.socket = socket
         self.onClose = onClose
-        let runtime = String(cString: g_get_user_runtime_dir())
-        playable = "\(runtime)/openreplaykit-preview-\(getpid())-\(offer.recordingID.filter { $0.isLetter || $0.isNumber || $0 == "-" }).mp4"
+        // On disk, in a folder of the person's only: $XDG_RUNTIME_DIR is usually memory (tmpfs),
+        // and a long recording would take that much of it.
+        let folder = String(cString: g_get_user_cache_dir()) + "/openreplaykit"
+        try? FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        playable = "\(folder)/preview-\(getpid())-\(offer.recordingID.filter { $0.isLetter || $0.isNumber || $0 == "-" }).mp4"
         let app = VisibleText.of(String(offer.executable.split(separator: "/").last ?? Substring(offer.executable)))
 
         window = gtk_application_window_new(application)

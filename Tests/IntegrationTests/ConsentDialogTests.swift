@@ -125,8 +125,12 @@ extension IntegrationTests {
             let movie = try #require(desktop.fixture.storedMovies().first)
             let duration = try #require(try MediaProbe(movie).duration)
             #expect(duration > 1.5 && duration < 3, "\(duration)")
-            // Nothing shown: the program goes.
-            #expect(poll(timeout: 15, every: 0.1) { desktop.dialogRunning ? nil : true } == true, "replay-ui outlived its last dialog")
+            // The app then shows the person its recording's preview, in a window of the same
+            // program; once that is closed, nothing is shown, and the program goes.
+            let close = try #require(try session.accessibility.find("replay-ui", role: "push button", name: "Close", sensitive: true, timeout: 30),
+                                     "no preview after the recording: \(app.outputSoFar)")
+            try desktop.click(close)
+            #expect(poll(timeout: 15, every: 0.1) { desktop.dialogRunning ? nil : true } == true, "replay-ui outlived its last window")
         }
 
         /// An in-app capture's question shows, live, exactly what the app would receive: its

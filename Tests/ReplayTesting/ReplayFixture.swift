@@ -74,6 +74,7 @@ public final class ReplayFixture: @unchecked Sendable {
         environment["XDG_RUNTIME_DIR"] = directory.path
         environment["XDG_DATA_HOME"] = directory.appendingPathComponent("data").path
         environment["XDG_STATE_HOME"] = directory.appendingPathComponent("state").path
+        environment["XDG_CACHE_HOME"] = directory.appendingPathComponent("cache").path
         // Never the machine's session bus (its notification server, its portal): an X11
         // fixture has none unless a test brings one.
         if environment["DBUS_SESSION_BUS_ADDRESS"] == nil {
