@@ -27,27 +27,10 @@ final class ConsentDialog {
         requestID = prompt.requestID
         self.answer = answer
         let wording = ConsentWording(prompt)
-        window = gtk_application_window_new(application)
-        gtk_window_set_title(gtk(window), wording.title)
-        gtk_window_set_resizable(gtk(window), 0)
-        gtk_window_set_default_size(gtk(window), 460, -1)
-
+        window = Widgets.dialogWindow(application, title: wording.title)
         let content = Widgets.content()
-
-        let header = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 12)
-        let icon = Widgets.icon(prompt.appIcon)
-        gtk_image_set_pixel_size(gtk(icon), 48)
-        CReplayUI_set_accessible_label(icon, wording.iconLabel)
-        gtk_widget_set_valign(icon, GTK_ALIGN_START)
-        gtk_box_append(gtk(header), icon)
-        let titles = gtk_box_new(GTK_ORIENTATION_VERTICAL, 4)
-        let heading = Widgets.label(wording.heading, classes: ["title-3"])
-        gtk_box_append(gtk(titles), heading)
-        let identity = Widgets.label(wording.identity, classes: ["dim-label", "caption"])
-        gtk_label_set_selectable(gtk(identity), 0)
-        gtk_box_append(gtk(titles), identity)
-        gtk_box_append(gtk(header), titles)
-        gtk_box_append(gtk(content), header)
+        gtk_box_append(gtk(content), Widgets.appHeader(icon: prompt.appIcon, iconLabel: wording.iconLabel,
+                                                       heading: wording.heading, identity: wording.identity))
 
         gtk_box_append(gtk(content), Widgets.label("It would capture:"))
         let list = gtk_box_new(GTK_ORIENTATION_VERTICAL, 2)

@@ -133,6 +133,33 @@ enum Widgets {
         return name.hasPrefix("/") ? gtk_image_new_from_file(name) : gtk_image_new_from_icon_name(name)
     }
 
+    /// A window of the program's, of a fixed size as a dialog is.
+    static func dialogWindow(_ application: UnsafeMutablePointer<GtkApplication>?, title: String) -> UnsafeMutablePointer<GtkWidget> {
+        let window = gtk_application_window_new(application)!
+        gtk_window_set_title(gtk(window), title)
+        gtk_window_set_resizable(gtk(window), 0)
+        gtk_window_set_default_size(gtk(window), 460, -1)
+        return window
+    }
+
+    /// Who asks, at the top of a window: the app's icon (named for a screen reader), and beside
+    /// it the heading and, small, what identifies the app for sure.
+    static func appHeader(icon name: String?, iconLabel: String, heading: String, identity: String) -> UnsafeMutablePointer<GtkWidget> {
+        let header = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 12)!
+        let icon = Widgets.icon(name)
+        gtk_image_set_pixel_size(gtk(icon), 48)
+        CReplayUI_set_accessible_label(icon, iconLabel)
+        gtk_widget_set_valign(icon, GTK_ALIGN_START)
+        gtk_box_append(gtk(header), icon)
+        let titles = gtk_box_new(GTK_ORIENTATION_VERTICAL, 4)
+        gtk_box_append(gtk(titles), label(heading, classes: ["title-3"]))
+        let identityLabel = label(identity, classes: ["dim-label", "caption"])
+        gtk_label_set_selectable(gtk(identityLabel), 0)
+        gtk_box_append(gtk(titles), identityLabel)
+        gtk_box_append(gtk(header), titles)
+        return header
+    }
+
     /// A box with the windows' margins around what it holds.
     static func content(spacing: Int32 = 12) -> UnsafeMutablePointer<GtkWidget> {
         let content = gtk_box_new(GTK_ORIENTATION_VERTICAL, spacing)!

@@ -34,23 +34,9 @@ final class PickerWindow: @unchecked Sendable {
         self.socket = socket
         self.onClose = onClose
         form = PickerForm(offer)
-        window = gtk_application_window_new(application)
-        gtk_window_set_title(gtk(window), form.title)
-        gtk_window_set_resizable(gtk(window), 0)
-        gtk_window_set_default_size(gtk(window), 460, -1)
+        window = Widgets.dialogWindow(application, title: form.title)
         let content = Widgets.content()
-
-        let header = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 12)
-        let icon = Widgets.icon(offer.appIcon)
-        gtk_image_set_pixel_size(gtk(icon), 48)
-        CReplayUI_set_accessible_label(icon, form.iconLabel)
-        gtk_widget_set_valign(icon, GTK_ALIGN_START)
-        gtk_box_append(gtk(header), icon)
-        let titles = gtk_box_new(GTK_ORIENTATION_VERTICAL, 4)
-        gtk_box_append(gtk(titles), Widgets.label(form.heading, classes: ["title-3"]))
-        gtk_box_append(gtk(titles), Widgets.label(form.identity, classes: ["dim-label", "caption"]))
-        gtk_box_append(gtk(header), titles)
-        gtk_box_append(gtk(content), header)
+        gtk_box_append(gtk(content), Widgets.appHeader(icon: offer.appIcon, iconLabel: form.iconLabel, heading: form.heading, identity: form.identity))
         gtk_box_append(gtk(content), Widgets.label(form.scopeLine))
 
         gtk_box_append(gtk(content), Widgets.label(form.servicesLine))
