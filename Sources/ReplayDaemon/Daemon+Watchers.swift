@@ -78,13 +78,10 @@ extension Daemon {
     /// How long after the last activity replayd settles (`watchSettling`).
     static let settlingQuiet = Duration.seconds(2)
 
-    /// A session has started (its start's code has run): settling is counted from now, and
-    /// the pages of that code are dropped at once, while its capture process is at its own
-    /// peak (the encoder's first pictures), so that the two peaks do not add up.
+    /// A session has started: settling is counted from now.
     func sessionStarted() {
         state.withLock { $0.lastActivity = parts.timers.now() }
         noteActivity()
-        Self.watchQueue.async { ProcessMemory.dropCodePages() }
     }
 
     /// A client or a session came or went (`State.lastActivity` was just set): idleness and
@@ -145,9 +142,8 @@ extension Daemon {
     }
 
     /// Once nothing has come or gone for `quiet` (no client, no session started or ended),
-    /// gives back what that left behind: malloc's free pages, and the mappings of the code it
-    /// ran (`ProcessMemory.dropCodePages`), which neither a daemon waiting all day for its next
-    /// request nor one relaying a running session's reports runs again. Once per quiet spell.
+    /// gives back the free pages that work left in malloc's arenas, which glibc would keep for
+    /// a daemon that may wait all day for its next request. Once per quiet spell.
     private func watchSettling(quiet: Duration) -> any DeadlineTimerControl {
         parts.timers.deadline(on: Self.watchQueue) { [self] in
             let now = parts.timers.now()
@@ -155,7 +151,7 @@ extension Daemon {
                 now - state.lastActivity >= quiet.nanoseconds
             }
             guard quietNow else { return }
-            ProcessMemory.settle()
+            ProcessMemory.returnFreedMemory()
         }
     }
 

@@ -46,8 +46,7 @@ enum AppCaptureRun {
             try? channel.send(CaptureReport.startFailed(code: .captureFailed, message: "cannot share the pictures with replayd: \(error)"))
             exit(1)
         }
-        // From here the same few loops run for the whole capture.
-        ProcessMemory.settle(after: 1)
+        CaptureProcessMain.returnFreedMemoryAfterFirstFrames()
 
         let stop = StopFlag()
         let output = SlotOutput(surface: surface, slotSize: slotSize, channel: channel, stop: stop)

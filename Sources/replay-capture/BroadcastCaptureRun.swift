@@ -38,8 +38,7 @@ enum BroadcastCaptureRun {
             try? channel.send(CaptureReport.startFailed(code: .captureFailed, message: "cannot share the surfaces with replayd: \(error)"))
             exit(1)
         }
-        // From here the same few loops run for the whole broadcast.
-        ProcessMemory.settle(after: 1)
+        CaptureProcessMain.returnFreedMemoryAfterFirstFrames()
         // Once nothing writes into the surfaces any more (stopped, or never started), the process is done.
         let finish: @Sendable () -> Void = { capture.whenDone { exit(0) } }
 

@@ -23,15 +23,11 @@ import Glibc
 @main
 enum CaptureProcessMain {
     static func main() {
-        // Loading FFmpeg's libraries and their dependencies touched some 20 MB of their code and
-        // tables that the session never runs: dropped before the encoder's buffers come, so the
-        // two never add up. Huge pages off: x264 asks for them for its pictures, 2 MB at a time.
+        // Huge pages off: x264 asks for them for its pictures, 2 MB at a time.
         ProcessMemory.withoutHugePages()
-        ProcessMemory.dropCodePages()
-        // That opened the code's watch, the one userfaultfd this process needs: a session
-        // taken over by a hostile picture or stream can open none of its own.
+        // A session taken over by a hostile picture or stream can open no userfaultfd.
         do {
-            try ProcessMemory.refuseNewUserfaultfds()
+            try ProcessMemory.refuseUserfaultfds()
         } catch {
             FileHandle.standardError.write(Data("replay-capture: could not confine itself further: \(error)\n".utf8))
             exit(1)
@@ -91,10 +87,7 @@ enum CaptureProcessMain {
             // Where it is first: replayd reads the status before the answer, so it knows both at once.
             try? channel.send(CaptureReport.status(status()))
             try? channel.send(CaptureReport.started(started))
-            // From here the same few loops run for the whole recording: what only starting ran
-            // goes now, and what only the first frames ran a second later.
-            ProcessMemory.dropCodePages()
-            ProcessMemory.settle(after: 1)
+            returnFreedMemoryAfterFirstFrames()
         } catch {
             try? channel.send(CaptureReport.startFailed(code: error.code, message: error.message))
             exit(1)
@@ -167,6 +160,13 @@ extension CaptureProcessMain {
             if let restoreToken { tokens.keep(restoreToken) }
             return PortalCaptureBackend(tokens: ScreenCastTokens(monitor: tokens, window: tokens), responseTimeout: dialogTimeout)
         }
+    }
+
+    /// From here the same few loops run for the whole session: a second on, once the first
+    /// pictures are encoded, the free pages that starting left in malloc's arenas go back to
+    /// the system: what set-up allocated and freed.
+    static func returnFreedMemoryAfterFirstFrames() {
+        DispatchQueue.global().asyncAfter(deadline: .now() + 1) { ProcessMemory.returnFreedMemory() }
     }
 
     /// The portal's token for a choice the person made in this process's dialog: nil when

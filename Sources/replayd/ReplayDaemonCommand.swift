@@ -221,8 +221,6 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
                        // Pages that end (replayd stopping, or their server failing) leave the rest running.
                        .init(service: PagesService(daemon: daemon), successTerminationBehavior: .ignore)],
             gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
-        // Started: the code that only starting up ran need not stay mapped (see Daemon.watchSettling).
-        ProcessMemory.dropCodePages()
         try await services.run()
     }
 

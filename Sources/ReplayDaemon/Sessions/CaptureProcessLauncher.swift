@@ -162,10 +162,6 @@ struct ReplayCaptureLauncher: CaptureProcessLauncher {
         defer { theirs.close() }
         do {
             let child = try spawn(["--channel-fd=3"], stderr: 2, inheriting: [(theirs.descriptor, 3)])
-            // The code that brought the session this far (the request, consent, the spawn) is
-            // dropped before the new process allocates its encoder's pictures, so that the two
-            // do not add up to the session's peak.
-            ProcessMemory.dropCodePages()
             return (CaptureProcessHandle(child, timers: timers), ours)
         } catch {
             ours.close()

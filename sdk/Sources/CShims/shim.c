@@ -1,9 +1,6 @@
 #define _GNU_SOURCE
 #include "CShims.h"
 #include <errno.h>
-#include <elf.h>
-#include <link.h>
-#include <sys/auxv.h>
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/inet_diag.h>
@@ -326,40 +323,6 @@ int CShims_spawn_confined(const struct CShims_confined_spawn *spawn) {
     return pid;
 }
 
-/* userfaultfd's asynchronous write-protection mode (Linux 6.7), for headers older than it. */
-#ifndef UFFD_FEATURE_WP_ASYNC
-#define UFFD_FEATURE_WP_ASYNC (1 << 15)
-#endif
-
-/* A fault on a file's page maps the pages around it too ("fault-around", 64 KB), and a range
-   that userfaultfd watches for writes is the one place the kernel skips that. So the range of
-   each read-only segment is registered for write-protection, in the asynchronous mode in which
-   the kernel settles a write itself and nobody reads the descriptor; nothing ever writes
-   there, so the watch never fires and a read maps just its own page. One descriptor for the
-   process's life (closing it would end the watch), close-on-exec, made on first use; -1 where
-   the kernel lacks the mode (before 6.7), forbids userfaultfd, or a seccomp filter refuses it:
-   then fault-around stays as it was. */
-static int code_watch = -1;
-static pthread_once_t code_watch_once = PTHREAD_ONCE_INIT;
-
-static void open_code_watch(void) {
-    int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
-    if (fd < 0) return;
-    struct uffdio_api api = { .api = UFFD_API, .features = UFFD_FEATURE_WP_ASYNC };
-    if (ioctl(fd, UFFDIO_API, &api) != 0 || !(api.features & UFFD_FEATURE_WP_ASYNC)) {
-        close(fd);
-        return;
-    }
-    code_watch = fd;
-}
-
-int CShims_map_one_page_per_fault(void *start, size_t length) {
-    pthread_once(&code_watch_once, open_code_watch);
-    if (code_watch < 0) return -ENOSYS;
-    struct uffdio_register range = { .range = { .start = (uintptr_t)start, .len = length }, .mode = UFFDIO_REGISTER_MODE_WP };
-    return ioctl(code_watch, UFFDIO_REGISTER, &range) == 0 ? 0 : -errno;
-}
-
 /* Refuses every new userfaultfd: the call, and the device's USERFAULTFD_IOC_NEW
    (/dev/userfaultfd, which only its permissions guard). */
 static struct sock_filter no_new_userfaultfd_filter[] = {
@@ -382,52 +345,6 @@ int CShims_refuse_new_userfaultfds(void) {
     long result = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program);
     if (result < 0) return -errno;
     return result == 0 ? 0 : -EAGAIN;  /* the id of a thread that could not take the filter */
-}
-
-/* Per loaded object: its segments that nothing may write (no PF_W), less its RELRO range,
-   dropped from the resident set. Such pages hold the file's own bytes and nothing else, so a
-   later read maps them back unchanged. An object with text relocations is left alone: the
-   loader wrote into its code. So is the vDSO, which no file backs. */
-static int drop_read_only_segments(struct dl_phdr_info *info, size_t size, void *data) {
-    (void)size;
-    size_t *dropped = data;
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    if (info->dlpi_addr == (uintptr_t)getauxval(AT_SYSINFO_EHDR)) return 0;
-    uintptr_t relroStart = 0, relroEnd = 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *header = &info->dlpi_phdr[i];
-        if (header->p_type == PT_GNU_RELRO) {
-            relroStart = info->dlpi_addr + header->p_vaddr;
-            relroEnd = relroStart + header->p_memsz;
-        } else if (header->p_type == PT_DYNAMIC) {
-            for (const ElfW(Dyn) *entry = (const ElfW(Dyn) *)(info->dlpi_addr + header->p_vaddr); entry->d_tag != DT_NULL; entry++) {
-                if (entry->d_tag == DT_TEXTREL || (entry->d_tag == DT_FLAGS && (entry->d_un.d_val & DF_TEXTREL))) return 0;
-            }
-        }
-    }
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *header = &info->dlpi_phdr[i];
-        if (header->p_type != PT_LOAD || (header->p_flags & PF_W)) continue;
-        /* Whole pages inside the segment's file bytes only: never a neighbour's page, never
-           the zero-filled tail. */
-        uintptr_t start = (info->dlpi_addr + header->p_vaddr + page - 1) & ~(page - 1);
-        uintptr_t end = (info->dlpi_addr + header->p_vaddr + header->p_filesz) & ~(page - 1);
-        if (relroEnd > relroStart && relroStart < end && relroEnd > start) {
-            /* RELRO sits at one end of a segment; keep the part outside it. */
-            if (relroStart > start) end = relroStart & ~(page - 1);
-            else start = (relroEnd + page - 1) & ~(page - 1);
-        }
-        if (end <= start) continue;
-        (void)CShims_map_one_page_per_fault((void *)start, end - start);  /* refused: fault-around as before */
-        if (madvise((void *)start, end - start, MADV_DONTNEED) == 0) *dropped += end - start;
-    }
-    return 0;
-}
-
-size_t CShims_drop_read_only_segments(void) {
-    size_t dropped = 0;
-    dl_iterate_phdr(drop_read_only_segments, &dropped);
-    return dropped;
 }
 
 void CShims_disable_transparent_huge_pages(void) { prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0); }

@@ -100,20 +100,8 @@ void CShims_malloc_fix_mmap_threshold(void);
 /* malloc_trim(0): gives the free pages of every arena back to the system. */
 void CShims_malloc_trim(void);
 
-/* Drops from the resident set the pages of every loaded object's read-only segments (its
-   code, its constants, its symbol tables), which map back in as they are read again: from
-   then on a page at a time where the kernel allows it (Linux 6.7's asynchronous userfaultfd
-   write-protection), rather than 64 KB around each. Returns the bytes those ranges span. */
-size_t CShims_drop_read_only_segments(void);
-
-/* From now on a fault in [start, start + length), page-aligned, of a mapping nothing writes
-   maps that page alone, not the 64 KB around it. 0, or -errno: -ENOSYS where the kernel has no
-   asynchronous userfaultfd write-protection (before Linux 6.7) or userfaultfd is refused. */
-int CShims_map_one_page_per_fault(void *start, size_t length);
-
 /* From now on this process and its children may open no userfaultfd (the call, or
-   /dev/userfaultfd): one more seccomp filter, on every thread. A watch opened before goes on
-   working. 0, or -errno. */
+   /dev/userfaultfd): one more seccomp filter, on every thread. 0, or -errno. */
 int CShims_refuse_new_userfaultfds(void);
 
 /* prctl(PR_SET_THP_DISABLE): no transparent huge pages for this process and its children. */
