@@ -131,8 +131,8 @@ public final class ScreenRecorder: Sendable {
         }
     }
 
-    /// Starts keeping the last `length` seconds (1 … 600) of this app's own windows and the
-    /// sound in replayd's memory, as ReplayKit's startClipBuffering: after the person's
+    /// Starts keeping the last `length` seconds (1 … 3600) of this app's own windows and the
+    /// sound (in replayd's memory up to 60 s, on its disk beyond), as ReplayKit's startClipBuffering: after the person's
     /// consent, as for a recording; announced on the desktop while it runs.
     public func startClipBuffering(length: TimeInterval = 30) async throws(RecordingError) {
         guard state.withLock({ $0.clipBuffer == nil }) else {

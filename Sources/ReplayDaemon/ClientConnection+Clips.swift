@@ -8,18 +8,32 @@ import ReplayMedia
 import ReplaySystem
 import Synchronization
 
-/// Clip buffering: the last minutes kept in memory, saved into the store on request.
+/// Clip buffering: the last minutes kept, saved into the store on request.
 extension ClientConnection {
-    /// Longest buffer, and the default memory budget.
-    static let longestClipBuffer = 600.0
+    /// Longest buffer.
+    static let longestClipBuffer = 3600.0
+    /// Longer buffers spill: their packets go to an unlinked file in the store as each
+    /// second completes, so memory holds about a second whatever the length.
+    static let longestClipBufferInMemory = 60.0
+    /// The default budgets: of memory, and of disk for a buffer that spills.
     static let defaultClipBudget = 512 << 20
+    static let defaultSpilledClipBudget = 4 << 30
+    /// What a spilling buffer reserves of the memory every buffer shares (`CaptureQuota`):
+    /// the second being encoded, a few MB at any rate a screen needs.
+    static let spilledClipMemory = 16 << 20
 
     func startClipBuffering(_ options: RecordingOptions, length: Double, byteBudget: Int?, hotkey: String?) async throws {
         if let problem = Self.validate(options) { throw Refusal(code: .malformedRequest, message: problem) }
         guard (1...Self.longestClipBuffer).contains(length) else {
             throw Refusal(code: .malformedRequest, message: "a clip buffer keeps 1 to \(Int(Self.longestClipBuffer)) seconds")
         }
-        let budget = byteBudget ?? Self.defaultClipBudget
+        let spills = length > Self.longestClipBufferInMemory
+        var budget = byteBudget ?? Self.defaultClipBudget
+        if spills && byteBudget == nil {
+            // Unasked, a buffer on disk takes what the store's disk can spare, up to 4 GiB.
+            let spare = (daemon.store.freeBytes() ?? 0) / 2 - daemon.state.withLock { $0.quota.diskBytesReserved }
+            budget = Int(max(min(Int64(Self.defaultSpilledClipBudget), spare), 1 << 20))
+        }
         guard (1 << 20...1 << 32).contains(budget) else {
             throw Refusal(code: .malformedRequest, message: "a clip buffer's memory budget is 1 MiB to 4 GiB")
         }
@@ -45,8 +59,9 @@ extension ClientConnection {
         let filter: WindowFilter = role == .app ? .onlyProcess(peer?.pid ?? -1) : areaFilter
         let session = daemon.makeRecording(
             id: "clips-" + LoopbackServer.randomToken(bytes: 6), options: buffered,
-            destination: .clipBuffer(length: MediaTime(seconds: length), byteBudget: budget), filter: filter)
-        try daemon.register(session, by: quotaOwner, clipBytes: budget)
+            destination: .clipBuffer(length: MediaTime(seconds: length), byteBudget: budget, spills: spills), filter: filter)
+        try daemon.register(session, by: quotaOwner, clipBytes: spills ? min(budget, Self.spilledClipMemory) : budget,
+                            diskBytes: spills ? Int64(budget) : 0)
         _ = try await start(session)
         try await clipBufferStarted(session, options: options, length: length, budget: budget, hotkey: hotkey, chord: chord)
     }

@@ -350,10 +350,12 @@ public final class Daemon: Sendable, PickerBackend {
     }
 
     /// Takes `session`'s place in the quota and lists it; `unregister` gives both back.
-    func register(_ session: any RecordingControl, by owner: CaptureQuota.Owner, clipBytes: Int = 0) throws(DaemonError) {
+    func register(_ session: any RecordingControl, by owner: CaptureQuota.Owner, clipBytes: Int = 0,
+                  diskBytes: Int64 = 0) throws(DaemonError) {
+        let freeDisk = diskBytes > 0 ? store.freeBytes() : nil
         try state.withLock { state throws(DaemonError) in
             guard !state.stopping else { throw DaemonError(code: .busy, message: "replayd is shutting down") }
-            if let why = state.quota.admit(session.id, owner: owner, clipBytes: clipBytes) {
+            if let why = state.quota.admit(session.id, owner: owner, clipBytes: clipBytes, diskBytes: diskBytes, freeDisk: freeDisk) {
                 throw DaemonError(code: .quotaExceeded, message: why)
             }
             state.sessions[session.id] = session

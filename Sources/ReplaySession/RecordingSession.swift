@@ -133,9 +133,12 @@ package final class RecordingSession: Sendable {
                 try? FileManager.default.removeItem(at: path)
                 throw failStart(DaemonError(code: .captureFailed, message: error.description))
             }
-        case .clipBuffer(let length, let byteBudget):
-            do {
-                let clips = try ClipBuffer(format: format, length: length, byteBudget: byteBudget)
+        case .clipBuffer(let length, let byteBudget, let spills):
+            do throws(CodecError) {
+                // A spilling buffer's file was handed over under the buffer's own id.
+                let spill = spills ? store.moviePath(id: id)?.path : nil
+                if spills && spill == nil { throw CodecError(.writeFailed, "replayd handed no file to keep the clip buffer in") }
+                let clips = try ClipBuffer(format: format, length: length, byteBudget: byteBudget, spillPath: spill)
                 state.withLock { $0.clips = clips }
                 sink = clips
             } catch {
@@ -289,10 +292,11 @@ package final class RecordingSession: Sendable {
 
     /// How much a clip buffer holds now, and what was saved from it.
     package func clipStatus() -> ClipStatus? {
-        guard case .clipBuffer(let length, let byteBudget) = destination, let clips = state.withLock({ $0.clips }) else { return nil }
+        guard case .clipBuffer(let length, let byteBudget, let spills) = destination, let clips = state.withLock({ $0.clips }) else { return nil }
         let (phase, width, height, saves) = state.withLock { ($0.lifecycle.phase, $0.width, $0.height, $0.saves) }
         return ClipStatus(id: id, buffered: clips.bufferedDuration.seconds, length: length.seconds, bytes: clips.bytesWritten,
-                          byteBudget: Int64(byteBudget), paused: phase == .paused, width: width, height: height, saves: saves)
+                          byteBudget: Int64(byteBudget), paused: phase == .paused, width: width, height: height, saves: saves,
+                          onDisk: spills ? true : nil)
     }
 
     /// Runs `handler` with the summary once the movie is closed (at once if it is).

@@ -68,6 +68,13 @@ enum CaptureProcessMain {
             }
             shelf.hand(movie, for: plan.id)
         }
+        if case .clipBuffer(_, _, spills: true) = plan.destination {
+            guard let spill = descriptors.first else {
+                _ = try? channel.send(CaptureReport.startFailed(code: .captureFailed, message: "replayd handed no file for the clip buffer"))
+                exit(1)
+            }
+            shelf.hand(spill, for: plan.id)
+        }
 
         let tokens = RestoreTokenKeeper()
         let backend = makeBackend(plan.backend, tokens: tokens)

@@ -20,21 +20,23 @@ extension Replay {
 extension Replay.Clip {
     struct Start: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Start keeping the last seconds of the screen and its sound in memory.",
+            abstract: "Start keeping the last seconds (or minutes) of the screen and its sound.",
             discussion: """
-                Runs in replayd until `replay clip stop`; this command returns at once. Memory is \
-                bounded by --budget as well as by --length: when the budget is reached, the oldest \
-                seconds go first. A keyframe is made at least once a second, so a clip starts \
-                within a second of what is asked.
+                Runs in replayd until `replay clip stop`; this command returns at once. What is \
+                kept is bounded by --budget as well as by --length: when the budget is reached, the \
+                oldest seconds go first. A keyframe is made at least once a second, so a clip starts \
+                within a second of what is asked. Up to a minute is kept in memory; a longer buffer \
+                (`--length 1800` keeps half an hour) is kept on disk, in a file with no name in the \
+                store that goes when the buffer ends, and holds about a second in memory.
                 """)
 
         @OptionGroup var daemon: DaemonOptions
 
-        @Option(help: "Seconds kept, 1 to 600.")
+        @Option(help: "Seconds kept, 1 to 3600. Up to 60 are kept in memory; a longer buffer is kept on disk (an unnamed file in the store), about a second of it in memory.")
         var length = 30.0
 
-        @Option(help: "Memory kept at most, in MB (1 to 4096).")
-        var budget = 512
+        @Option(help: "Bytes kept at most, in MB (1 to 4096; default 512, or 4096 for a buffer kept on disk).")
+        var budget: Int?
 
         @Option(help: ArgumentHelp("Save the last --length seconds when this key is pressed anywhere on the desktop (X11: a grab of that key on the screen).", valueName: "Ctrl+Alt+S"))
         var hotkey: String?
@@ -45,15 +47,15 @@ extension Replay.Clip {
         var json = false
 
         func validate() throws {
-            if !(1...600).contains(length) { throw ValidationError("--length must be between 1 and 600 seconds") }
-            if !(1...4096).contains(budget) { throw ValidationError("--budget must be between 1 and 4096 MB") }
+            if !(1...3600).contains(length) { throw ValidationError("--length must be between 1 and 3600 seconds") }
+            if let budget, !(1...4096).contains(budget) { throw ValidationError("--budget must be between 1 and 4096 MB") }
         }
 
         func run() throws {
             try reportingFailure {
                 let channel = try DaemonClient.connect(socket: daemon.socket)
                 let options = try choices.recordingOptions(duration: nil)
-                try channel.send(ClientRequest.startClipBuffering(options: options, length: length, byteBudget: budget << 20, hotkey: hotkey))
+                try channel.send(ClientRequest.startClipBuffering(options: options, length: length, byteBudget: budget.map { $0 << 20 }, hotkey: hotkey))
                 let reply = try DaemonClient.nextAfterChoices(channel, area: options.area, keeping: true)
                 guard case .clipBufferingStarted(let status) = reply else {
                     throw DaemonClient.Failure(description: "unexpected reply from replayd")
@@ -62,7 +64,7 @@ extension Replay.Clip {
                     print(try Status.encode(status))
                 } else {
                     let key = hotkey.map { ", or press \($0)" } ?? ""
-                    print("Keeping the last \(Int(status.length)) s of \(status.width)x\(status.height) (up to \(budget) MB): "
+                    print("Keeping the last \(Int(status.length)) s of \(status.width)x\(status.height) (up to \(status.byteBudget >> 20) MB\(status.onDisk == true ? " on disk" : "")): "
                         + "`replay clip save` saves them\(key); `replay clip stop` ends it.")
                 }
             }
@@ -88,7 +90,7 @@ extension Replay.Clip {
         var json = false
 
         func validate() throws {
-            if let last, !(last > 0 && last <= 600) { throw ValidationError("--last must be more than 0 and up to 600 seconds") }
+            if let last, !(last > 0 && last <= 3600) { throw ValidationError("--last must be more than 0 and up to 3600 seconds") }
             if let to {
                 let destination = MovieDestination(to)
                 if destination == .standardOutput && json { throw ValidationError("--json and --to - both write to standard output: choose one") }
@@ -140,7 +142,7 @@ extension Replay.Clip {
                     print(try status.map(Self.encode) ?? "null")
                 } else if let status {
                     print("clip buffering\(status.paused ? " (paused)" : ""): \(String(format: "%.1f", status.buffered)) of "
-                        + "\(Int(status.length)) s kept, \(status.bytes >> 20) of \(status.byteBudget >> 20) MB, "
+                        + "\(Int(status.length)) s kept, \(status.bytes >> 20) of \(status.byteBudget >> 20) MB\(status.onDisk == true ? " on disk" : ""), "
                         + "\(status.width)x\(status.height) (\(status.id))")
                     for save in status.saves ?? [] { print(Self.describe(save)) }
                 } else {

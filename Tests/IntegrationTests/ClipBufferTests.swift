@@ -107,6 +107,48 @@ extension IntegrationTests {
             #expect(try Self.frames(clip).firstIsKeyframe)
         }
 
+        /// A half-hour buffer is kept on disk: its bytes in a file with no name in the store,
+        /// which the capture process holds and nobody else can open; the store lists nothing
+        /// more, and a save reads the seconds back as they were (keyframe first, in sync).
+        @Test func aHalfHourBufferKeepsItsBytesInAFileWithNoNameAndSavesThem() throws {
+            let fixture = try ReplayFixture()
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let started = try fixture.replay(["clip", "start", "--length", "1800", "--json"])
+            #expect(started.status == 0, "\(started)\n\(fixture.daemonLog.suffix(2000))")
+            let status = try Self.json(started)
+            #expect(status["onDisk"] as? Bool == true && status["length"] as? Double == 1800, "\(status)")
+            #expect(status["byteBudget"] as? Int == 4 << 30, "\(status)")
+
+            Thread.sleep(forTimeInterval: 12)
+            let daemon = try #require(fixture.daemon?.pid)
+            let capture = try #require(IntegrationTests.CaptureProcesses.captureProcesses(of: daemon).keys.first)
+            // Its one file in the store (the descriptor handed over, and the buffer's copy of
+            // it): unlinked (O_TMPFILE), so the store lists none.
+            let inStore = IntegrationTests.CaptureProcesses.openFiles(of: capture).filter { $0.hasPrefix(fixture.store.path) }
+            #expect(Set(inStore).count == 1 && inStore.allSatisfy { $0.hasSuffix("(deleted)") }, "\(inStore)")
+            let listed = try FileManager.default.contentsOfDirectory(atPath: fixture.store.path)
+            #expect(listed.isEmpty, "the store lists \(listed)")
+            let now = try Self.json(try fixture.replay(["clip", "status", "--json"]))
+            let bytes = try #require(now["bytes"] as? Int)
+            #expect(bytes > 0 && (now["buffered"] as? Double ?? 0) >= 8, "\(now)")
+
+            let clip = fixture.file("half-hour.mp4")
+            let saved = try fixture.replay(["clip", "save", "--last", "8", "--to", clip.path, "--json"])
+            #expect(saved.status == 0, "\(saved)")
+            let duration = try #require(try MediaProbe(clip).duration)
+            #expect(duration >= 7.5 && duration <= 9.1, "an 8 s clip lasts \(duration) s")
+            #expect(try Self.frames(clip).firstIsKeyframe)
+            let decoded = try Command.run(Command.which("ffmpeg"), ["-v", "error", "-i", clip.path, "-f", "null", "-"])
+            #expect(decoded.status == 0 && decoded.stderr.isEmpty, "\(decoded.stderr)")
+            let sync = try LipSync(clip)
+            #expect(sync.offsets.count >= 6, "flashes \(sync.flashes), beeps \(sync.beeps)")
+            #expect(sync.maxAbsoluteOffset <= LipSync.limit(frames: 1), "offsets \(sync.offsets)")
+
+            #expect(try fixture.replay(["clip", "stop"]).status == 0)
+            #expect(fixture.storedMovies().count == 1)
+        }
+
         @Test func aHotkeyOnTheXScreenSavesAClip() throws {
             let fixture = try ReplayFixture(desktop: .init(width: 640, height: 480))
             defer { fixture.stop() }

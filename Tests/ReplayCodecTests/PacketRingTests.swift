@@ -89,4 +89,22 @@ import Testing
         #expect(ring.count <= 32 * 60)
         #expect(ring.bytes <= 32 * 24_000)
     }
+
+    /// A spilling clip buffer takes the newest packets still in memory and puts them back held
+    /// elsewhere: the newest run that passes the test, in order, replaced in place.
+    @Test func theNewestRunIsTakenAndReplacedInPlace() {
+        var ring = PacketRing<Packet>(maxDuration: MediaTime(seconds: 30), maxBytes: 1 << 30)
+        let stream = Self.stream(seconds: 3)
+        for packet in stream { ring.append(packet) }
+        // The newest run of audio packets: the five after the last picture.
+        let run = ring.newest(while: { !$0.isVideo })
+        #expect(Array(run) == Array(stream.suffix(5)))
+        #expect(ring.newest(while: { _ in false }).isEmpty)
+        #expect(ring.newest(while: { _ in true }).count == ring.count)
+        let moved = run.map { Packet(time: $0.time, byteCount: $0.byteCount, startsClip: false, isVideo: true) }
+        ring.replaceNewest(with: moved)
+        #expect(Array(ring.last(nil).suffix(5)) == moved)
+        #expect(ring.last(nil).count == stream.count && ring.bytes == stream.reduce(0) { $0 + $1.byteCount })
+        #expect(ring.oldest == stream.first)
+    }
 }

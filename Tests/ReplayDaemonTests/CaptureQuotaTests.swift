@@ -36,4 +36,21 @@ import Testing
         quota.release("c0")
         #expect(quota.admit("c1", owner: other, clipBytes: 2 << 30) == nil)
     }
+
+    /// Clip buffers kept on disk reserve their budgets of the store's disk: together at most
+    /// half of what is free when each is admitted.
+    @Test func spilledClipBudgetsTogetherStayWithinHalfTheFreeDisk() {
+        var quota = CaptureQuota(physicalMemory: 16 << 30)
+        let free: Int64 = 10 << 30
+        #expect(quota.admit("d0", owner: obs, clipBytes: 16 << 20, diskBytes: 3 << 30, freeDisk: free) == nil)
+        #expect(quota.diskBytesReserved == 3 << 30)
+        let refused = quota.admit("d1", owner: other, clipBytes: 16 << 20, diskBytes: 3 << 30, freeDisk: free)
+        #expect(refused?.contains("half of the store's free space") == true, "\(refused ?? "admitted")")
+        #expect(quota.admit("d2", owner: other, clipBytes: 16 << 20, diskBytes: 2 << 30, freeDisk: free) == nil)
+        quota.release("d0")
+        #expect(quota.diskBytesReserved == 2 << 30)
+        #expect(quota.admit("d1", owner: other, clipBytes: 16 << 20, diskBytes: 3 << 30, freeDisk: free) == nil)
+        // In memory, a buffer asks no disk, however little is free.
+        #expect(quota.admit("m0", owner: obs, clipBytes: 1 << 20, freeDisk: 0) == nil)
+    }
 }

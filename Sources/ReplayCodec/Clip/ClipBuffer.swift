@@ -1,15 +1,53 @@
 import CFFmpeg
 public import ReplayMedia
+import ReplaySystem
 import Synchronization
 
-/// One encoded packet in a clip buffer, with the movie track it belongs to.
+/// One encoded packet in a clip buffer, with the movie track it belongs to: its bytes in
+/// memory, or in the buffer's spill file once its group is complete.
 struct ClipPacket: RingPacket {
-    let packet: EncodedPacket
+    enum Payload {
+        case memory(EncodedPacket)
+        case disk(SpilledPacket)
+    }
+    var payload: Payload
     /// 0 the video; 1… the audio tracks in the format's order.
     let stream: Int
-    var time: MediaTime { packet.time }
-    var byteCount: Int { packet.byteCount }
-    var startsClip: Bool { stream == 0 && packet.isKeyframe }
+    let time: MediaTime
+    let byteCount: Int
+    let isKeyframe: Bool
+    var startsClip: Bool { stream == 0 && isKeyframe }
+
+    init(_ packet: EncodedPacket, stream: Int) {
+        payload = .memory(packet)
+        self.stream = stream
+        time = packet.time
+        byteCount = packet.byteCount
+        isKeyframe = packet.isKeyframe
+    }
+
+    var isInMemory: Bool {
+        if case .memory = payload { return true }
+        return false
+    }
+
+    /// Where its bytes are in the spill file, if there.
+    var spilledOffset: Int64? {
+        if case .disk(let spilled) = payload { return spilled.offset }
+        return nil
+    }
+
+    /// A packet of its own for the muxer (the caller frees it).
+    func copy(from spill: ClipSpillFile?) throws(CodecError) -> UnsafeMutablePointer<AVPacket> {
+        switch payload {
+        case .memory(let encoded):
+            guard let copy = av_packet_clone(encoded.packet) else { throw CodecError(.muxerFailed, "out of memory") }
+            return copy
+        case .disk(let spilled):
+            guard let spill else { throw CodecError(.muxerFailed, "a spilled packet without its file") }
+            return try spilled.load(from: spill)
+        }
+    }
 }
 
 /// What a save wrote.
@@ -27,18 +65,30 @@ public struct SavedClip: Sendable, Equatable {
 /// encoding goes on. A keyframe comes at least once a second, so a clip starts within a
 /// second of what was asked. As a `MovieSink` it takes a recording session's samples as a
 /// movie file would.
+///
+/// A long one spills: given a spill file, each keyframe group's bytes go there as the group
+/// completes, so memory holds one group whatever the length, and a save reads them back.
 public final class ClipBuffer: MovieSink, @unchecked Sendable {
     // @unchecked: the encoders are used by the session's writer thread only; the ring is
     // behind a mutex, which `save` takes just long enough to copy the packets' references.
     public let format: MovieFormat
     private let video: VideoEncoder
     private let audio: [(source: AudioSource, encoder: AudioEncoder)]
-    private let ring: Mutex<PacketRing<ClipPacket>>
+    private let held: Mutex<Held>
+    private let spill: ClipSpillFile?
     private var lastKeyframe: MediaTime?
     public private(set) var videoFrames = 0
 
-    /// Keeps up to `length` and up to `byteBudget` bytes of encoded packets.
-    public init(format: MovieFormat, length: MediaTime, byteBudget: Int) throws(CodecError) {
+    private struct Held {
+        var ring: PacketRing<ClipPacket>
+        /// Saves reading spilled packets now: the space of groups the ring lets go meanwhile
+        /// is punched out only once they are done.
+        var readers = 0
+    }
+
+    /// Keeps up to `length` and up to `byteBudget` bytes of encoded packets; with
+    /// `spillPath`, their bytes in that file (see `ClipSpillFile.init`), not in memory.
+    public init(format: MovieFormat, length: MediaTime, byteBudget: Int, spillPath: String? = nil) throws(CodecError) {
         av_log_set_level(AV_LOG_ERROR)
         self.format = format
         video = try VideoEncoder(codec: format.codec, width: format.width, height: format.height, pictureFormat: format.picture,
@@ -47,13 +97,22 @@ public final class ClipBuffer: MovieSink, @unchecked Sendable {
         audio = try format.audioSources.map { source throws(CodecError) in
             (source, try AudioEncoder(sampleRate: format.sampleRate, channels: format.channels))
         }
-        ring = Mutex(PacketRing(maxDuration: length, maxBytes: byteBudget))
+        held = Mutex(Held(ring: PacketRing(maxDuration: length, maxBytes: byteBudget)))
+        do {
+            spill = try spillPath.map { path throws(SystemError) in try ClipSpillFile(path: path) }
+        } catch {
+            throw CodecError(.writeFailed, "cannot use the clip buffer's spill file: \(error)")
+        }
     }
 
     /// What the ring holds now: its payload bytes.
-    public var bytesWritten: Int64 { Int64(ring.withLock { $0.bytes }) }
+    public var bytesWritten: Int64 { Int64(held.withLock { $0.ring.bytes }) }
     /// How far back a save can reach now.
-    public var bufferedDuration: MediaTime { ring.withLock { $0.span } }
+    public var bufferedDuration: MediaTime { held.withLock { $0.ring.span } }
+    /// The bytes of packets held in memory now (the group being encoded, where it spills).
+    public var bytesInMemory: Int {
+        held.withLock { $0.ring.newest(while: \.isInMemory).reduce(0) { $0 + $1.byteCount } }
+    }
 
     public func append(_ sample: VideoSample, at time: MediaTime) throws(CodecError) {
         // A still screen sends few pictures: a keyframe is asked for once a second of movie time.
@@ -83,16 +142,53 @@ public final class ClipBuffer: MovieSink, @unchecked Sendable {
 
     private func keep(_ packet: UnsafeMutablePointer<AVPacket>, stream: Int, from codec: UnsafeMutablePointer<AVCodecContext>)
         throws(CodecError) {
-        let kept = ClipPacket(packet: try EncodedPacket(referencing: packet, track: stream == 0 ? .video : .audio,
-                                                        timeBase: codec.pointee.time_base), stream: stream)
-        ring.withLock { $0.append(kept) }
+        let kept = ClipPacket(try EncodedPacket(referencing: packet, track: stream == 0 ? .video : .audio,
+                                                timeBase: codec.pointee.time_base), stream: stream)
+        try held.withLock { (held: inout Held) throws(CodecError) in
+            // A keyframe: the group before it is complete, and goes to disk.
+            if let spill, kept.startsClip { try Self.spillGroup(&held.ring, into: spill) }
+            held.ring.append(kept)
+            if let spill, held.readers == 0 { spill.release(before: held.ring.oldest?.spilledOffset ?? spill.end) }
+        }
+    }
+
+    /// Writes the bytes of the ring's packets still in memory into `spill`, in one write, and
+    /// holds them there from now on.
+    private static func spillGroup(_ ring: inout PacketRing<ClipPacket>, into spill: ClipSpillFile) throws(CodecError) {
+        let group = ring.newest(while: \.isInMemory)
+        guard !group.isEmpty else { return }
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(group.reduce(0) { $0 + $1.byteCount })
+        for kept in group {
+            guard case .memory(let encoded) = kept.payload, let data = encoded.packet.pointee.data else { continue }
+            bytes.append(contentsOf: UnsafeBufferPointer(start: data, count: kept.byteCount))
+        }
+        let start: Int64
+        do { start = try bytes.withUnsafeBytes { (bytes) throws(SystemError) in try spill.append(bytes) } } catch {
+            throw CodecError(.writeFailed, "cannot keep the clip buffer on disk: \(error)")
+        }
+        var offset = start
+        let moved = group.map { kept -> ClipPacket in
+            guard case .memory(let encoded) = kept.payload else { return kept }
+            let packet = encoded.packet.pointee
+            var spilled = kept
+            spilled.payload = .disk(SpilledPacket(offset: offset, size: packet.size, pts: packet.pts, dts: packet.dts,
+                                                  duration: packet.duration, flags: packet.flags))
+            offset += Int64(kept.byteCount)
+            return spilled
+        }
+        ring.replaceNewest(with: moved)
     }
 
     /// Writes the last `duration` (nil: all that is kept) into a new fragmented MP4 at
     /// `path`, starting on a keyframe, timed from zero. Encoding goes on meanwhile: only the
     /// copy of the packets' references holds the ring up. Throws when nothing is kept yet.
     public func save(last duration: MediaTime?, to path: String) throws(CodecError) -> SavedClip {
-        let packets = ring.withLock { $0.last(duration) }
+        let packets = held.withLock { held in
+            held.readers += 1
+            return held.ring.last(duration)
+        }
+        defer { held.withLock { $0.readers -= 1 } }
         guard let first = packets.first, first.startsClip else {
             throw CodecError(.muxerFailed, "nothing is buffered yet")
         }
@@ -128,10 +224,9 @@ public final class ClipBuffer: MovieSink, @unchecked Sendable {
         var frames = 0
         var end = MediaTime.zero
         for kept in packets {
-            guard let copy = av_packet_clone(kept.packet.packet), let stream = container.pointee.streams[kept.stream] else {
-                throw CodecError(.muxerFailed, "out of memory")
-            }
+            let copy = try kept.copy(from: spill)
             var owned: UnsafeMutablePointer<AVPacket>? = copy
+            guard let stream = container.pointee.streams[kept.stream] else { throw CodecError(.muxerFailed, "no such track") }
             defer { av_packet_free(&owned) }
             let codec = codecs[kept.stream], codecBase = codec.pointee.time_base
             // An audio packet is stamped before its encoder's priming delay (AAC: 1024 samples);

@@ -32,6 +32,23 @@ public struct PacketRing<Packet: RingPacket> {
     public var count: Int { packets.count - head }
     public var isEmpty: Bool { count == 0 }
 
+    /// The oldest packet held.
+    public var oldest: Packet? { isEmpty ? nil : packets[head] }
+
+    /// The newest packets `picked` accepts, back to the first it does not, oldest first.
+    public func newest(while picked: (Packet) -> Bool) -> ArraySlice<Packet> {
+        var start = packets.count
+        while start > head, picked(packets[start - 1]) { start -= 1 }
+        return packets[start...]
+    }
+
+    /// Puts `replacements` in place of the newest `replacements.count` packets: the same
+    /// packets held elsewhere (a clip buffer's moved to disk), their times and sizes as they were.
+    public mutating func replaceNewest(with replacements: [Packet]) {
+        precondition(replacements.count <= count, "more replacements than packets")
+        packets.replaceSubrange((packets.count - replacements.count)..., with: replacements)
+    }
+
     /// From its oldest packet to its newest.
     public var span: MediaTime {
         guard let first = packets[head...].first, let last = packets.last else { return .zero }

@@ -81,6 +81,12 @@ final class CaptureProcessRecording: RecordingControl {
                                                               message: "cannot create the movie file: \(String(cString: strerror(errno)))"))))
             }
             movie = fd
+        } else if case .clipBuffer(_, _, spills: true) = destination {
+            // A file with no name in the store: nobody can open it, and its space goes back
+            // when the process holding it ends, however it ends.
+            do { movie = try FileDescriptor.unnamedFile(in: store.directory.path).release() } catch {
+                return started(.failure(failStart(DaemonError(code: .captureFailed, message: "cannot make the clip buffer's file in the store: \(error)"))))
+            }
         }
         defer { if let movie { close(movie) } }
         let process: CaptureProcessHandle

@@ -27,14 +27,21 @@ struct CaptureQuota {
     /// All clip buffers' memory budgets together: a quarter of the machine's memory.
     let clipBytesInAll: Int
 
-    private var held: [String: (owner: Owner, clipBytes: Int)] = [:]
+    private var held: [String: (owner: Owner, clipBytes: Int, diskBytes: Int64)] = [:]
+
+    /// The disk budgets of the clip buffers that spill, together.
+    var diskBytesReserved: Int64 { held.values.reduce(0) { $0 + $1.diskBytes } }
 
     init(physicalMemory: Int) {
         clipBytesInAll = max(physicalMemory / 4, 1 << 20)
     }
 
     /// Takes a place for capture `id`, or says why there is none.
-    mutating func admit(_ id: String, owner: Owner, clipBytes: Int = 0) -> String? {
+    ///
+    /// A clip buffer that spills asks `diskBytes` of the store's disk too: all such budgets
+    /// together stay within half of what `freeDisk` says is free now (a buffer's bytes on
+    /// disk are counted twice, in its budget and as space no longer free: a bound, not a fit).
+    mutating func admit(_ id: String, owner: Owner, clipBytes: Int = 0, diskBytes: Int64 = 0, freeDisk: Int64? = nil) -> String? {
         let isApp = owner != .person
         let same = held.values.filter { $0.owner == owner }.count
         let sameKind = held.values.filter { ($0.owner != .person) == isApp }.count
@@ -52,7 +59,12 @@ struct CaptureQuota {
                 + "and this one asks %.1f GiB: ask for a smaller budget, or stop another clip buffer",
                 Double(clipBytesInAll) / Double(1 << 30), Double(reserved) / Double(1 << 30), Double(clipBytes) / Double(1 << 30))
         }
-        held[id] = (owner, clipBytes)
+        if diskBytes > 0, let freeDisk, diskBytesReserved + diskBytes > freeDisk / 2 {
+            return String(format: "clip buffers kept on disk may reserve half of the store's free space, %.1f GiB; %.1f GiB are "
+                + "reserved and this one asks %.1f GiB: ask for a smaller budget (--budget), or stop another clip buffer",
+                Double(freeDisk / 2) / Double(1 << 30), Double(diskBytesReserved) / Double(1 << 30), Double(diskBytes) / Double(1 << 30))
+        }
+        held[id] = (owner, clipBytes, diskBytes)
         return nil
     }
 

@@ -46,6 +46,13 @@ size_t CShims_CMSG_SPACE(size_t length) { return CMSG_SPACE(length); }
 size_t CShims_CMSG_LEN(size_t length) { return CMSG_LEN(length); }
 
 int CShims_memfd_create(const char *name, unsigned int flags) { return memfd_create(name, flags); }
+int CShims_punch_hole(int fd, long long offset, long long length) {
+    return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
+}
+int CShims_open_unnamed(const char *directory) { return open(directory, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600); }
+int CShims_start_writeback(int fd, long long offset, long long length) {
+    return sync_file_range(fd, offset, length, SYNC_FILE_RANGE_WRITE);
+}
 
 int CShims_pidfd_open(int pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
 int CShims_accept_cloexec(int listener) { return accept4(listener, NULL, NULL, SOCK_CLOEXEC); }

@@ -145,9 +145,12 @@ public struct ClipStatus: Codable, Sendable, Equatable {
     public var height: Int
     /// The clips saved from this buffer so far, oldest first (nil from older daemons).
     public var saves: [ClipSaveRecord]?
+    /// True for a buffer longer than a minute, whose bytes are kept on disk (an unlinked file
+    /// in the store), about a second of them in memory; nil for one kept in memory.
+    public var onDisk: Bool?
 
     public init(id: String, buffered: Double, length: Double, bytes: Int64, byteBudget: Int64, paused: Bool, width: Int, height: Int,
-                saves: [ClipSaveRecord]? = nil) {
+                saves: [ClipSaveRecord]? = nil, onDisk: Bool? = nil) {
         self.id = id
         self.buffered = buffered
         self.length = length
@@ -157,6 +160,7 @@ public struct ClipStatus: Codable, Sendable, Equatable {
         self.width = width
         self.height = height
         self.saves = saves
+        self.onDisk = onDisk
     }
 }
 

@@ -97,8 +97,9 @@ public enum ClientRequest: Codable, Sendable, Equatable {
     case listSources
 
     // Clip buffering: keep the last minutes, save them when asked.
-    /// Starts keeping the last `length` seconds (1 … 600) of what `options` records, in at most
-    /// `byteBudget` bytes (nil: 512 MiB), in memory. The person's buffer runs in the daemon
+    /// Starts keeping the last `length` seconds (1 … 3600) of what `options` records, in at most
+    /// `byteBudget` bytes (nil: 512 MiB in memory; 4 GiB on disk for a buffer longer than 60 s,
+    /// which spills to an unnamed file in the store). The person's buffer runs in the daemon
     /// until `stopClipBuffering` (one at a time); an app's holds only its own windows and ends
     /// with its connection. The person's may name a `hotkey` ("Ctrl+Alt+S"): replayd grabs
     /// that key on the whole X screen and saves the last `length` seconds when it is pressed.

@@ -45,6 +45,33 @@ public struct FileDescriptor: ~Copyable {
         try syscall("fdatasync") { fdatasync(rawValue) }
     }
 
+    /// Writes all of `bytes` at `offset`, looping over short writes; the file position stays.
+    public func writeAll(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(SystemError) {
+        var done = 0
+        while done < bytes.count {
+            let rest = UnsafeRawBufferPointer(rebasing: bytes[done...])
+            done += try syscall("pwrite") { pwrite(rawValue, rest.baseAddress, rest.count, off_t(offset) + off_t(done)) }
+        }
+    }
+
+    /// Fills all of `buffer` from `offset`; throws EIO where the file ends first.
+    public func readAll(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(SystemError) {
+        var done = 0
+        while done < buffer.count {
+            let rest = UnsafeMutableRawBufferPointer(rebasing: buffer[done...])
+            let read = try syscall("pread") { pread(rawValue, rest.baseAddress, rest.count, off_t(offset) + off_t(done)) }
+            if read == 0 { throw SystemError(call: "pread (the file ends early)", errno: EIO) }
+            done += read
+        }
+    }
+
+    /// Gives up ownership: the caller closes the descriptor.
+    public consuming func release() -> Int32 {
+        let raw = rawValue
+        discard self
+        return raw
+    }
+
     public consuming func close() {
         Glibc.close(rawValue)
         discard self

@@ -16,6 +16,14 @@ size_t CShims_CMSG_LEN(size_t length);
 
 /* memfd_create(2); declared by glibc only under _GNU_SOURCE. */
 int CShims_memfd_create(const char *name, unsigned int flags);
+/* fallocate(FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE): the range's disk space given back, the
+   file's size kept. 0, or -1 with errno. */
+int CShims_punch_hole(int fd, long long offset, long long length);
+/* open(directory, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600): a file with no name in the directory,
+   gone with its last descriptor. */
+int CShims_open_unnamed(const char *directory);
+/* sync_file_range(SYNC_FILE_RANGE_WRITE): writeback of the range starts now, not waited for. */
+int CShims_start_writeback(int fd, long long offset, long long length);
 
 /* pidfd_open(2), which glibc 2.36 declares only in <sys/pidfd.h>: a descriptor that becomes
    readable when the process exits, so a child's end is waited for like any other event. */
