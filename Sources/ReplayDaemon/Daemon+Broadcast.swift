@@ -14,13 +14,16 @@ extension Daemon {
     /// could not start (a message for the person). Nothing waits meanwhile.
     /// - Parameters:
     ///   - host: the app whose picker started it, which then gets its status on `hostChannel`.
-    func startBroadcast(_ request: BroadcastRequest, host: PeerIdentity? = nil, hostChannel: ClientOutbox? = nil,
+    func startBroadcast(_ asked: BroadcastRequest, host: PeerIdentity? = nil, hostChannel: ClientOutbox? = nil,
                         started: @escaping @Sendable (Result<BroadcastStatus, DaemonError>) -> Void) throws(DaemonError) {
+        var request = asked
         guard let info = catalog.find(request.extensionID) else {
             let installed = catalog.list().map(\.manifest.id)
             throw ClientConnection.Refusal(code: .notFound, message: "no extension '\(request.extensionID)' is installed"
                 + (installed.isEmpty ? "" : " (installed: \(installed.joined(separator: ", ")))"))
         }
+        // A field left empty gets its default: what the extension is handed, and what is checked.
+        request.setup = info.manifest.applyingDefaults(to: request.setup)
         if let problem = info.manifest.problem(with: request.setup) {
             throw ClientConnection.Refusal(code: .malformedRequest, message: problem)
         }

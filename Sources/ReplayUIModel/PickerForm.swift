@@ -17,6 +17,8 @@ public struct PickerForm: Sendable, Equatable {
 
     private let suggested: [String: String]
     private let preferred: String?
+    /// Each service's manifest file, by id: where a relative icon path starts.
+    private let manifestPaths: [String: String]
 
     public init(_ offer: PickerOffer) {
         let name = VisibleText.of(offer.appName ?? String(offer.executable.split(separator: "/").last ?? Substring(offer.executable)))
@@ -36,12 +38,31 @@ public struct PickerForm: Sendable, Equatable {
         microphone = offer.microphone ?? false
         suggested = offer.suggestedSetup ?? [:]
         preferred = offer.extensions?.count == 1 ? offer.extensions?.first?.manifest.id : nil
+        manifestPaths = Dictionary((offer.extensions ?? []).map { ($0.manifest.id, $0.manifestPath) }, uniquingKeysWith: { first, _ in first })
     }
 
-    /// What a setting shows at first: the app's suggestion for the one service it named, never a secret.
+    /// A service's icon as GTK takes it: an icon theme's name, or a file's absolute path (a
+    /// relative one starts at the manifest's folder); nil for none.
+    public func icon(of service: ExtensionManifest) -> String? {
+        guard let icon = service.icon, !icon.isEmpty, !VisibleText.hasControlCharacters(icon) else { return nil }
+        guard icon.contains("/") else { return icon }
+        if icon.hasPrefix("/") { return icon }
+        guard let manifest = manifestPaths[service.id], let slash = manifest.lastIndex(of: "/") else { return nil }
+        return String(manifest[...slash]) + icon
+    }
+
+    /// What a setting shows at first: the app's suggestion for the one service it named (never
+    /// a secret, and only one its field takes), else the field's default.
     public func initialValue(of field: ExtensionManifest.SetupField, in service: ExtensionManifest) -> String {
-        guard field.kind != .secret, service.id == preferred else { return "" }
-        return VisibleText.hasControlCharacters(suggested[field.key] ?? "") ? "" : suggested[field.key] ?? ""
+        let fallback = field.defaultValue.map(VisibleText.of) ?? ""
+        guard field.kind != .secret, service.id == preferred, let suggestion = suggested[field.key],
+              !VisibleText.hasControlCharacters(suggestion), field.problem(with: suggestion) == nil else { return fallback }
+        return suggestion
+    }
+
+    /// The line under a service's name: what it is, as its manifest says.
+    public func descriptionLine(of service: ExtensionManifest) -> String? {
+        service.description.map(VisibleText.of)
     }
 
     /// The settings to send for `service` from what the person typed (`values` by key), or
@@ -53,12 +74,27 @@ public struct PickerForm: Sendable, Equatable {
             let typed = values[field.key] ?? ""
             let value = field.kind == .secret ? typed : typed.trimmingWhitespace
             if value.isEmpty {
-                if field.required { return .failure(Problem(description: "\(field.label) is needed")) }
+                if field.required && field.defaultValue == nil { return .failure(Problem(description: "\(field.label) is needed")) }
                 continue
+            }
+            if field.problem(with: value) != nil {
+                let bounds = field.kind == .number ? Self.bounds(of: field) : ""
+                return .failure(Problem(description: "\(field.label): \(field.kind == .choice ? "choose one" : "a number\(bounds)")"))
             }
             setup[field.key] = value
         }
         return .success(setup)
+    }
+
+    /// " from 1 to 30", " from 1", " up to 30", or nothing.
+    static func bounds(of field: ExtensionManifest.SetupField) -> String {
+        let shown = { (number: Double) in number == number.rounded() ? String(Int64(number)) : String(number) }
+        switch (field.minimum, field.maximum) {
+        case (let low?, let high?): return " from \(shown(low)) to \(shown(high))"
+        case (let low?, nil): return " from \(shown(low))"
+        case (nil, let high?): return " up to \(shown(high))"
+        case (nil, nil): return ""
+        }
     }
 
     public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {

@@ -22,9 +22,9 @@ final class PickerWindow: @unchecked Sendable {
     private let status: UnsafeMutablePointer<GtkWidget>
     private let microphone: UnsafeMutablePointer<GtkWidget>
     /// Per service: its choice (none when it is the only one), the box of its settings, and
-    /// each setting's entry by key.
+    /// how to read each setting's value, by key.
     private var choices: [(service: ExtensionManifest, button: UnsafeMutablePointer<GtkWidget>?,
-                           settings: UnsafeMutablePointer<GtkWidget>, entries: [String: UnsafeMutablePointer<GtkWidget>])] = []
+                           settings: UnsafeMutablePointer<GtkWidget>, values: [String: () -> String])] = []
     private var closed = false
     private let onClose: () -> Void
 
@@ -97,15 +97,24 @@ final class PickerWindow: @unchecked Sendable {
                 if let first { gtk_check_button_set_group(gtk(button), gtk(first)) } else { first = button }
                 gtk_box_append(gtk(content), button)
             }
+            gtk_box_append(gtk(content), serviceLine(service))
             let settings = gtk_grid_new()!
             gtk_grid_set_row_spacing(gtk(settings), 6)
             gtk_grid_set_column_spacing(gtk(settings), 8)
             gtk_widget_set_margin_start(settings, 28)
-            var entries: [String: UnsafeMutablePointer<GtkWidget>] = [:]
+            var values: [String: () -> String] = [:]
             for (row, field) in service.setupFields.enumerated() {
-                let name = VisibleText.of(field.label) + (field.required ? "" : " (optional)")
+                let name = VisibleText.of(field.label) + (field.required || field.defaultValue != nil ? "" : " (optional)")
                 gtk_grid_attach(gtk(settings), Widgets.label(name), 0, Int32(row), 1, 1)
+                if field.kind == .choice, let options = field.choices, !options.isEmpty {
+                    let menu = choiceMenu(options, initial: form.initialValue(of: field, in: service))
+                    CReplayUI_set_accessible_label(menu, VisibleText.of(field.label))
+                    gtk_grid_attach(gtk(settings), menu, 1, Int32(row), 1, 1)
+                    values[field.key] = { options[min(Int(gtk_drop_down_get_selected(gtk(menu))), options.count - 1)] }
+                    continue
+                }
                 let entry = field.kind == .secret ? gtk_password_entry_new()! : gtk_entry_new()!
+                if field.kind == .number { gtk_entry_set_input_purpose(gtk(entry), GTK_INPUT_PURPOSE_NUMBER) }
                 if field.kind == .secret { gtk_password_entry_set_show_peek_icon(gtk(entry), 1) }
                 gtk_editable_set_text(gtk(entry), form.initialValue(of: field, in: service))
                 gtk_widget_set_hexpand(entry, 1)
@@ -122,18 +131,40 @@ final class PickerWindow: @unchecked Sendable {
                     }
                     gtk_grid_attach(gtk(settings), choose, 2, Int32(row), 1, 1)
                 }
-                entries[field.key] = entry
+                values[field.key] = { String(cString: gtk_editable_get_text(gtk(entry))) }
             }
             gtk_box_append(gtk(content), settings)
-            choices.append((service, button, settings, entries))
+            choices.append((service, button, settings, values))
             if let button { Signals.onChange(button, of: "active") { [weak self] in self?.showChosenSettings() } }
         }
         if let first { gtk_check_button_set_active(gtk(first), 1) }
         showChosenSettings()
     }
 
-    private var chosen: (service: ExtensionManifest, entries: [String: UnsafeMutablePointer<GtkWidget>])? {
-        choices.first { isChosen($0.button) }.map { ($0.service, $0.entries) }
+    private var chosen: (service: ExtensionManifest, values: [String: () -> String])? {
+        choices.first { isChosen($0.button) }.map { ($0.service, $0.values) }
+    }
+
+    /// The service's icon and what it is, under its name.
+    private func serviceLine(_ service: ExtensionManifest) -> UnsafeMutablePointer<GtkWidget> {
+        let line = gtk_box_new(GTK_ORIENTATION_HORIZONTAL, 8)!
+        gtk_widget_set_margin_start(line, 28)
+        let icon = Widgets.icon(form.icon(of: service) ?? "network-transmit")
+        gtk_image_set_pixel_size(gtk(icon), 24)
+        CReplayUI_set_accessible_label(icon, "Icon of \(VisibleText.of(service.displayName))")
+        gtk_box_append(gtk(line), icon)
+        gtk_box_append(gtk(line), Widgets.label(form.descriptionLine(of: service) ?? VisibleText.of(service.displayName), classes: ["dim-label"]))
+        return line
+    }
+
+    /// A drop-down of `options`, `initial` selected where it is one of them.
+    private func choiceMenu(_ options: [String], initial: String) -> UnsafeMutablePointer<GtkWidget> {
+        let shown = options.map { strdup(VisibleText.of($0)) } + [nil]
+        defer { shown.forEach { free($0) } }
+        let menu = shown.map { UnsafePointer($0) }.withUnsafeBufferPointer { gtk_drop_down_new_from_strings($0.baseAddress)! }
+        gtk_drop_down_set_selected(gtk(menu), UInt32(options.firstIndex(of: initial) ?? 0))
+        gtk_widget_set_hexpand(menu, 1)
+        return menu
     }
 
     /// The only service is chosen; of several, the one whose button is active.
@@ -149,7 +180,7 @@ final class PickerWindow: @unchecked Sendable {
 
     private func startPressed() {
         guard let chosen else { return say("Choose a broadcast service.") }
-        let values = chosen.entries.mapValues { String(cString: gtk_editable_get_text(gtk($0))) }
+        let values = chosen.values.mapValues { $0() }
         let setup: [String: String]
         switch form.setup(for: chosen.service, values: values) {
         case .success(let given): setup = given

@@ -14,7 +14,8 @@ extension IntegrationTests {
             let directory = fixture.file("extensions")
             let manifests = [
                 ExtensionManifest(id: "file", displayName: "Write to a file", executable: "replay-file-extension",
-                                  setupFields: [.init(key: "dir", label: "Directory", kind: .directory, required: true)]),
+                                  setupFields: [.init(key: "dir", label: "Directory", kind: .directory, required: true)],
+                                  description: "Writes what it receives into a file.", icon: "document-save"),
                 ExtensionManifest(id: "hostile", displayName: "Misbehaves", executable: "replay-hostile-extension",
                                   setupFields: [.init(key: "behaviour", label: "How to misbehave", required: true),
                                                 .init(key: "path", label: "A file to try to read", required: false),

@@ -24,6 +24,9 @@ extension IntegrationTests.ConsentDialog {
         #expect(try tree.find("replay-ui", role: "label", name: "Broadcast with Write to a file.", timeout: 5) != nil)
         #expect(try tree.find("replay-ui", role: "check box", name: "Write to a file", timeout: 1) == nil)
         #expect(try tree.find("replay-ui", role: "label", name: "Broadcast with Misbehaves.", timeout: 1) == nil)
+        // What the service is and its icon, as its manifest says.
+        #expect(try tree.find("replay-ui", role: "label", name: "Writes what it receives into a file.", timeout: 5) != nil)
+        #expect(try tree.find("replay-ui", role: "*", name: "Icon of Write to a file", timeout: 1) != nil)
 
         // Start with the setting empty: the window says what is missing, and nothing starts.
         let start = try #require(try tree.find("replay-ui", role: "push button", name: "Start", sensitive: true), "Start never became pressable")

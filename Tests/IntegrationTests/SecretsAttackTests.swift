@@ -191,7 +191,7 @@ extension IntegrationTests {
             #expect(try person.http(url).status == "200")
             #expect(try Client(fixture).http(url).status == "404", "a picker link opened twice")
             let path = Attacker.withoutQuery(url), origin = Attacker.origin(of: url)
-            let form = ["extension": "file", "setup.dir": output.path, "token": Attacker.token(in: url) ?? ""]
+            let form = ["extension": "file", "setup.file.dir": output.path, "token": Attacker.token(in: url) ?? ""]
             let started = try person.http(path, form: form, origin: origin)
             #expect(started.status == "200" && started.body.contains("Live"), "\(started)")
             let again = try person.http(path, form: form, origin: origin)

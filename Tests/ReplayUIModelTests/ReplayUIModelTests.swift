@@ -226,3 +226,26 @@ import Testing
         #expect(TrimSpan(duration: 61.25).summary == "Keeps all 1:01.3")
     }
 }
+
+extension PickerFormTests {
+    static let stream = ExtensionManifest(
+        id: "stream", displayName: "Stream", executable: "z",
+        setupFields: [.init(key: "mode", label: "Mode", kind: .choice, defaultValue: "video", choices: ["video", "screencast"]),
+                      .init(key: "fps", label: "Frame rate", kind: .number, required: true, defaultValue: "30", minimum: 1, maximum: 30)],
+        description: "Streams \u{1b}[31msomewhere")
+
+    /// Numbers and choices start at their defaults (an app's suggestion only where the field
+    /// takes it), and what the person types is checked against their range and choices.
+    @Test func numbersAndChoicesStartAtTheirDefaultsAndAreChecked() {
+        let form = PickerForm(Self.offer([Self.stream], setup: ["fps": "300", "mode": "screencast"]))
+        #expect(form.initialValue(of: Self.stream.setupFields[0], in: Self.stream) == "screencast")
+        #expect(form.initialValue(of: Self.stream.setupFields[1], in: Self.stream) == "30", "an out-of-range suggestion was shown")
+        #expect(form.descriptionLine(of: Self.stream).map { !$0.contains("\u{1b}") && $0.hasPrefix("Streams") } == true)
+        #expect(form.setup(for: Self.stream, values: ["fps": "25", "mode": "video"]) == .success(["fps": "25", "mode": "video"]))
+        // Empty: the default is replayd's to apply, and a required field with one is not missing.
+        #expect(form.setup(for: Self.stream, values: [:]) == .success([:]))
+        #expect(form.setup(for: Self.stream, values: ["fps": "31"]) == .failure(.init(description: "Frame rate: a number from 1 to 30")))
+        #expect(form.setup(for: Self.stream, values: ["fps": "fast"]) == .failure(.init(description: "Frame rate: a number from 1 to 30")))
+        #expect(form.setup(for: Self.stream, values: ["mode": "huge"]) == .failure(.init(description: "Mode: choose one")))
+    }
+}

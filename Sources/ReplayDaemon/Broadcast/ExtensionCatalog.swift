@@ -51,6 +51,10 @@ struct ExtensionCatalog: Sendable {
                 logger.warning("skipping extension manifest with an invalid id", metadata: ["manifest": "\(path.path)"])
                 return nil
             }
+            if let problem = manifest.definitionProblem {
+                logger.warning("skipping extension manifest: \(problem)", metadata: ["manifest": "\(path.path)"])
+                return nil
+            }
             guard let executable = Self.executable(manifest.executable, besideManifestAt: path) else {
                 logger.warning("skipping extension whose executable is not inside its own folder",
                                metadata: ["manifest": "\(path.path)", "executable": "\(manifest.executable)"])

@@ -231,8 +231,10 @@ extension LoopbackPages {
             guard let extensionID = form["extension"], picker.preferredExtension == nil || picker.preferredExtension == extensionID else {
                 return Self.html(PageTemplates.pickerResult(nil, error: "Choose a broadcast service."), status: .badRequest)
             }
+            // The chosen service's settings only (each field is named `setup.SERVICE.KEY`).
+            let prefix = "setup.\(extensionID)."
             var setup: [String: String] = [:]
-            for (key, value) in form where key.hasPrefix("setup.") && !value.isEmpty { setup[String(key.dropFirst(6))] = value }
+            for (key, value) in form where key.hasPrefix(prefix) && !value.isEmpty { setup[String(key.dropFirst(prefix.count))] = value }
             // The scope is the app's request, shown on the page; nothing in the form changes it.
             switch await daemon.startPicked(id, extensionID: extensionID, setup: setup, microphone: form["microphone"] == "on") {
             case .success(let status):

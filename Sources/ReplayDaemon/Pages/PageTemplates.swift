@@ -75,18 +75,31 @@ enum PageTemplates {
         let choices = extensions.enumerated().map { index, info in
             let manifest = info.manifest
             let fields = manifest.setupFields.map { field in
-                """
-                <label>\(escape(field.label))\(field.required ? " *" : "")
-                  <input name="setup.\(escape(field.key))" id="setup-\(escape(manifest.id))-\(escape(field.key))"
-                         type="\(field.kind == .secret ? "password" : "text")"\(field.kind == .directory ? " placeholder=\"/absolute/path\"" : "")\
-                \(suggested(field, of: manifest).map { " value=\"\(escape($0))\"" } ?? "")>
+                // Named per service: two services may both have a `url`, and only the chosen one's count.
+                let name = "name=\"setup.\(escape(manifest.id)).\(escape(field.key))\" id=\"setup-\(escape(manifest.id))-\(escape(field.key))\""
+                let initial = suggested(field, of: manifest) ?? field.defaultValue
+                if field.kind == .choice, let options = field.choices {
+                    let shown = options.map { option in
+                        "<option value=\"\(escape(option))\"\(option == initial ? " selected" : "")>\(escape(option))</option>"
+                    }.joined()
+                    return "<label>\(escape(field.label))\n  <select \(name)>\(shown)</select>\n</label>"
+                }
+                let type = field.kind == .secret ? "password" : field.kind == .number ? "number" : "text"
+                let bounds = [field.minimum.map { " min=\"\($0)\"" }, field.maximum.map { " max=\"\($0)\"" }].compactMap { $0 }.joined()
+                return """
+                <label>\(escape(field.label))\(field.required && field.defaultValue == nil ? " *" : "")
+                  <input \(name)
+                         type="\(type)"\(field.kind == .number ? " step=\"any\"" + bounds : "")\(field.kind == .directory ? " placeholder=\"/absolute/path\"" : "")\
+                \(initial.map { " value=\"\(escape($0))\"" } ?? "")>
                 </label>
                 """
             }.joined(separator: "\n")
+            let description = manifest.description.map { "<p>\(escape($0))</p>" } ?? ""
             return """
                 <fieldset>
                   <label><input type="radio" name="extension" value="\(escape(manifest.id))" id="extension-\(escape(manifest.id))"\(index == 0 ? " checked" : "")>
                   <strong>\(escape(manifest.displayName))</strong></label>
+                  \(description)
                   \(fields)
                 </fieldset>
                 """
