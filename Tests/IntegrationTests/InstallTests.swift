@@ -74,6 +74,16 @@ extension IntegrationTests {
             }
             let help = try Command.run(prefix.appendingPathComponent("bin/replay").path, ["--help"])
             #expect(help.status == 0 && help.stdout.contains("record"), "\(help)")
+            // One Swift runtime beside the binaries, which each of them loads, not the toolchain's.
+            let runtime = prefix.appendingPathComponent("lib/openreplaykit/swift").path
+            #expect(manifest.contains(runtime + "/libswiftCore.so\n"))
+            for file in ["bin/replay", "bin/replayd", "lib/openreplaykit/replay-capture", "share/openreplaykit/extensions/replay-file-extension"] {
+                let libraries = try Command.run("/usr/bin/ldd", [prefix.appendingPathComponent(file).path])
+                let core = libraries.stdout.split(separator: "\n").first { $0.contains("libswiftCore.so =>") }
+                    .map { String($0.split(separator: " ")[2]) }
+                #expect(core.map { URL(fileURLWithPath: $0).standardizedFileURL.deletingLastPathComponent().path } == runtime,
+                        "\(file): \(libraries.stdout)")
+            }
             // The units start the installed replayd, and name the extensions of this prefix.
             let service = try String(contentsOf: prefix.appendingPathComponent("share/systemd/user/replayd.service"), encoding: .utf8)
             #expect(service.contains("ExecStart=\(prefix.path)/bin/replayd --idle-exit 300 --extensions-dir \(prefix.path)/share/openreplaykit/extensions"),

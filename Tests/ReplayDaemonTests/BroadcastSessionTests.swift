@@ -227,6 +227,23 @@ import Testing
         #expect(ExtensionProcess.disablesUserNamespaces && arguments.contains("--disable-userns"))
     }
 
+    /// An install under a home directory keeps the Swift runtime its extensions load beside
+    /// its binaries (lib/openreplaykit/swift): the sandbox shows it, read-only, over the cover.
+    @Test func theSandboxShowsTheSharedSwiftRuntime() throws {
+        let runtime = "/home/someone/.local/lib/openreplaykit/swift"
+        let arguments = ExtensionProcess.sandboxArguments(executable: "/home/someone/.local/share/openreplaykit/extensions/x",
+                                                          hidden: [], writable: [], ownNetwork: false, runtime: runtime)
+        let bound = arguments.indices.first { arguments[$0] == "--ro-bind" && arguments[$0 + 1] == runtime && arguments[$0 + 2] == runtime }
+        let cover = arguments.indices.first { arguments[$0] == "--tmpfs" && arguments[$0 + 1] == "/home" }
+        #expect(bound != nil && cover != nil && bound! > cover!, "bound after /home is covered, or hidden by it")
+        let staticBuild = ExtensionProcess.sandboxArguments(executable: "/usr/lib/x/ext", hidden: [], writable: [], ownNetwork: false, runtime: nil)
+        #expect(staticBuild.filter { $0 == "--ro-bind" }.count == 2, "only / and the extension's folder")
+        #expect(SwiftRuntimeFolder.folder(inMaps: "55d0c0a00000-55d0c0b00000 r-xp 00000000 08:01 42    /usr/bin/replayd\n") == nil)
+        // The tests run on the toolchain's runtime, as shared libraries.
+        let loaded = try #require(SwiftRuntimeFolder.loaded)
+        #expect(FileManager.default.fileExists(atPath: loaded + "/libswiftCore.so"))
+    }
+
     @Test func aMalformedMessageEndsOnlyThisBroadcast() throws {
         let rig = Rig()
         try rig.start()

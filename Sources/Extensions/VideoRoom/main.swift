@@ -14,16 +14,12 @@ import Synchronization
 /// broadcast ends, rejoins after the server went away (for up to `reconnect-timeout`), and
 /// its video bitrate follows the server's receiver reports and estimate (REMB).
 final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
-    // @unchecked: the sample path (`feed`) is touched only on the broadcast's callback thread;
-    // what the other threads share is immutable once started or behind `state`.
+    // @unchecked: what the other threads share is immutable once started or behind `state`.
     private var settings: VideoRoomSettings?
-    private var session: WebRTCSession?
-    private var feed: WebRTCFeed?
-    private var statsTimer: (any DispatchSourceTimer)?
-    private let statsQueue = DispatchQueue(label: "videoroom-stats")
-    private let state = Mutex(SharedState())
+    private let broadcast = WebRTCBroadcast<SharedState>(label: "videoroom-stats")
+    private var session: WebRTCSession? { broadcast.session }
 
-    struct SharedState {
+    struct SharedState: WebRTCBroadcastState {
         var finished = false
         var failed = false
         /// The session with the server now, and the peer publishing through it.
@@ -47,40 +43,33 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
         let session: WebRTCSession
         do {
             settings = try VideoRoomSettings(setup: setupInfo)
-            session = try WebRTCSession.start(for: settings.video,
-                                              state: { [weak self] peer, state in self?.peerChanged(peer, state) },
-                                              error: { [weak self] peer, message in self?.peerFailed(peer, message) })
+            session = try broadcast.start(video: settings.video,
+                                          peerChanged: { [weak self] peer, state in self?.peerChanged(peer, state) },
+                                          peerFailed: { [weak self] peer, message in self?.peerFailed(peer, message) })
         } catch {
             fail("\(error)")
             return
         }
         self.settings = settings
-        self.session = session
-        feed = WebRTCFeed(setup: settings.video)
         Thread.detachNewThread { [self] in stayInRoom(session: session, settings: settings) }
-        let timer = DispatchSource.makeTimerSource(queue: statsQueue)
-        timer.schedule(deadline: .now() + 1, repeating: 1)
-        timer.setEventHandler { [weak self] in self?.adaptBitrate() }
-        timer.resume()
-        statsTimer = timer
+        broadcast.tick { [weak self] in self?.adaptBitrate() }
     }
 
     override func processSampleBuffer(_ sample: SampleBuffer) {
-        guard let session else { return }
-        feed?.feed(sample, into: session)
+        broadcast.feed(sample)
     }
 
     override func broadcastFinished() {
-        let janus = state.withLock { state -> JanusClient? in
+        let janus = broadcast.state.withLock { state -> JanusClient? in
             state.finished = true
             return state.janus
         }
-        statsTimer?.cancel()
+        broadcast.stopTicks()
         // Destroying the session takes the publisher out of the room for everyone; then the
         // long poll still waiting is cut short.
         janus?.close()
         janus?.cancel()
-        session = nil
+        broadcast.close()
     }
 
     // MARK: the room
@@ -93,7 +82,7 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
         var attempt = 0
         while true {
             let janus = JanusClient(server: settings.server)
-            guard state.withLock({ state -> Bool in
+            guard broadcast.state.withLock({ state -> Bool in
                 state.janus = janus
                 return !state.finished
             }) else { return }
@@ -107,16 +96,16 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
             } catch {
                 failure = error
             }
-            if let peer = state.withLock({ state in defer { state.peer = nil }; return state.peer }) { session.remove(peer: peer) }
+            if let peer = broadcast.state.withLock({ state in defer { state.peer = nil }; return state.peer }) { session.remove(peer: peer) }
             janus.close(timeout: 1)
-            if state.withLock({ $0.finished }) { return }
+            if broadcast.state.withLock({ $0.finished }) { return }
             if let refusal = failure as? JanusClient.Failure, refusal.isPermanent {
                 fail("room \(settings.room) on \(janus.displayServer): \(refusal)")
                 return
             }
             if attempt == 0 {
                 if everPublished { outageSince = MonotonicClock.nanoseconds() }
-                state.withLock { $0.phase = everPublished ? "rejoining" : "joining" }
+                broadcast.state.withLock { $0.phase = everPublished ? "rejoining" : "joining" }
                 noteInfo()
             }
             let limit = everPublished ? settings.reconnectTimeout : min(Self.firstJoinTimeout, settings.reconnectTimeout)
@@ -129,7 +118,7 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
             let pause = min(Self.backoff[min(attempt, Self.backoff.count - 1)], max(0.1, limit - waited))
             attempt += 1
             let wakeAt = MonotonicClock.nanoseconds() + Int64(pause * 1e9)
-            while MonotonicClock.nanoseconds() < wakeAt, !state.withLock({ $0.finished }) { Thread.sleep(forTimeInterval: 0.05) }
+            while MonotonicClock.nanoseconds() < wakeAt, !broadcast.state.withLock({ $0.finished }) { Thread.sleep(forTimeInterval: 0.05) }
         }
     }
 
@@ -138,7 +127,7 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
         try janus.open()
         let joined = try janus.request(settings.joinRequest)
         let (peer, offer) = try session.offer()
-        let finished = state.withLock { state -> Bool in
+        let finished = broadcast.state.withLock { state -> Bool in
             state.peer = peer
             // Kept across rejoins: the way to the server has not changed because it restarted.
             if state.controller == nil { state.controller = settings.video.controller() }
@@ -155,7 +144,7 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
         }
         try session.setAnswer(answer, peer: peer)
         session.requestKeyframe()
-        state.withLock {
+        broadcast.state.withLock {
             $0.phase = "published"
             $0.joins += 1
         }
@@ -165,7 +154,7 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
     /// Follows the session's events until it ends: returns when the broadcast finished,
     /// throws when the server hung up on the peer or the session was lost.
     private func listen(to janus: JanusClient) throws {
-        while !state.withLock({ $0.finished }) {
+        while !broadcast.state.withLock({ $0.finished }) {
             for event in try janus.poll() where event.kind == "hangup" {
                 throw JanusClient.Failure.sessionLost(reason: "the server hung up on the stream (\(event.body["reason"] ?? "no reason"))")
             }
@@ -175,7 +164,7 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
     // MARK: the peer
 
     private func peerChanged(_ peer: Int32, _ connection: WebRTCSession.PeerState) {
-        guard connection == .failed, let janus = state.withLock({ $0.peer == peer ? $0.janus : nil }) else { return }
+        guard connection == .failed, let janus = broadcast.state.withLock({ $0.peer == peer ? $0.janus : nil }) else { return }
         // The loop rejoins once its poll is cut short.
         janus.cancel()
     }
@@ -183,7 +172,7 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
     private func peerFailed(_ peer: Int32, _ message: String) {
         if peer == 0 {
             fail("WebRTC: \(message)")
-        } else if let janus = state.withLock({ $0.peer == peer ? $0.janus : nil }) {
+        } else if let janus = broadcast.state.withLock({ $0.peer == peer ? $0.janus : nil }) {
             janus.cancel()
         }
     }
@@ -191,11 +180,11 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
     /// Once a second: the server's receiver reports and its estimate (REMB) move the bitrate
     /// controller.
     private func adaptBitrate() {
-        guard let session, let peer = state.withLock({ $0.peer }), let stats = session.stats(peer: peer) else {
+        guard let session, let peer = broadcast.state.withLock({ $0.peer }), let stats = session.stats(peer: peer) else {
             noteInfo()
             return
         }
-        let rate = state.withLock { state -> Int? in
+        let rate = broadcast.state.withLock { state -> Int? in
             guard var controller = state.controller else { return nil }
             controller.update(fractionLost: stats.reportedLoss, estimate: stats.estimateKbps)
             state.controller = controller
@@ -212,7 +201,7 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
     /// Service info for the host app and `replay broadcast status`: the room, the phase, the rate.
     private func noteInfo(_ counters: [String: String] = [:]) {
         guard let settings else { return }
-        let send = state.withLock { state -> [String: String]? in
+        let send = broadcast.state.withLock { state -> [String: String]? in
             var info = counters
             info["room"] = settings.room.description
             info["janus"] = state.phase
@@ -225,11 +214,7 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
     }
 
     private func fail(_ message: String) {
-        let first = state.withLock { state -> Bool in
-            defer { state.failed = true }
-            return !state.failed && !state.finished
-        }
-        if first { finishBroadcast(error: message) }
+        if broadcast.failsFirst() { finishBroadcast(error: message) }
     }
 }
 

@@ -12,18 +12,14 @@ import Synchronization
 /// webrtcbin (ICE by libnice, DTLS-SRTP, NACK/RTX); a keyframe when a receiver sends PLI/FIR
 /// or a viewer joins; the video bitrate follows the receivers' loss reports.
 final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
-    // @unchecked: the sample path (`feed`) is touched only on the broadcast's callback
-    // thread; everything the other threads share is immutable once started or behind `state`.
+    // @unchecked: what the other threads share is immutable once started or behind `state`.
     private var settings: WebRTCSettings?
-    private var session: WebRTCSession?
     private var viewerServer: ViewerServer?
     private var whip: WHIPClient?
-    private var feed: WebRTCFeed?
-    private var statsTimer: (any DispatchSourceTimer)?
-    private let statsQueue = DispatchQueue(label: "webrtc-stats")
-    private let state = Mutex(SharedState())
+    private let broadcast = WebRTCBroadcast<SharedState>(label: "webrtc-stats")
+    private var session: WebRTCSession? { broadcast.session }
 
-    struct SharedState {
+    struct SharedState: WebRTCBroadcastState {
         var finished = false
         var failed = false
         var whipPeer: Int32?
@@ -37,16 +33,14 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
         let session: WebRTCSession
         do {
             settings = try WebRTCSettings(setup: setupInfo)
-            session = try WebRTCSession.start(for: settings.video,
-                                              state: { [weak self] peer, state in self?.peerChanged(peer, state) },
-                                              error: { [weak self] peer, message in self?.peerFailed(peer, message) })
+            session = try broadcast.start(video: settings.video,
+                                          peerChanged: { [weak self] peer, state in self?.peerChanged(peer, state) },
+                                          peerFailed: { [weak self] peer, message in self?.peerFailed(peer, message) })
         } catch {
             fail("\(error)")
             return
         }
         self.settings = settings
-        self.session = session
-        feed = WebRTCFeed(setup: settings.video)
 
         if let port = settings.viewerPort {
             let server = ViewerServer(session: session, joined: { [weak self] peer in self?.viewerJoined(peer) },
@@ -64,29 +58,24 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
             whip = client
             Thread.detachNewThread { [self] in publish(client, session: session) }
         }
-        let timer = DispatchSource.makeTimerSource(queue: statsQueue)
-        timer.schedule(deadline: .now() + 1, repeating: 1)
-        timer.setEventHandler { [weak self] in self?.adaptBitrate() }
-        timer.resume()
-        statsTimer = timer
+        broadcast.tick { [weak self] in self?.adaptBitrate() }
     }
 
     override func processSampleBuffer(_ sample: SampleBuffer) {
-        guard let session else { return }
-        feed?.feed(sample, into: session)
+        broadcast.feed(sample)
     }
 
     override func broadcastFinished() {
-        let resource = state.withLock { state -> URL? in
+        let resource = broadcast.state.withLock { state -> URL? in
             state.finished = true
             return state.whipResource
         }
-        statsTimer?.cancel()
+        broadcast.stopTicks()
         if let whip, let resource {
             whip.end(resource)
         }
         viewerServer?.stop()
-        session = nil
+        broadcast.close()
     }
 
     // MARK: WHIP
@@ -94,9 +83,9 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
     private func publish(_ client: WHIPClient, session: WebRTCSession) {
         do {
             let (peer, offer) = try session.offer()
-            state.withLock { $0.whipPeer = peer; $0.controllers[peer] = controller() }
+            broadcast.state.withLock { $0.whipPeer = peer; $0.controllers[peer] = controller() }
             let (answer, resource) = try client.publish(offer: offer)
-            let finished = state.withLock { state -> Bool in
+            let finished = broadcast.state.withLock { state -> Bool in
                 state.whipResource = resource
                 return state.finished
             }
@@ -119,19 +108,19 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
     }
 
     private func viewerJoined(_ peer: Int32) {
-        state.withLock { $0.controllers[peer] = controller() }
+        broadcast.state.withLock { $0.controllers[peer] = controller() }
         session?.requestKeyframe()
         noteInfo()
     }
 
     private func peerLeft(_ peer: Int32) {
-        _ = state.withLock { $0.controllers.removeValue(forKey: peer) }
+        _ = broadcast.state.withLock { $0.controllers.removeValue(forKey: peer) }
         noteInfo()
     }
 
     private func peerChanged(_ peer: Int32, _ connection: WebRTCSession.PeerState) {
         guard connection == .failed || connection == .closed else { return }
-        if state.withLock({ $0.whipPeer == peer }) {
+        if broadcast.state.withLock({ $0.whipPeer == peer }) {
             if connection == .failed { fail("the WebRTC connection to the WHIP endpoint failed (ICE or DTLS)") }
         } else if let viewerServer {
             // Off GStreamer's thread: taking a peer down waits for its streaming threads.
@@ -140,7 +129,7 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
     }
 
     private func peerFailed(_ peer: Int32, _ message: String) {
-        if peer == 0 || state.withLock({ $0.whipPeer == peer }) {
+        if peer == 0 || broadcast.state.withLock({ $0.whipPeer == peer }) {
             fail("WebRTC: \(message)")
         } else if let viewerServer {
             DispatchQueue.global().async { viewerServer.remove(peer) }
@@ -153,7 +142,7 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
     /// shared encoder runs at the lowest rate any receiver can take.
     private func adaptBitrate() {
         guard let session else { return }
-        let peers = state.withLock { Array($0.controllers.keys) }
+        let peers = broadcast.state.withLock { Array($0.controllers.keys) }
         var rates: [Int] = []
         var connected = 0
         var videoPackets: UInt64 = 0, audioPackets: UInt64 = 0, keyframeRequests: UInt64 = 0, nacks: UInt64 = 0
@@ -169,7 +158,7 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
                 worstLoss = max(worstLoss ?? 0, stats.fraction_lost)
                 worstRoundTrip = max(worstRoundTrip ?? 0, stats.round_trip_time)
             }
-            let rate = state.withLock { state -> Int? in
+            let rate = broadcast.state.withLock { state -> Int? in
                 guard var controller = state.controllers[peer] else { return nil }
                 controller.update(fractionLost: stats.reportedLoss, estimate: stats.estimateKbps)
                 state.controllers[peer] = controller
@@ -191,17 +180,13 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
         for (key, value) in counters { info[key] = String(value) }
         if let viewerServer { info["viewers"] = String(viewerServer.viewerCount) }
         if let connected { info["connectedPeers"] = String(connected) }
-        let whipState = state.withLock { $0.whipResource != nil ? "published" : ($0.whipPeer != nil ? "offering" : nil) }
+        let whipState = broadcast.state.withLock { $0.whipResource != nil ? "published" : ($0.whipPeer != nil ? "offering" : nil) }
         if let whipState { info["whip"] = whipState }
-        if state.withLock({ $0.infoFilter.admits(info) }) { updateServiceInfo(info) }
+        if broadcast.state.withLock({ $0.infoFilter.admits(info) }) { updateServiceInfo(info) }
     }
 
     private func fail(_ message: String) {
-        let first = state.withLock { state -> Bool in
-            defer { state.failed = true }
-            return !state.failed && !state.finished
-        }
-        if first { finishBroadcast(error: message) }
+        if broadcast.failsFirst() { finishBroadcast(error: message) }
     }
 }
 

@@ -374,7 +374,9 @@ final class ExtensionProcess: ExtensionLink {
     static let hostPrivateFolders = ["/boot", "/home", "/media", "/mnt", "/root", "/run", "/srv", "/var"]
 
     /// - Parameter ownNetwork: a network namespace of its own (for pasta), else the host's.
-    static func sandboxArguments(executable: String, hidden: [String], writable: [String], ownNetwork: Bool) -> [String] {
+    /// - Parameter runtime: the Swift runtime folder the shipped extensions load (`SwiftRuntimeFolder`).
+    static func sandboxArguments(executable: String, hidden: [String], writable: [String], ownNetwork: Bool,
+                                 runtime: String? = SwiftRuntimeFolder.loaded) -> [String] {
         let size = String(tmpfsSize)
         // Only /tmp and /dev/shm are writable, sized, and counted (`privateStorage`); the
         // other tmpfs hide what is under them and become read-only once mounted on.
@@ -397,6 +399,7 @@ final class ExtensionProcess: ExtensionLink {
         // Its own executable stays visible even when it lives under a hidden directory.
         let folder = URL(fileURLWithPath: executable).deletingLastPathComponent().path
         arguments += ["--ro-bind", folder, folder]
+        if let runtime, runtime != folder { arguments += ["--ro-bind", runtime, runtime] }
         for path in writable { arguments += ["--bind", path, path] }
         for path in ["/dev"] + covers { arguments += ["--remount-ro", path] }
         return arguments
