@@ -38,6 +38,10 @@ enum DaemonRequest {
             do {
                 let channel = try connect(socket)
                 defer { channel.close() }
+                // A daemon from before trimmed exports would send the whole movie for a span.
+                if from != nil || to != nil, channel.welcome?.capabilities.contains(.trimmedExport) != true {
+                    throw Failure(description: "this replayd cannot cut a recording (it predates trimmed exports); save it whole")
+                }
                 try channel.send(ClientRequest.exportRecording(id: id, container: .mp4, from: from, to: to))
                 guard case .exportBegin(let size) = try reply(on: channel, isReply: { if case .exportBegin = $0 { true } else { false } }) else {
                     throw Failure(description: "replayd did not send the movie")
