@@ -187,6 +187,11 @@ private func printStatus(_ list: [BroadcastStatus], json: Bool) {
         return
     }
     if list.isEmpty { print("No broadcast.") }
+    // How the sandbox's network and memory are counted is said once below the list where every
+    // broadcast shares it, not again on each line.
+    let networks = Set(list.compactMap(\.sandboxNetwork)), countings = Set(list.compactMap(\.memoryCounting))
+    let sharedNetwork = list.count > 1 && networks.count == 1 && list.allSatisfy { $0.sandboxNetwork != nil } ? networks.first : nil
+    let sharedCounting = list.count > 1 && countings.count == 1 && list.allSatisfy { $0.memoryCounting != nil } ? countings.first : nil
     for status in list {
         var line = "\(status.id)  \(status.extensionID)  \(status.state.rawValue)  \(status.framesSent) frames sent, \(status.framesDropped) dropped"
         if status.scope == .app { line += "  (the host app's own windows)" }
@@ -198,13 +203,15 @@ private func printStatus(_ list: [BroadcastStatus], json: Bool) {
         let details = status.serviceInfo.filter { $0.key != "connection" }.sorted { $0.key < $1.key }
         if !details.isEmpty { line += "\n  " + details.map { "\(visible($0.key)): \(visible($0.value))" }.joined(separator: ", ") }
         if let error = status.lastError { line += "\n  error: \(visible(error))" }
-        if let network = status.sandboxNetwork { line += "\n  extension network: \(network)" }
+        if let network = status.sandboxNetwork, sharedNetwork == nil { line += "\n  extension network: \(network)" }
         if let counting = status.memoryCounting {
             line += "\n  extension memory: peak \(BroadcastLimits.mebibytes(status.extensionPeakMemory)) of "
-                + "\(BroadcastLimits.mebibytes(BroadcastLimits.memory)), counted by \(counting)"
+                + "\(BroadcastLimits.mebibytes(BroadcastLimits.memory))" + (sharedCounting == nil ? ", counted by \(counting)" : "")
         }
         print(line)
     }
+    if let sharedNetwork { print("Every extension's network: \(sharedNetwork)") }
+    if let sharedCounting { print("Every extension's memory is counted by \(sharedCounting)") }
 }
 
 /// An extension's setup as `broadcast start` was given it, and which values were typed out

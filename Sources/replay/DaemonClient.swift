@@ -49,6 +49,11 @@ enum DaemonClient {
         // Nobody listening (a SystemError) starts a daemon; one that answers but does not
         // welcome us (a HandshakeError: another protocol version, ...) is reported as it is.
         do { return try MessageChannel.connect(path: path, client: "replay") } catch is SystemError {}
+        // No daemon of this display's own: the session's (systemd's replayd.socket), if it listens.
+        let session = ReplayPaths.sessionSocket(environment: merged).path
+        if named == nil, session != path {
+            do { return try MessageChannel.connect(path: session, client: "replay") } catch is SystemError {}
+        }
         try launchDaemon(socket: path, environment: merged, display: display)
         let deadline = Date().addingTimeInterval(10)
         var lastError: (any Error)?

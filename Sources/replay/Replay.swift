@@ -29,6 +29,6 @@ struct Replay: ParsableCommand {
 
 /// Where to find the daemon; shared by every subcommand.
 struct DaemonOptions: ParsableArguments {
-    @Option(help: "replayd's socket (default: $XDG_RUNTIME_DIR/openreplaykit/replayd-DISPLAY.sock).")
+    @Option(help: "replayd's socket (default: the display's, $XDG_RUNTIME_DIR/openreplaykit/replayd-DISPLAY.sock (DISPLAY=:0 gives replayd-0.sock); where none listens there, the session's, replayd.sock, which systemd's replayd.socket opens; where neither does, replay starts replayd on the display's).")
     var socket: String?
 }

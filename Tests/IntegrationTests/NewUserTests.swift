@@ -143,6 +143,24 @@ extension IntegrationTests {
             #expect(status.jsonLines.first?["version"] as? String == ReleaseVersion.current, "\(status)")
         }
 
+        /// Issue 49: where the display has no daemon of its own, `replay` reaches the session's
+        /// (systemd's replayd.socket, at replayd.sock) rather than starting a second one.
+        @Test func withNoDaemonOfItsDisplayTheSessionsDaemonAnswers() throws {
+            let fixture = try ReplayFixture(socketName: "openreplaykit/replayd.sock")
+            defer { fixture.stop() }
+            try fixture.startDaemon()
+            let pid = try #require(fixture.daemon?.pid)
+            // No --socket, no OPENREPLAYKIT_SOCKET: the defaults, with DISPLAY set.
+            let display = try #require(fixture.environment()["DISPLAY"])
+            let status = try Command.run(ReplayFixture.replay, ["status", "--json"], environment: fixture.environment(["OPENREPLAYKIT_SOCKET": ""]))
+            #expect(status.status == 0, "\(status)")
+            #expect(status.jsonLines.first?["version"] as? String == ReleaseVersion.current, "\(status)")
+            let folder = URL(fileURLWithPath: fixture.socket).deletingLastPathComponent()
+            let sockets = try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".sock") }
+            #expect(sockets == ["replayd.sock"], "a daemon was started for \(display) beside the session's: \(sockets)")
+            #expect(kill(pid, 0) == 0)
+        }
+
         /// Item 11: `--output -` and `--to -` put a playable movie on standard output, MP4 or
         /// Matroska, with nothing else mixed into it.
         @Test func theMovieGoesToStandardOutput() throws {

@@ -71,8 +71,13 @@ public enum ReplayPaths {
     /// The daemon's socket for the display named in `DISPLAY`: one daemon per display session.
     public static func defaultSocket(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
         let display = (environment["DISPLAY"] ?? "").filter { $0.isLetter || $0.isNumber }
-        return runtimeDirectory(environment: environment)
-            .appendingPathComponent(display.isEmpty ? "replayd.sock" : "replayd-\(display).sock")
+        return display.isEmpty ? sessionSocket(environment: environment)
+            : runtimeDirectory(environment: environment).appendingPathComponent("replayd-\(display).sock")
+    }
+
+    /// The session's daemon, whatever the display: where systemd's replayd.socket listens.
+    public static func sessionSocket(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        runtimeDirectory(environment: environment).appendingPathComponent("replayd.sock")
     }
 
     /// `$XDG_DATA_HOME/openreplaykit/recordings`, by default under `~/.local/share`.
