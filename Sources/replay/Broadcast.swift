@@ -2,6 +2,10 @@ import ArgumentParser
 import Foundation
 import ReplayIPC
 import ReplaySystem
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension Replay {
     struct Broadcast: ParsableCommand {
@@ -72,23 +76,77 @@ extension Replay.Broadcast {
         @Flag(help: "Print the broadcast's status as JSON.")
         var json = false
 
+        @Option(help: "Stay until the broadcast has lasted this many seconds (or Ctrl-C), then stop it. With no display this command brings its own desktop and always stays (until Ctrl-C without --duration).")
+        var duration: Double?
+
         func validate() throws {
             for pair in setupPairs where !pair.contains("=") || pair.hasPrefix("=") {
                 throw ValidationError("--setup takes KEY=VALUE, not '\(pair)'")
             }
             if !(1...60).contains(fps) { throw ValidationError("--fps must be between 1 and 60") }
+            if let duration, !(duration > 0) { throw ValidationError("--duration must be more than 0 seconds") }
         }
 
         func run() throws {
+            // No desktop at all: a virtual one of our own, as `replay record` brings; the
+            // broadcast then lasts as long as this command, which the desktop lives in.
+            if VirtualDesktopRun.noDesktop {
+                if VirtualDesktopRun.isPrivate { throw DaemonClient.Failure(description: "the virtual desktop gave no DISPLAY") }
+                if !json {
+                    printError("No DISPLAY or WAYLAND_DISPLAY: starting a virtual 1920x1080 display, an audio server and the demo scene; "
+                        + "the broadcast lasts until Ctrl-C\(duration.map { " or \(Self.seconds($0)) s" } ?? "").")
+                }
+                try VirtualDesktopRun.execInOwnDesktop()
+            }
+            let privateDesktop = VirtualDesktopRun.isPrivate
+            let socket = daemon.socket ?? (privateDesktop ? ProcessInfo.processInfo.environment[ReplayPaths.socketVariable] : nil)
+            var channel: MessageChannel?
+            defer { if privateDesktop, let channel, let socket { VirtualDesktopRun.stopPrivateDaemon(channel, socket: socket) } }
             try reportingFailure {
                 let setup = try SetupValues.read(pairs: setupPairs, file: setupFile)
                 try SetupValues.refuseSecretsOnCommandLine(setup, extensionID: `extension`, socket: daemon.socket)
                 let request = BroadcastRequest(extensionID: `extension`, setup: setup.values, microphone: mic, fps: fps)
-                let status = try DaemonClient.ask(.startBroadcast(request: request), socket: daemon.socket) {
-                    if case .broadcastStarted(let status) = $0 { status } else { nil }
+                let connection = try DaemonClient.connect(socket: socket, display: privateDesktop ? ProcessInfo.processInfo.environment["DISPLAY"] : nil)
+                channel = connection
+                try connection.send(ClientRequest.startBroadcast(request: request))
+                guard case .broadcastStarted(let status) = try DaemonClient.next(connection).message else {
+                    throw DaemonClient.Failure(description: "unexpected reply from replayd")
                 }
                 printStatus([status], json: json)
+                if privateDesktop || duration != nil { try stayLive(status.id, on: connection) }
             }
+        }
+
+        /// Until `duration` has passed, Ctrl-C (or SIGTERM) comes, or the broadcast ends by
+        /// itself; then stops it (the extension finishes its upload) and prints how it ended.
+        private func stayLive(_ id: String, on channel: MessageChannel) throws {
+            StopRequest.watch()
+            let end = duration.map { Date().addingTimeInterval($0) }
+            var last: BroadcastStatus?
+            while !StopRequest.asked && end.map({ Date() < $0 }) ?? true {
+                Thread.sleep(forTimeInterval: 0.2)
+                try channel.send(ClientRequest.broadcastStatus)
+                guard case .broadcasts(let list) = try DaemonClient.next(channel).message else { continue }
+                last = list.first { $0.id == id }
+                if let last, last.state == .finished || last.state == .failed { break }
+            }
+            if let running = last, running.state != .finished && running.state != .failed {
+                try channel.send(ClientRequest.stopBroadcast(id: id))
+                if case .broadcasts(let list) = try DaemonClient.next(channel).message { last = list.first { $0.id == id } ?? last }
+            }
+            if let last { printStatus([last], json: json) }
+            if last?.state == .failed { throw ExitCode.failure }
+        }
+
+        static func seconds(_ value: Double) -> String { value == value.rounded() ? String(Int(value)) : String(value) }
+    }
+
+    /// Ctrl-C or SIGTERM while a broadcast is watched: asked to stop, as a flag the watch reads.
+    enum StopRequest {
+        static let flag = Atomic(false)
+        static var asked: Bool { flag.load(ordering: .relaxed) }
+        static func watch() {
+            for signal in [SIGINT, SIGTERM] { Glibc.signal(signal) { _ in StopRequest.flag.store(true, ordering: .relaxed) } }
         }
     }
 

@@ -57,7 +57,7 @@ extension Replay {
         func run() throws {
             let options = try choices.recordingOptions(duration: duration)
 
-            // Inside a virtual desktop of our own (see runInVirtualDesktop): its daemon is ours
+            // Inside a virtual desktop of our own (`VirtualDesktopRun`): its daemon is ours
             // alone, on the desktop's socket; stop it afterwards, before the desktop stops.
             let environment = ProcessInfo.processInfo.environment
             let privateDesktop = !(environment[ReplayPaths.virtualDesktopVariable] ?? "").isEmpty
@@ -68,7 +68,7 @@ extension Replay {
                     throw ExitCode.failure
                 }
                 if !json { printError("No DISPLAY or WAYLAND_DISPLAY: starting a virtual 1920x1080 display, an audio server and the demo scene.") }
-                try runInVirtualDesktop()
+                try VirtualDesktopRun.execInOwnDesktop()
             }
             let socket = daemon.socket ?? (privateDesktop ? environment[ReplayPaths.socketVariable] : nil)
 
@@ -93,33 +93,8 @@ extension Replay {
                     exported = false
                 }
             }
-            if privateDesktop, let socket { stopPrivateDaemon(channel, socket: socket) }
+            if privateDesktop, let socket { VirtualDesktopRun.stopPrivateDaemon(channel, socket: socket) }
             if !result.succeeded || !exported { throw ExitCode.failure }
-        }
-
-        /// No desktop here: bring our own. This same command runs again under
-        /// `replay-demo-scene --desktop`, which starts Xvfb, PulseAudio and the demo scene,
-        /// runs it there with their DISPLAY, PULSE_SERVER and a daemon socket of the desktop's
-        /// own, passes on its output, Ctrl-C and exit status, and stops them all afterwards.
-        /// The desktop lives in that process, so replay itself links none of it.
-        private func runInVirtualDesktop() throws -> Never {
-            let launcher = ReplayPaths.siblingExecutable("replay-demo-scene").path
-            let arguments = [launcher, "--desktop", "--", ReplayPaths.runningExecutable().path] + CommandLine.arguments.dropFirst()
-            let argv = arguments.map { strdup($0) } + [nil]
-            execv(launcher, argv)
-            let reason = String(cString: strerror(errno))
-            printError("error: cannot start the virtual desktop: cannot run \(launcher): \(reason)")
-            throw ExitCode.failure
-        }
-
-        /// The daemon of a virtual desktop is ours alone: stop it with the desktop.
-        private func stopPrivateDaemon(_ channel: MessageChannel, socket: String) {
-            try? channel.send(ClientRequest.status)
-            guard let event = try? channel.receive(DaemonEvent.self), case .status(let status) = event.message else { return }
-            kill(status.pid, SIGTERM)
-            // It removes its socket once its recordings are closed.
-            let deadline = Date().addingTimeInterval(10)
-            while FileManager.default.fileExists(atPath: socket) && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
         }
     }
 }

@@ -161,6 +161,28 @@ extension IntegrationTests {
             #expect(kill(pid, 0) == 0)
         }
 
+        /// Issue 49: with no display, `replay broadcast start` brings its own desktop as `replay
+        /// record` does, stays live for --duration, stops the broadcast and leaves nothing behind.
+        @Test func aBroadcastWithNoDisplayBringsItsOwnDesktop() throws {
+            let fixture = try ReplayFixture(desktop: nil)
+            defer { fixture.stop() }
+            let data = fixture.file("data"), output = fixture.file("out")
+            try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+            try ExtensionInstall.install(ExtensionManifest(id: "file", displayName: "Write to a file", executable: "replay-file-extension",
+                                                           setupFields: [.init(key: "dir", label: "Directory", kind: .directory, required: true)]),
+                                         in: data.appendingPathComponent("openreplaykit/extensions"))
+            let result = try Command.run(ReplayFixture.replay, ["broadcast", "start", "--extension", "file", "--setup", "dir=\(output.path)", "--duration", "4"],
+                                         environment: fixture.environment(["DISPLAY": "", "WAYLAND_DISPLAY": "", "OPENREPLAYKIT_SOCKET": "",
+                                                                           "XDG_DATA_HOME": data.path]), timeout: 120)
+            #expect(result.status == 0, "\(result)")
+            #expect(result.stderr.contains("No DISPLAY or WAYLAND_DISPLAY: starting a virtual"), "\(result.stderr)")
+            #expect(result.stdout.contains("file  live") && result.stdout.contains("file  finished"), "\(result.stdout)")
+            let written = try String(contentsOf: output.appendingPathComponent("broadcast.jsonl"), encoding: .utf8)
+            let pictures = written.split(separator: "\n").filter { $0.contains("\"event\":\"video\"") }.count
+            #expect(pictures >= 60 && written.contains("\"event\":\"finished\""), "\(pictures) pictures; \(written.suffix(300))")
+            #expect(sandboxLeftovers(running: "replay-file-extension").isEmpty)
+        }
+
         /// Item 11: `--output -` and `--to -` put a playable movie on standard output, MP4 or
         /// Matroska, with nothing else mixed into it.
         @Test func theMovieGoesToStandardOutput() throws {
