@@ -173,8 +173,11 @@ extension IntegrationTests {
             defer { close(bystander) }
             let recording = try fixture.startReplay(["record", "--duration", "20"])
             let id = try #require(Self.announcedID(recording), "\(recording.errorsSoFar)")
-            Thread.sleep(forTimeInterval: 2)
-            let pid = try #require(Self.captureProcesses(of: daemon.pid).keys.first)
+            // Its process, once it has opened its movie.
+            let movie = fixture.store.appendingPathComponent("\(id).mp4").path
+            let pid = try #require(poll(timeout: 30, every: 0.1) {
+                Self.captureProcesses(of: daemon.pid).first { $0.value == movie }?.key
+            }, "no capture process with \(movie) open: \(Self.captureProcesses(of: daemon.pid))")
 
             let held = Self.openFiles(of: pid)
             let daemonHolds = Set(Self.openFiles(of: daemon.pid))
@@ -271,10 +274,11 @@ extension IntegrationTests {
             let daemon = try #require(fixture.daemon)
             let recording = try fixture.startReplay(["record", "--duration", "20"])
             _ = try #require(Self.announcedID(recording), "\(recording.errorsSoFar)")
-            Thread.sleep(forTimeInterval: 2)
-            let capture = try #require(Self.captureProcesses(of: daemon.pid).keys.first)
-            let inCapture = Self.captureLibrariesMapped(by: capture)
-            #expect(inCapture.isSuperset(of: ["libavcodec", "libavformat", "libx264"]), "\(inCapture)")
+            // The capture process, once it has loaded its encoder (with the first pictures).
+            let encoding: Set = ["libavcodec", "libavformat", "libx264"]
+            _ = try #require(poll(timeout: 30, every: 0.1) {
+                Self.captureProcesses(of: daemon.pid).keys.first { Self.captureLibrariesMapped(by: $0).isSuperset(of: encoding) }
+            }, "no capture process mapped \(encoding): \(Self.captureProcesses(of: daemon.pid).keys.map(Self.captureLibrariesMapped))")
             #expect(Self.captureLibrariesMapped(by: daemon.pid).isEmpty)
 
             recording.process.signal(SIGINT)
