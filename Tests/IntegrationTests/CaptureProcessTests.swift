@@ -114,8 +114,9 @@ extension IntegrationTests {
                 guard processes.count == 2, processes.values.contains(where: { !$0.isEmpty }) else { return nil }
                 return processes.first { $0.value.isEmpty }?.key
             }, "no in-app capture process: \(app.outputSoFar)\n\(fixture.daemonLog.suffix(3000))")
-            Thread.sleep(forTimeInterval: 1)
-            #expect(Self.openFiles(of: target).contains { $0.contains("openreplaykit-app-capture") }, "\(Self.openFiles(of: target))")
+            // It holds the pictures' memfd once the capture has started.
+            let holdsPictures = { Self.openFiles(of: target).contains { $0.contains("openreplaykit-app-capture") } }
+            #expect(poll(timeout: 30, every: 0.1) { holdsPictures() ? true : nil } == true, "\(Self.openFiles(of: target))")
             kill(target, SIGKILL)
 
             let ended = app.finish(timeout: 30)
