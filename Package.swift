@@ -234,7 +234,8 @@ let package = Package(
             swiftSettings: strictSettings),
 
         .testTarget(
-            name: "ReplayExtensionKitTests", dependencies: ["ReplayExtensionKit", "ReplayExtensionTesting", "ReplayMedia", "ReplayIPC", "ReplaySystem"],
+            name: "ReplayExtensionKitTests",
+            dependencies: ["ReplayExtensionKit", "ReplayExtensionTesting", "ReplayMedia", "ReplayIPC", "ReplaySystem", "ReplayTestEvents"],
             swiftSettings: strictSettings),
         .testTarget(
             name: "ReplayUploadTests", dependencies: ["ReplayUpload", "ReplayCodec", "ReplayMedia", "ReplayProcessing"],
@@ -259,7 +260,9 @@ let package = Package(
         .testTarget(
             name: "ReplayCaptureTests", dependencies: ["ReplayCapture", "ReplayCaptureModel", "ReplayDesktop", "ReplayDBus", "ReplaySystem", "ReplayMedia"],
             swiftSettings: strictSettings),
-        .testTarget(name: "ReplaySystemTests", dependencies: ["ReplaySystem"], swiftSettings: strictSettings),
+        // Events a unit test awaits with a deadline, for test targets that do not see ReplayCaptureModel's Completion.
+        .target(name: "ReplayTestEvents", path: "Tests/ReplayTestEvents", swiftSettings: strictSettings),
+        .testTarget(name: "ReplaySystemTests", dependencies: ["ReplaySystem", "ReplayTestEvents"], swiftSettings: strictSettings),
         .testTarget(name: "ReplayIPCTests", dependencies: ["ReplayIPC", "ReplaySystem", "ReplayMedia"], swiftSettings: strictSettings),
         // The app SDK against a fake daemon on socket pairs.
         .testTarget(

@@ -204,8 +204,7 @@ extension IntegrationTests {
         static func openPicker(_ fixture: ReplayFixture, appArguments: [String], extensions: [String]? = nil) throws
             -> (app: RunningCommand, browser: HeadlessBrowser, page: HeadlessBrowser.Page) {
             try fixture.startDaemon(extensions ?? installExtensions(in: fixture))
-            let agent = try fixture.startReplay(["consent-agent", "--json"])
-            Thread.sleep(forTimeInterval: 1)
+            let agent = try fixture.startConsentAgent(["--json"])
             let app = try fixture.startApp(["--no-protect", "--geometry", "0,0,200,200"] + appArguments)
             let offer = try #require(agent.waitForJSONLine { $0["pickerOffered"] != nil }, "\(agent.outputSoFar)\n\(app.outputSoFar)")
             let url = try #require(((offer["pickerOffered"] as? [String: Any])?["offer"] as? [String: Any])?["pageURL"] as? String)

@@ -114,8 +114,9 @@ extension IntegrationTests {
                 guard processes.count == 2, processes.values.contains(where: { !$0.isEmpty }) else { return nil }
                 return processes.first { $0.value.isEmpty }?.key
             }, "no in-app capture process: \(app.outputSoFar)\n\(fixture.daemonLog.suffix(3000))")
-            Thread.sleep(forTimeInterval: 1)
-            #expect(Self.openFiles(of: target).contains { $0.contains("openreplaykit-app-capture") }, "\(Self.openFiles(of: target))")
+            // It holds the pictures' memfd once the capture has started.
+            let holdsPictures = { Self.openFiles(of: target).contains { $0.contains("openreplaykit-app-capture") } }
+            #expect(poll(timeout: 30, every: 0.1) { holdsPictures() ? true : nil } == true, "\(Self.openFiles(of: target))")
             kill(target, SIGKILL)
 
             let ended = app.finish(timeout: 30)
@@ -173,8 +174,11 @@ extension IntegrationTests {
             defer { close(bystander) }
             let recording = try fixture.startReplay(["record", "--duration", "20"])
             let id = try #require(Self.announcedID(recording), "\(recording.errorsSoFar)")
-            Thread.sleep(forTimeInterval: 2)
-            let pid = try #require(Self.captureProcesses(of: daemon.pid).keys.first)
+            // Its process, once it has opened its movie.
+            let movie = fixture.store.appendingPathComponent("\(id).mp4").path
+            let pid = try #require(poll(timeout: 30, every: 0.1) {
+                Self.captureProcesses(of: daemon.pid).first { $0.value == movie }?.key
+            }, "no capture process with \(movie) open: \(Self.captureProcesses(of: daemon.pid))")
 
             let held = Self.openFiles(of: pid)
             let daemonHolds = Set(Self.openFiles(of: daemon.pid))
@@ -271,10 +275,11 @@ extension IntegrationTests {
             let daemon = try #require(fixture.daemon)
             let recording = try fixture.startReplay(["record", "--duration", "20"])
             _ = try #require(Self.announcedID(recording), "\(recording.errorsSoFar)")
-            Thread.sleep(forTimeInterval: 2)
-            let capture = try #require(Self.captureProcesses(of: daemon.pid).keys.first)
-            let inCapture = Self.captureLibrariesMapped(by: capture)
-            #expect(inCapture.isSuperset(of: ["libavcodec", "libavformat", "libx264"]), "\(inCapture)")
+            // The capture process, once it has loaded its encoder (with the first pictures).
+            let encoding: Set = ["libavcodec", "libavformat", "libx264"]
+            _ = try #require(poll(timeout: 30, every: 0.1) {
+                Self.captureProcesses(of: daemon.pid).keys.first { Self.captureLibrariesMapped(by: $0).isSuperset(of: encoding) }
+            }, "no capture process mapped \(encoding): \(Self.captureProcesses(of: daemon.pid).keys.map(Self.captureLibrariesMapped))")
             #expect(Self.captureLibrariesMapped(by: daemon.pid).isEmpty)
 
             recording.process.signal(SIGINT)

@@ -20,9 +20,8 @@ extension IntegrationTests {
             let browser = fixture.file("browser.sh")
             try "#!/bin/sh\necho start >> '\(log.path)'\nsleep 0.5\necho end >> '\(log.path)'\n".write(to: browser, atomically: true, encoding: .utf8)
             chmod(browser.path, 0o755)
-            let agent = try fixture.startReplay(["consent-agent", "--open"], environment: ["BROWSER": browser.path])
+            let agent = try fixture.startConsentAgent(["--open"], environment: ["BROWSER": browser.path])
             defer { agent.process.terminate() }
-            Thread.sleep(forTimeInterval: 1)
 
             // Eight requests at once from the same user's apps; nobody answers.
             let apps = try (0..<8).map { _ in try fixture.startApp(["--no-protect", "--geometry", "0,0,100,100", "--share-frames", "1"]) }

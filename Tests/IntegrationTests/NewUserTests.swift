@@ -57,7 +57,8 @@ extension IntegrationTests {
             // A folder made at the target while recording survives the export, which says how to get the take.
             let late = fixture.file("late")
             let running = try fixture.startReplay(["record", "--duration", "3", "--output", late.path, "--force"])
-            Thread.sleep(forTimeInterval: 1)
+            // Once it records (it says so when replayd has answered the start).
+            #expect(running.waitForErrors(containing: "Recording rec-", timeout: 30) != nil, "\(running.errorsSoFar)")
             _ = try Self.folderWithAFile(fixture, "late")
             let result = running.finish(timeout: 30)
             #expect(result.status != 0, "\(result)")

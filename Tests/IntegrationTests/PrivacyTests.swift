@@ -89,9 +89,8 @@ extension IntegrationTests {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, demoScene: false))
             defer { fixture.stop() }
             try fixture.startDaemon()
-            let agent = try fixture.startReplay(["consent-agent", "--json"])
+            let agent = try fixture.startConsentAgent(["--json"])
             defer { agent.process.terminate() }
-            Thread.sleep(forTimeInterval: 1)
             let browser = try HeadlessBrowser()
             defer { browser.stop() }
 
@@ -126,9 +125,8 @@ extension IntegrationTests {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
             defer { fixture.stop() }
             try fixture.startDaemon(Self.allowExampleApp(in: fixture))
-            let agent = try fixture.startReplay(["consent-agent", "--json"])
+            let agent = try fixture.startConsentAgent(["--json"])
             defer { agent.process.terminate() }
-            Thread.sleep(forTimeInterval: 1)
 
             let app = try fixture.startApp(["--no-protect", "--geometry", "0,0,200,200", "--record", "2"]).finish(timeout: 30)
             #expect(app.status == 0, "\(app)")

@@ -25,9 +25,8 @@ extension IntegrationTests {
             let attacker = Attacker(fixture)
             try fixture.startDaemon()
             let browserScript = try Self.sleepingBrowser(in: fixture)
-            let agent = try fixture.startReplay(["consent-agent", "--open"], environment: ["BROWSER": browserScript.script])
+            let agent = try fixture.startConsentAgent(["--open"], environment: ["BROWSER": browserScript.script])
             defer { agent.process.terminate() }
-            Thread.sleep(forTimeInterval: 1)
 
             let app = try fixture.startApp(["--no-protect", "--geometry", "0,0,200,200", "--share-frames", "1"])
             defer { app.process.terminate() }
@@ -71,9 +70,8 @@ extension IntegrationTests {
             let attacker = Attacker(fixture)
             try fixture.startDaemon(Privacy.allowExampleApp(in: fixture))
             let browserScript = try Self.sleepingBrowser(in: fixture)
-            let agent = try fixture.startReplay(["consent-agent", "--open"], environment: ["BROWSER": browserScript.script])
+            let agent = try fixture.startConsentAgent(["--open"], environment: ["BROWSER": browserScript.script])
             defer { agent.process.terminate() }
-            Thread.sleep(forTimeInterval: 1)
 
             // The app shows its replay: the agent opens the preview for the person.
             let app = try fixture.startApp(["--no-protect", "--geometry", "0,0,200,200", "--record", "1"]).finish(timeout: 30)
@@ -107,9 +105,8 @@ extension IntegrationTests {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, demoScene: false))
             defer { fixture.stop() }
             try fixture.startDaemon()
-            let agent = try fixture.startReplay(["consent-agent", "--json"])
+            let agent = try fixture.startConsentAgent(["--json"])
             defer { agent.process.terminate() }
-            Thread.sleep(forTimeInterval: 1)
             let app = try fixture.startApp(["--no-protect", "--geometry", "0,0,200,200", "--share-frames", "1"])
             defer { app.process.terminate() }
             let line = try #require(agent.waitForJSONLine { Privacy.consentPrompt($0) != nil }, "\(agent.outputSoFar)")
@@ -177,9 +174,8 @@ extension IntegrationTests {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240, demoScene: false))
             defer { fixture.stop() }
             try fixture.startDaemon(Broadcast.installExtensions(in: fixture))
-            let agent = try fixture.startReplay(["consent-agent", "--json"])
+            let agent = try fixture.startConsentAgent(["--json"])
             defer { agent.process.terminate() }
-            Thread.sleep(forTimeInterval: 1)
             let app = try fixture.startApp(["--no-protect", "--geometry", "0,0,200,200", "--go-live", "file", "--live-seconds", "60"])
             defer { app.process.terminate() }
             let offer = try #require(agent.waitForJSONLine { $0["pickerOffered"] != nil }, "\(agent.outputSoFar)\n\(app.outputSoFar)")

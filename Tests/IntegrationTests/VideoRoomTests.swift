@@ -150,9 +150,8 @@ extension IntegrationTests {
             let janus = try JanusServer(in: fixture.directory)
             defer { janus.close() }
             try fixture.startDaemon(Self.installExtension(in: fixture))
-            let agent = try fixture.startReplay(["consent-agent", "--json"])
+            let agent = try fixture.startConsentAgent(["--json"])
             defer { agent.process.terminate(grace: 2) }
-            Thread.sleep(forTimeInterval: 1)
             let app = try fixture.start(VirtualDesktop.siblingExecutable("call-share").path, [
                 "--server", janus.url, "--room", String(janus.room), "--name", "Ana's notes", "--colour", "00ff00",
                 "--geometry", "0,0,320,240", "--seconds", "8", "--socket", fixture.socket,

@@ -35,47 +35,47 @@ import Testing
         func frames(_ count: Int) { for index in 0..<count { backend.screen.send(.frame(at: 100 + Double(index) / 60)) } }
     }
 
-    @Test func aStopEndsTheStreamAndSaysSoOnce() throws {
+    @Test func aStopEndsTheStreamAndSaysSoOnce() async throws {
         let rig = Rig()
-        _ = try rig.session.start()
+        _ = try await rig.session.start()
         rig.frames(10)
-        eventually("10 pictures delivered") { rig.client.state.withLock { $0.delivered } == 10 }
+        await eventually("10 pictures delivered") { rig.client.state.withLock { $0.delivered } == 10 }
         rig.session.stop()
         rig.session.stop()
-        rig.session.waitUntilFinished()
+        try await rig.session.waitUntilFinished()
         #expect(rig.client.state.withLock { $0.stopped } == [nil])
         #expect(rig.session.phase == .finished)
     }
 
-    @Test func anAppThatDoesNotKeepUpLosesPicturesNotTheCapture() throws {
+    @Test func anAppThatDoesNotKeepUpLosesPicturesNotTheCapture() async throws {
         let rig = Rig()
-        _ = try rig.session.start()
+        _ = try await rig.session.start()
         rig.client.state.withLock { $0.busy = true }
         rig.frames(20)
-        eventually("the fake screen has delivered everything") { rig.backend.screen.counters.captured == 20 }
+        await eventually("the fake screen has delivered everything") { rig.backend.screen.counters.captured == 20 }
         rig.client.state.withLock { $0.busy = false }
         rig.frames(1)
-        eventually("a picture after the app caught up") { rig.client.state.withLock { $0.delivered } >= 1 }
+        await eventually("a picture after the app caught up") { rig.client.state.withLock { $0.delivered } >= 1 }
         #expect(rig.session.phase == .running)
         rig.session.stop()
-        rig.session.waitUntilFinished()
+        try await rig.session.waitUntilFinished()
     }
 
-    @Test func anAppThatHungUpEndsItsCapture() throws {
+    @Test func anAppThatHungUpEndsItsCapture() async throws {
         let rig = Rig()
-        _ = try rig.session.start()
+        _ = try await rig.session.start()
         rig.client.state.withLock { $0.gone = true }
         rig.frames(1)
-        rig.session.waitUntilFinished()
+        try await rig.session.waitUntilFinished()
         #expect(rig.session.phase == .finished)
-        rig.backend.screen.finished.wait()
+        try await rig.backend.screen.finished.value("the screen's end")
     }
 
-    @Test func aResizedScreenEndsTheCaptureWithThatReason() throws {
+    @Test func aResizedScreenEndsTheCaptureWithThatReason() async throws {
         let rig = Rig()
-        _ = try rig.session.start()
+        _ = try await rig.session.start()
         rig.backend.screen.send(.resize(width: 1024, height: 768))
-        rig.session.waitUntilFinished()
+        try await rig.session.waitUntilFinished()
         let stopped = rig.client.state.withLock { $0.stopped }
         #expect(stopped.count == 1 && stopped[0]?.contains("content resized") == true, "\(stopped)")
         #expect(rig.session.phase == .failed)

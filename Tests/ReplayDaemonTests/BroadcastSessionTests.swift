@@ -42,16 +42,19 @@ import Testing
                 makeFeed: parts.inProcessBroadcastFeed(id: "bc-test", protectedWindows: protectedWindows))
         }
 
-        /// Starts it and waits for the outcome (the session itself holds no thread meanwhile).
-        func start() throws(DaemonError) {
-            let outcome = Mutex<DaemonError??>(nil)
-            let done = DispatchSemaphore(value: 0)
-            session.start(hidden: [], applicationInfo: ["name": "test"]) { failure in
-                outcome.withLock { $0 = .some(failure) }
-                done.signal()
+        /// Starts it and awaits the outcome (neither the session nor the test holds a thread meanwhile).
+        func start(sourceLocation: SourceLocation = #_sourceLocation) async throws(DaemonError) {
+            guard let failure = await beginStart().awaited("the start's outcome", sourceLocation: sourceLocation) else {
+                throw DaemonError(code: ErrorCode(rawValue: "testNeverAnswered"), message: "no outcome within \(answerDeadline) s")
             }
-            done.wait()
-            if let failure = outcome.withLock({ $0 }) ?? nil { throw failure }
+            if let failure { throw failure }
+        }
+
+        /// Starts it; its outcome, for the test to await later.
+        func beginStart() -> Completion<DaemonError?> {
+            let outcome = Completion<DaemonError?>()
+            session.start(hidden: [], applicationInfo: ["name": "test"]) { outcome.complete($0) }
+            return outcome
         }
 
         /// Everything the session held for this broadcast is gone.
@@ -64,14 +67,14 @@ import Testing
         }
     }
 
-    @Test func aStopFinishesTheExtensionAndReleasesEverything() throws {
+    @Test func aStopFinishesTheExtensionAndReleasesEverything() async throws {
         let rig = Rig()
-        try rig.start()
+        try await rig.start()
         #expect(rig.session.status.state == .live)
         for index in 0..<10 { rig.backend.screen.send(.frame(at: 100 + Double(index) / 30)) }
-        eventually("10 pictures sent") { rig.fake.received.filter { if case .video = $0 { true } else { false } }.count == 10 }
+        await eventually("10 pictures sent") { rig.fake.received.filter { if case .video = $0 { true } else { false } }.count == 10 }
         rig.session.stop()
-        let status = rig.session.waitUntilFinished()
+        let status = try await rig.session.waitUntilFinished()
         #expect(status.state == .finished && status.lastError == nil)
         #expect(status.framesSent == 10)
         #expect(rig.fake.received.contains(.finished))
@@ -81,11 +84,11 @@ import Testing
 
     /// ReplayKit's order: an extension that ends its broadcast with an error still hears
     /// `broadcastFinished`, and has the time a stop gives to close its stream and exit.
-    @Test func finishingWithAnErrorTellsTheExtensionFinishedAndLetsItExit() throws {
+    @Test func finishingWithAnErrorTellsTheExtensionFinishedAndLetsItExit() async throws {
         let rig = Rig()
-        try rig.start()
+        try await rig.start()
         rig.fake.say(.finish(error: "the stream key was refused"))
-        let status = rig.session.waitUntilFinished()
+        let status = try await rig.session.waitUntilFinished()
         #expect(status.state == .failed)
         #expect(status.lastError == "the extension ended the broadcast: the stream key was refused")
         #expect(rig.fake.received.contains(.finished))
@@ -94,28 +97,28 @@ import Testing
     }
 
     /// The grace is the session's clock's: killed once it has passed, not a moment before.
-    @Test func anExtensionThatEndsWithAnErrorAndStaysIsKilledAfterTheGrace() throws {
+    @Test func anExtensionThatEndsWithAnErrorAndStaysIsKilledAfterTheGrace() async throws {
         var timing = BroadcastSessionTests.patient
         timing.finishGrace = 5
         let timers = ManualTimers()
         let rig = Rig(.init(exitsOnFinished: false), timing: timing, timers: timers)
-        try rig.start()
+        try await rig.start()
         rig.fake.say(.finish(error: "the stream key was refused"))
         // Its watchdog and its grace wait on the clock.
-        eventually("the grace is counting") { rig.fake.received.contains(.finished) && timers.pending == 2 }
+        await eventually("the grace is counting") { rig.fake.received.contains(.finished) && timers.pending == 2 }
         timers.advance(by: 4.9)
         #expect(!rig.fake.snapshot.killed, "killed before its grace had passed")
         timers.advance(by: 0.2)
         #expect(rig.fake.snapshot.killed, "an extension that gave up is not left running")
-        #expect(rig.session.waitUntilFinished().state == .failed)
+        #expect(try await rig.session.waitUntilFinished().state == .failed)
         rig.expectNothingLeft()
     }
 
     /// A handler that gives up in `broadcastStarted` fails the start itself: the person's
     /// `replay broadcast start` says why instead of reporting a broadcast that is already over.
-    @Test func anExtensionThatGivesUpInStartedFailsTheStart() throws {
+    @Test func anExtensionThatGivesUpInStartedFailsTheStart() async throws {
         let rig = Rig(.init(refusesStart: "the stream key was refused"))
-        let refusal = #expect(throws: DaemonError.self) { try rig.start() }
+        let refusal = await #expect(throws: DaemonError.self) { try await rig.start() }
         #expect(refusal?.message == "cannot start the broadcast: the extension ended the broadcast: the stream key was refused")
         #expect(rig.session.status.state == .failed)
         #expect(rig.fake.received.contains(.finished), "it still hears broadcastFinished")
@@ -123,20 +126,20 @@ import Testing
     }
 
     /// What was logged at the end is what `status` says ever after, however capture winds down.
-    @Test func theFinalStatusStaysFinal() throws {
+    @Test func theFinalStatusStaysFinal() async throws {
         let rig = Rig()
-        try rig.start()
+        try await rig.start()
         rig.session.stop()
-        let final = rig.session.waitUntilFinished()
+        let final = try await rig.session.waitUntilFinished()
         rig.backend.screen.counters.count(delivered: false, repeated: false)
         #expect(rig.session.status.framesDropped == final.framesDropped)
     }
 
-    @Test func aCrashEndsTheBroadcastWithHowItCrashed() throws {
+    @Test func aCrashEndsTheBroadcastWithHowItCrashed() async throws {
         let rig = Rig()
-        try rig.start()
+        try await rig.start()
         rig.fake.crash()
-        let status = rig.session.waitUntilFinished()
+        let status = try await rig.session.waitUntilFinished()
         #expect(status.state == .failed)
         #expect(status.lastError == "the extension crashed (SIGSEGV) before the broadcast ended")
         rig.expectNothingLeft()
@@ -144,12 +147,12 @@ import Testing
 
     /// The heartbeat runs on the session's clock: a hung extension is found once the timeout
     /// has passed on it, however slow the machine (a real 0.15 s once ended a healthy one on CI).
-    @Test func aHungExtensionIsStoppedByTheHeartbeat() throws {
+    @Test func aHungExtensionIsStoppedByTheHeartbeat() async throws {
         var timing = BroadcastSessionTests.patient
         timing.heartbeatTimeout = 10
         let timers = ManualTimers()
         let rig = Rig(timing: timing, timers: timers)
-        try rig.start()
+        try await rig.start()
         // Answered pings keep it alive however long it runs (each second's pongs heard before
         // the clock moves on: the fake answers on a queue of its own).
         for _ in 0..<30 {
@@ -162,17 +165,17 @@ import Testing
         timers.advance(by: 9)
         #expect(!rig.session.status.isOver, "ended before its heartbeat timed out")
         timers.advance(by: 2)
-        let status = rig.session.waitUntilFinished()
+        let status = try await rig.session.waitUntilFinished()
         #expect(status.lastError?.contains("stopped responding") == true)
         #expect(rig.fake.snapshot.killed)
         rig.expectNothingLeft()
     }
 
-    @Test func anExtensionOverItsMemoryLimitIsStopped() throws {
+    @Test func anExtensionOverItsMemoryLimitIsStopped() async throws {
         let rig = Rig()
-        try rig.start()
+        try await rig.start()
         rig.fake.setFootprint(60 << 20)
-        let status = rig.session.waitUntilFinished()
+        let status = try await rig.session.waitUntilFinished()
         #expect(status.lastError?.contains("the extension 'fake' used more than 50 MiB of memory (60 MiB)") == true)
         #expect(status.extensionPeakMemory == 60 << 20)
         rig.expectNothingLeft()
@@ -195,12 +198,12 @@ import Testing
     }
 
     /// The extension is launched allowed to connect to the servers its setup names, no more.
-    @Test func theExtensionMayConnectOnlyToThePortsItsSetupNames() throws {
+    @Test func theExtensionMayConnectOnlyToThePortsItsSetupNames() async throws {
         let rig = Rig(setup: ["url": "rtmp://127.0.0.1/live", "key": "secret", "bitrate": "2500"])
-        try rig.start()
+        try await rig.start()
         #expect(rig.fake.snapshot.network?.connectPorts == [1935])
         rig.session.stop()
-        _ = rig.session.waitUntilFinished()
+        _ = try await rig.session.waitUntilFinished()
         rig.expectNothingLeft()
     }
 
@@ -244,57 +247,51 @@ import Testing
         #expect(FileManager.default.fileExists(atPath: loaded + "/libswiftCore.so"))
     }
 
-    @Test func aMalformedMessageEndsOnlyThisBroadcast() throws {
+    @Test func aMalformedMessageEndsOnlyThisBroadcast() async throws {
         let rig = Rig()
-        try rig.start()
+        try await rig.start()
         rig.fake.sayBytes([4, 0, 0, 0, 99, 1, 2, 3])
-        let status = rig.session.waitUntilFinished()
+        let status = try await rig.session.waitUntilFinished()
         #expect(status.lastError?.contains("malformed message") == true)
         #expect(rig.fake.snapshot.killed)
         rig.expectNothingLeft()
     }
 
     /// Its readiness time is counted on the session's clock, then the start fails.
-    @Test func anExtensionThatNeverGetsReadyFailsTheStart() throws {
+    @Test func anExtensionThatNeverGetsReadyFailsTheStart() async throws {
         var timing = BroadcastSessionTests.patient
         timing.ready = 10
         let timers = ManualTimers()
         let rig = Rig(.init(getsReady: false), timing: timing, timers: timers)
-        let started = Completion<DaemonError?>()
-        Thread.detachNewThread {
-            do throws(DaemonError) { try rig.start(); started.complete(nil) } catch { started.complete(error) }
-        }
-        eventually("the extension launched") { rig.fake.snapshot.listenerInstalled && timers.pending == 2 }
+        let started = rig.beginStart()
+        await eventually("the extension launched") { rig.fake.snapshot.listenerInstalled && timers.pending == 2 }
         timers.advance(by: 9.9)
         #expect(started.value == nil, "the start gave up before the readiness time")
         timers.advance(by: 0.2)
         // Failed, then the grace after a failure passes and the extension is killed.
-        eventually("the start failed") { rig.session.status.isOver }
+        await eventually("the start failed") { rig.session.status.isOver }
         timers.advance(by: 1)
-        #expect(started.wait()?.message.contains("did not get ready within 10 seconds") == true)
-        let status = rig.session.waitUntilFinished()
+        #expect(try await started.value("the start's outcome")?.message.contains("did not get ready within 10 seconds") == true)
+        let status = try await rig.session.waitUntilFinished()
         #expect(status.lastError?.contains("did not get ready") == true)
         rig.expectNothingLeft()
     }
 
-    @Test func aStopDuringTheStartEndsItCleanly() throws {
+    @Test func aStopDuringTheStartEndsItCleanly() async throws {
         let rig = Rig(.init(getsReady: false))
         let session = rig.session
-        let started = Completion<DaemonError?>()
-        Thread.detachNewThread {
-            do throws(DaemonError) { try rig.start(); started.complete(nil) } catch { started.complete(error) }
-        }
-        eventually("the extension launched") { rig.fake.snapshot.listenerInstalled }
+        let started = rig.beginStart()
+        await eventually("the extension launched") { rig.fake.snapshot.listenerInstalled }
         session.stop()
         session.stop()
-        #expect(started.wait()?.message.contains("was stopped before it was ready") == true)
-        #expect(session.waitUntilFinished().state == .finished)
+        #expect(try await started.value("the start's outcome")?.message.contains("was stopped before it was ready") == true)
+        #expect(try await session.waitUntilFinished().state == .finished)
         rig.expectNothingLeft()
     }
 
-    @Test func pausedBroadcastsSendNoSamplesAndResumeWhereTheyWere() throws {
+    @Test func pausedBroadcastsSendNoSamplesAndResumeWhereTheyWere() async throws {
         let rig = Rig()
-        try rig.start()
+        try await rig.start()
         rig.clock.set(100.5)
         rig.session.pause()
         rig.session.pause()
@@ -303,9 +300,9 @@ import Testing
         rig.clock.set(100.9)
         rig.session.resume()
         rig.backend.screen.send(.frame(at: 101))
-        eventually("a picture sent after the resume") { rig.fake.received.contains { if case .video = $0 { true } else { false } } }
+        await eventually("a picture sent after the resume") { rig.fake.received.contains { if case .video = $0 { true } else { false } } }
         rig.session.stop()
-        _ = rig.session.waitUntilFinished()
+        _ = try await rig.session.waitUntilFinished()
         let messages = rig.fake.received
         #expect(messages.filter { $0 == .paused }.count == 1, "a second pause says nothing")
         #expect(messages.contains(.resumed))
@@ -313,9 +310,9 @@ import Testing
         #expect(videoTimes.allSatisfy { $0 >= MediaTime(seconds: 101).nanoseconds }, "nothing captured while paused was sent")
     }
 
-    @Test func aResizedScreenIsFittedIntoTheBroadcastsSizeAndItGoesOn() throws {
+    @Test func aResizedScreenIsFittedIntoTheBroadcastsSizeAndItGoesOn() async throws {
         let rig = Rig()
-        try rig.start()
+        try await rig.start()
         // Larger than the shared surfaces, then back: the extension sees the broadcast's size throughout.
         rig.backend.screen.send(.resize(width: 1280, height: 720))
         for index in 0..<3 { rig.backend.screen.send(.frame(at: 100 + Double(index) / 30)) }
@@ -324,12 +321,12 @@ import Testing
         func sizes() -> [String] {
             rig.fake.received.compactMap { message in if case .video(let frame) = message { "\(frame.width)x\(frame.height)" } else { nil } }
         }
-        eventually("four pictures sent") { sizes().count == 4 }
+        await eventually("four pictures sent") { sizes().count == 4 }
         #expect(sizes() == Array(repeating: "64x48", count: 4))
         #expect(rig.session.status.state == .live)
         #expect(rig.session.status.framesDropped == 0)
         rig.session.stop()
-        #expect(rig.session.waitUntilFinished().lastError == nil)
+        #expect(try await rig.session.waitUntilFinished().lastError == nil)
         rig.expectNothingLeft()
     }
 
@@ -337,19 +334,19 @@ import Testing
     /// how many frames were dropped so far; one that does not (1.0) gets 1.0 messages, which
     /// its decoder takes.
     @Test(arguments: [UInt16?.none, 1, 9])
-    func repeatsAndDropsReachAnExtensionThatSpeaksOnePointOne(minorVersion: UInt16?) throws {
+    func repeatsAndDropsReachAnExtensionThatSpeaksOnePointOne(minorVersion: UInt16?) async throws {
         let rig = Rig(.init(minorVersion: minorVersion))
-        try rig.start()
+        try await rig.start()
         func frames() -> [BroadcastMessage.VideoFrame] {
             rig.fake.received.compactMap { message in if case .video(let frame) = message { frame } else { nil } }
         }
         rig.backend.screen.send(.frame(at: 100))
-        eventually("a picture sent") { frames().count == 1 }
+        await eventually("a picture sent") { frames().count == 1 }
         rig.backend.screen.send(.drop(3))
         rig.backend.screen.send(.repeatedFrame(at: 100.25))
-        eventually("two pictures sent") { frames().count == 2 }
+        await eventually("two pictures sent") { frames().count == 2 }
         rig.session.stop()
-        #expect(rig.session.waitUntilFinished().framesDropped == 3)
+        #expect(try await rig.session.waitUntilFinished().framesDropped == 3)
         if minorVersion == nil {
             #expect(frames().allSatisfy { $0.additions == nil })
         } else {
@@ -361,43 +358,43 @@ import Testing
     /// carry the drops that follow. They are counted all the same, in the status, and a 1.2
     /// extension hears them at once, while it still holds every surface.
     @Test(arguments: [UInt16?.none, 1, 2])
-    func dropsWhileTheExtensionHoldsEverySurfaceAreCountedAndTold(minorVersion: UInt16?) throws {
+    func dropsWhileTheExtensionHoldsEverySurfaceAreCountedAndTold(minorVersion: UInt16?) async throws {
         let rig = Rig(.init(minorVersion: minorVersion, keepsPictures: true))
-        try rig.start()
+        try await rig.start()
         for index in 0..<BroadcastCaptureOpened.videoSurfaces { rig.backend.screen.send(.frame(at: 100 + Double(index) / 30)) }
         func told() -> [UInt32] { rig.fake.received.compactMap { if case .dropped(let total) = $0 { total } else { nil } } }
-        eventually("every surface lent") {
+        await eventually("every surface lent") {
             rig.fake.received.filter { if case .video = $0 { true } else { false } }.count == BroadcastCaptureOpened.videoSurfaces
         }
         rig.backend.screen.send(.drop(5))
-        eventually("the drops counted") { rig.session.status.framesDropped == 5 }
+        await eventually("the drops counted") { rig.session.status.framesDropped == 5 }
         if minorVersion == 2 {
-            eventually("the drops told") { told().last == 5 }
+            await eventually("the drops told") { told().last == 5 }
         } else {
             rig.fake.heardSoFar()
             #expect(told().isEmpty, "a \(minorVersion.map { "1.\($0)" } ?? "1.0") extension does not know `dropped`")
         }
         rig.session.stop()
-        #expect(rig.session.waitUntilFinished().framesDropped == 5)
+        #expect(try await rig.session.waitUntilFinished().framesDropped == 5)
     }
 
     /// The watchdog's words for the memory limit, in MiB as the limit is (54,386,688 bytes
     /// were once reported as "51 MB").
-    @Test func theMemoryLimitIsToldInMebibytes() throws {
+    @Test func theMemoryLimitIsToldInMebibytes() async throws {
         let rig = Rig()
-        try rig.start()
+        try await rig.start()
         rig.fake.setFootprint(54_386_688)
-        let status = rig.session.waitUntilFinished()
+        let status = try await rig.session.waitUntilFinished()
         #expect(status.lastError == "the extension 'fake' used more than 50 MiB of memory (51.9 MiB) and was stopped")
         rig.expectNothingLeft()
     }
 
-    @Test func aScreenThatCannotBeOpenedLaunchesNoExtension() throws {
+    @Test func aScreenThatCannotBeOpenedLaunchesNoExtension() async throws {
         let rig = Rig()
         rig.backend.refuseScreen(CaptureError(.noDisplay, "cannot open display :42"))
-        #expect(throws: DaemonError.self) { try rig.start() }
+        await #expect(throws: DaemonError.self) { try await rig.start() }
         #expect(rig.fake.snapshot.launches == 0)
-        #expect(rig.session.waitUntilFinished().lastError == "cannot open display :42")
+        #expect(try await rig.session.waitUntilFinished().lastError == "cannot open display :42")
     }
 }
 

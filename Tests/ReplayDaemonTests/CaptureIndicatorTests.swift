@@ -46,16 +46,16 @@ import Testing
 
     /// A pause from a client and a resume from the notification's button both reach the
     /// session and the indicator, in that order; a refused change tells the indicator nothing.
-    @Test func pausesFromAnywhereReachTheSessionAndTheIndicator() throws {
+    @Test func pausesFromAnywhereReachTheSessionAndTheIndicator() async throws {
         let rig = try RecordingSessionTests.Rig()
         defer { rig.cleanUp() }
         let indicator = FakeIndicator()
         let pausing = SessionPausing(indicator: indicator, logger: Logger(label: "test"))
-        _ = try rig.session.start()
+        _ = try await rig.session.start()
         let id = rig.session.id
         indicator.began(IndicatedCapture(id: id, kind: .recording, who: "x"), controls: pausing.controls(for: rig.session))
 
-        try pausing.setPausedAndWait(true, rig.session, by: "a client")
+        try await pausing.setPausedAndWait(true, rig.session, by: "a client")
         #expect(rig.session.phase == .paused)
         let controls = try #require(indicator.controls(of: id))
         controls.setPaused?(false)
@@ -65,8 +65,8 @@ import Testing
         #expect(indicator.told.dropFirst() == [.paused(id, true), .paused(id, false), .paused(id, true)])
 
         controls.stop()
-        _ = rig.session.waitUntilFinished()
-        #expect(throws: DaemonError.self) { try pausing.setPausedAndWait(false, rig.session, by: "a client") }
+        _ = try await rig.session.waitUntilFinished()
+        await #expect(throws: DaemonError.self) { try await pausing.setPausedAndWait(false, rig.session, by: "a client") }
         controls.setPaused?(false)
         #expect(indicator.told.count == 4, "a refused resume is not announced: \(indicator.told)")
     }

@@ -19,6 +19,8 @@ import Glibc
     final class RecordingClient: CaptureClient {
         let frames = Mutex<[(CapturedFrameInfo, [UInt8])]>([])
         let stopped = Mutex<[String?]>([])
+        /// Happens with the first picture delivered.
+        let firstFrame = Completion<Void>()
         let busy: Bool
 
         init(busy: Bool = false) { self.busy = busy }
@@ -26,6 +28,7 @@ import Glibc
         func deliver(_ info: CapturedFrameInfo, pixels: UnsafeRawBufferPointer) -> CaptureDelivery {
             if busy { return .busy }
             frames.withLock { $0.append((info, Array(pixels))) }
+            firstFrame.complete(())
             return .sent
         }
 
@@ -43,7 +46,7 @@ import Glibc
 
     /// The person chose in the portal's dialog that this capture opened: the next capture must
     /// not ask again, so replayd keeps the token the process reports with its start.
-    @Test func aNewPortalChoiceMadeInTheCapturesDialogIsKept() throws {
+    @Test func aNewPortalChoiceMadeInTheCapturesDialogIsKept() async throws {
         let kept = Mutex<[String]>([])
         let session = capture(client: RecordingClient(), keepToken: { token in kept.withLock { $0.append(token) } }) { channel, process in
             guard case (.startAppCapture, _)? = channel.receive(CaptureCommand.self),
@@ -58,9 +61,9 @@ import Glibc
                 process.signal(SIGTERM)
             }
         }
-        _ = try session.start()
+        _ = try await session.start()
         session.stop()
-        session.waitUntilFinished()
+        try await session.waitUntilFinished()
         #expect(kept.withLock { $0 } == ["token-from-the-dialog"])
     }
 
@@ -82,7 +85,7 @@ import Glibc
         withExtendedLifetime(surface, body)
     }
 
-    @Test func picturesReachTheAppFromSharedMemoryAndEachSlotGoesBack() throws {
+    @Test func picturesReachTheAppFromSharedMemoryAndEachSlotGoesBack() async throws {
         let client = RecordingClient()
         let released = Mutex<[Int]>([])
         let session = capture(client: client) { channel, process in
@@ -101,13 +104,13 @@ import Glibc
                 }
             }
         }
-        let size = try session.start()
+        let size = try await session.start()
         #expect(size.width == 2 && size.height == 2)
         // Both pictures in before the stop: the stop may overtake pictures still on their way.
         let deadline = MonotonicClock.nanoseconds() + 5_000_000_000
         while client.frames.withLock({ $0.count }) < 2 && MonotonicClock.nanoseconds() < deadline { usleep(10_000) }
         session.stop()
-        session.waitUntilFinished()
+        try await session.waitUntilFinished()
         let frames = client.frames.withLock { $0 }
         #expect(frames.map(\.1) == [[7, 8, 9, 10, 11, 12], [1, 2, 3, 4, 5, 6]])
         #expect(frames.map(\.0.time) == [1.5, 1.6])
@@ -121,7 +124,7 @@ import Glibc
     /// capture's channel, which then never ended; and a process that exited with a
     /// `releaseFrame` unread made replayd's next read fail with ECONNRESET, which hid the
     /// `appCaptureEnded` before it.)
-    @Test(arguments: 0..<4) func manyCapturesAtOnceEachGetTheirOwnPicturesAndEnd(lane: Int) throws {
+    @Test(arguments: 0..<4) func manyCapturesAtOnceEachGetTheirOwnPicturesAndEnd(lane: Int) async throws {
         for round in 0..<150 {
             let client = RecordingClient()
             let session = capture(client: client, id: "L\(lane)R\(round)") { channel, process in
@@ -135,20 +138,19 @@ import Glibc
                     }
                 }
             }
-            _ = try session.start()
-            let ended = DispatchSemaphore(value: 0)
-            session.onFinish { ended.signal() }
-            let deadline = MonotonicClock.nanoseconds() + 5_000_000_000
-            while client.frames.withLock({ $0.isEmpty }) && MonotonicClock.nanoseconds() < deadline { usleep(1_000) }
+            _ = try await session.start()
+            let ended = Completion<Void>()
+            session.onFinish { ended.complete(()) }
+            try #require(await client.firstFrame.awaited("lane \(lane), round \(round): a picture", within: 10) != nil)
             session.stop()
-            try #require(ended.wait(timeout: .now() + 10) == .success, "lane \(lane), round \(round) never ended")
+            try #require(await ended.awaited("lane \(lane), round \(round): the end", within: 10) != nil)
             let frames = client.frames.withLock { $0 }
             #expect(frames.map(\.1) == [[7, 8, 9, 10, 11, 12]] && frames.first?.0.time == Double(round), "lane \(lane), round \(round)")
             #expect(client.stopped.withLock { $0 } == [nil])
         }
     }
 
-    @Test func aProcessThatDiesMidWayEndsTheCaptureWithTheSignalTheAppHears() throws {
+    @Test func aProcessThatDiesMidWayEndsTheCaptureWithTheSignalTheAppHears() async throws {
         let client = RecordingClient()
         let session = capture(client: client) { channel, process in
             Self.serving(channel) {
@@ -157,14 +159,14 @@ import Glibc
                 process.signal(SIGSEGV)
             }
         }
-        _ = try session.start()
-        session.waitUntilFinished()
+        _ = try await session.start()
+        try await session.waitUntilFinished()
         #expect(client.stopped.withLock { $0 } == ["the capture process was ended by SIGSEGV (Segmentation fault)"])
         #expect(session.phase == .failed)
         #expect(client.frames.withLock { $0.count } == 1)
     }
 
-    @Test func aPictureOutsideTheSharedMemoryEndsTheProcessAndReachesNoApp() throws {
+    @Test func aPictureOutsideTheSharedMemoryEndsTheProcessAndReachesNoApp() async throws {
         let client = RecordingClient()
         let session = capture(client: client) { channel, process in
             Self.serving(channel) {
@@ -175,20 +177,20 @@ import Glibc
             }
         }
         do {
-            _ = try session.start()
-            session.waitUntilFinished()
+            _ = try await session.start()
+            try await session.waitUntilFinished()
             #expect(client.stopped.withLock { $0 } == ["the capture process was ended by SIGKILL (Killed)"])
-        } catch {
+        } catch let error as DaemonError {
             // The pictures follow the start's answer at once: replayd may kill the process before
             // `start` has returned, and the app then hears why as the start's answer instead.
             #expect(error.message == "the in-app capture ended as it started: the capture process was ended by SIGKILL (Killed)")
-            session.waitUntilFinished()
+            try await session.waitUntilFinished()
             #expect(client.stopped.withLock { $0 }.isEmpty)
         }
         #expect(client.frames.withLock { $0.isEmpty })
     }
 
-    @Test func aStartWithoutSharedMemoryIsRefusedAndTheProcessEnded() throws {
+    @Test func aStartWithoutSharedMemoryIsRefusedAndTheProcessEnded() async throws {
         let client = RecordingClient()
         let session = capture(client: client) { channel, process in
             _ = channel.receive(CaptureCommand.self)
@@ -196,17 +198,17 @@ import Glibc
             Thread.sleep(forTimeInterval: 1)  // replayd kills it meanwhile
         }
         do {
-            _ = try session.start()
+            _ = try await session.start()
             Issue.record("the start succeeded")
         } catch {
             #expect(error.message == "the capture process shared no usable memory for the pictures", "\(error)")
         }
-        session.waitUntilFinished()
+        try await session.waitUntilFinished()
         // The start's error is the app's answer; it hears no second end.
         #expect(client.stopped.withLock { $0 }.isEmpty)
     }
 
-    @Test func anAppThatIsBehindLosesPicturesNotSlots() throws {
+    @Test func anAppThatIsBehindLosesPicturesNotSlots() async throws {
         let client = RecordingClient(busy: true)
         let released = Mutex(0)
         let session = capture(client: client) { channel, process in
@@ -221,8 +223,8 @@ import Glibc
                 }
             }
         }
-        _ = try session.start()
-        session.waitUntilFinished()
+        _ = try await session.start()
+        try await session.waitUntilFinished()
         #expect(released.withLock { $0 } == 5)
         #expect(client.frames.withLock { $0.isEmpty })
     }

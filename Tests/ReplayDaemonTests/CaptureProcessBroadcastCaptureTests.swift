@@ -54,12 +54,12 @@ import Glibc
         try? channel.send(CaptureReport.broadcastSample(Data(BroadcastCodec.encode(message))))
     }
 
-    /// `probe`'s first answer within 10 s.
-    static func eventually<T>(_ probe: () -> T?) -> T? {
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
+    /// `probe`'s first answer within 10 s, looking every 50 ms (holding no thread between looks).
+    static func eventually<T>(_ probe: () -> T?) async -> T? {
+        let deadline = MonotonicClock.nanoseconds() + 10_000_000_000
+        while MonotonicClock.nanoseconds() < deadline {
             if let answer = probe() { return answer }
-            Thread.sleep(forTimeInterval: 0.05)
+            try? await Task.sleep(for: .milliseconds(50))
         }
         return nil
     }
@@ -68,7 +68,7 @@ import Glibc
     final class Heard: Sendable {
         let samples = Mutex<[BroadcastMessage]>([])
         let endings = Mutex<[String?]>([])
-        let done = DispatchSemaphore(value: 0)
+        let done = Completion<Void>()
     }
 
     func run(_ feed: CaptureProcessBroadcastCapture, heard: Heard, accept: @escaping @Sendable (BroadcastMessage) -> Bool = { _ in true }) {
@@ -78,10 +78,10 @@ import Glibc
         }, ended: { failure in
             heard.endings.withLock { $0.append(failure) }
         })
-        feed.whenDone { heard.done.signal() }
+        feed.whenDone { heard.done.complete(()) }
     }
 
-    @Test func samplesAreSentOnAndOnesNotSentOrReleasedGoBack() throws {
+    @Test func samplesAreSentOnAndOnesNotSentOrReleasedGoBack() async throws {
         let commands = Mutex<[CaptureCommand]>([])
         let feed = feed { channel, process in
             Self.serving(channel) {
@@ -98,18 +98,18 @@ import Glibc
                 }
             }
         }
-        let opened = try feed.open()
+        let opened = try await feed.open()
         defer { opened.descriptors.forEach { close($0) } }
         #expect(opened.descriptors.count == BroadcastCaptureOpened.videoSurfaces + 1 && opened.surfaceSize == Self.surfaceSize)
         let heard = Heard()
         // The picture is sent; the sound is not (as while paused), so its place comes back at once.
         run(feed, heard: heard) { message in if case .video = message { true } else { false } }
-        let delivered = Self.eventually { heard.samples.withLock { $0.count == 3 ? $0 : nil } }
+        let delivered = await Self.eventually { heard.samples.withLock { $0.count == 3 ? $0 : nil } }
         #expect(delivered == [Self.picture(in: 1), Self.sound, .dropped(total: 7)])
         #expect(feed.dropped == 7, "the process's count of dropped frames rides on its pictures, and on its own when none goes")
         feed.release(surface: 1)  // the extension is done with it
         feed.stop()
-        #expect(heard.done.wait(timeout: .now() + 10) == .success)
+        #expect(await heard.done.awaited("the feed's end", within: 10) != nil)
         #expect(commands.withLock { $0 } == [.releaseAudio(offset: 64), .releaseFrame(slot: 1), .stop])
         #expect(heard.endings.withLock { $0 } == [nil])
     }
@@ -119,41 +119,41 @@ import Glibc
         ("a picture past the surfaces", picture(in: 9)),
         ("a message that is not a sample", BroadcastMessage.ping(7)),
     ])
-    func aSampleOutOfPlaceEndsTheProcessAndIsNotSent(_ what: String, message: BroadcastMessage) throws {
+    func aSampleOutOfPlaceEndsTheProcessAndIsNotSent(_ what: String, message: BroadcastMessage) async throws {
         let feed = feed { channel, _ in
             Self.serving(channel) {
                 Self.send(message, on: channel)
                 while channel.receive(CaptureCommand.self) != nil {}
             }
         }
-        let opened = try feed.open()
+        let opened = try await feed.open()
         defer { opened.descriptors.forEach { close($0) } }
         let heard = Heard()
         run(feed, heard: heard)
-        #expect(heard.done.wait(timeout: .now() + 10) == .success, "\(what)")
+        #expect(await heard.done.awaited("the feed's end", within: 10) != nil, "\(what)")
         #expect(heard.samples.withLock { $0 }.isEmpty, "\(what)")
         let endings = heard.endings.withLock { $0 }
         #expect(endings.count == 1 && endings[0]?.contains("the capture process was ended by SIGKILL") == true, "\(what): \(endings)")
     }
 
-    @Test func aProcessThatCrashesEndsTheCaptureWithItsSignal() throws {
+    @Test func aProcessThatCrashesEndsTheCaptureWithItsSignal() async throws {
         let feed = feed { channel, process in
             Self.serving(channel) {
                 Self.send(Self.picture(in: 0), on: channel)
                 process.signal(SIGSEGV)
             }
         }
-        let opened = try feed.open()
+        let opened = try await feed.open()
         defer { opened.descriptors.forEach { close($0) } }
         let heard = Heard()
         run(feed, heard: heard)
-        #expect(heard.done.wait(timeout: .now() + 10) == .success)
+        #expect(await heard.done.awaited("the feed's end", within: 10) != nil)
         let endings = heard.endings.withLock { $0 }
         #expect(endings.count == 1 && endings[0]?.contains("the capture process was ended by SIGSEGV") == true, "\(endings)")
     }
 
     /// A choice the person made in the portal's dialog this broadcast opened is kept for the next.
-    @Test func aNewPortalChoiceIsKept() throws {
+    @Test func aNewPortalChoiceIsKept() async throws {
         let kept = Mutex<[String]>([])
         let feed = feed(keepToken: { token in kept.withLock { $0.append(token) } }) { channel, process in
             Self.serving(channel, restoreToken: "token-from-the-dialog") {
@@ -162,24 +162,24 @@ import Glibc
                 process.signal(SIGTERM)
             }
         }
-        let opened = try feed.open()
+        let opened = try await feed.open()
         opened.descriptors.forEach { close($0) }
         let heard = Heard()
         run(feed, heard: heard)
         feed.stop()
-        #expect(heard.done.wait(timeout: .now() + 10) == .success)
+        #expect(await heard.done.awaited("the feed's end", within: 10) != nil)
         #expect(kept.withLock { $0 } == ["token-from-the-dialog"])
     }
 
     @Test(arguments: [BroadcastCaptureOpened.videoSurfaces, BroadcastCaptureOpened.videoSurfaces + 2])
-    func surfacesOfTheWrongNumberAreRefusedAndTheProcessEnded(count: Int) throws {
+    func surfacesOfTheWrongNumberAreRefusedAndTheProcessEnded(count: Int) async throws {
         let feed = feed { channel, _ in
             Self.serving(channel, surfaces: count) {}
             while channel.receive(CaptureCommand.self) != nil {}
         }
-        #expect(throws: DaemonError.self) { _ = try feed.open() }
-        let done = DispatchSemaphore(value: 0)
-        feed.whenDone { done.signal() }
-        #expect(done.wait(timeout: .now() + 10) == .success, "the process was not ended")
+        await #expect(throws: DaemonError.self) { _ = try await feed.open() }
+        let done = Completion<Void>()
+        feed.whenDone { done.complete(()) }
+        #expect(await done.awaited("the end of the process", within: 10) != nil)
     }
 }

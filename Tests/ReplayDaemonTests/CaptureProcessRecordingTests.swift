@@ -83,32 +83,33 @@ struct ScriptedCaptureLauncher: CaptureProcessLauncher {
                                      clips: nil, restoreToken: nil))
     }
 
-    @Test func aProcessThatDiesWhileStartingFailsTheStartAndKeepsNothing() throws {
+    @Test func aProcessThatDiesWhileStartingFailsTheStartAndKeepsNothing() async throws {
         let session = recording { channel, process in
             _ = Self.awaitStart(channel)
             process.signal(SIGSEGV)
         }
         do {
-            _ = try session.start()
+            _ = try await session.start()
             Issue.record("the start succeeded")
         } catch {
             #expect(error.code == .captureFailed && error.message.contains("was ended by SIGSEGV") && error.message.hasSuffix("while starting"),
                     "\(error)")
         }
         #expect(session.isFinished)
-        #expect(session.waitUntilFinished().error?.contains("SIGSEGV") == true, "\(session.waitUntilFinished())")
+        let summary = try await session.waitUntilFinished()
+        #expect(summary.error?.contains("SIGSEGV") == true, "\(summary)")
         #expect(store.list().isEmpty)
         #expect(((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.hasSuffix(".mp4") }.isEmpty)
     }
 
-    @Test func aRefusedStartIsTheProcesssOwnError() throws {
+    @Test func aRefusedStartIsTheProcesssOwnError() async throws {
         let session = recording { channel, process in
             _ = Self.awaitStart(channel)
             try? channel.send(CaptureReport.startFailed(code: .captureFailed, message: "no X display ':9'"))
             process.signal(SIGTERM)
         }
         do {
-            _ = try session.start()
+            _ = try await session.start()
             Issue.record("the start succeeded")
         } catch {
             #expect(error.message == "no X display ':9'")
@@ -118,7 +119,7 @@ struct ScriptedCaptureLauncher: CaptureProcessLauncher {
 
     /// The start returns at once; its answer comes when the process gives it (through the
     /// portal, once the person has chosen a screen), and no thread waits meanwhile.
-    @Test func theStartIsAnsweredWhenTheProcessStartsNotBefore() throws {
+    @Test func theStartIsAnsweredWhenTheProcessStartsNotBefore() async throws {
         let chosen = Completion<Void>()
         let session = recording(script: Self.wellBehaved(after: chosen))
         let answer = Completion<Result<RecordingStarted, DaemonError>>()
@@ -127,25 +128,25 @@ struct ScriptedCaptureLauncher: CaptureProcessLauncher {
         #expect(answer.value == nil)
         #expect(session.phase == .starting)
         chosen.complete(())
-        let started = try answer.wait().get()
+        let started = try await answer.value("the start's answer").get()
         #expect(started.width == 64)
         session.stop()
-        #expect(session.waitUntilFinished().error == nil)
+        #expect(try await session.waitUntilFinished().error == nil)
     }
 
     /// A stop that comes before the start is answered is passed on once it is.
-    @Test func aStopWhileStartingEndsTheRecordingOnceStarted() throws {
+    @Test func aStopWhileStartingEndsTheRecordingOnceStarted() async throws {
         let chosen = Completion<Void>()
         let session = recording(script: Self.wellBehaved(after: chosen, frames: 15))
         let answer = Completion<Result<RecordingStarted, DaemonError>>()
         session.start { answer.complete($0) }
         session.stop()
         chosen.complete(())
-        _ = try answer.wait().get()
-        #expect(session.waitUntilFinished().frames == 15)
+        _ = try await answer.value("the start's answer").get()
+        #expect(try await session.waitUntilFinished().frames == 15)
     }
 
-    @Test func aProcessThatDiesMidWayEndsItsSessionWithTheSignalAndKeepsNoEmptyMovie() throws {
+    @Test func aProcessThatDiesMidWayEndsItsSessionWithTheSignalAndKeepsNoEmptyMovie() async throws {
         let session = recording { channel, process in
             guard let plan = Self.awaitStart(channel) else { return }
             try? channel.send(Self.status(.running))
@@ -155,16 +156,16 @@ struct ScriptedCaptureLauncher: CaptureProcessLauncher {
             Thread.sleep(forTimeInterval: 0.2)
             process.signal(SIGSEGV)
         }
-        let started = try session.start()
+        let started = try await session.start()
         #expect(started.width == 64)
-        let summary = session.waitUntilFinished()
+        let summary = try await session.waitUntilFinished()
         #expect(summary.error == "the capture process was ended by SIGSEGV (Segmentation fault)", "\(summary)")
         #expect(session.phase == .failed)
         // Its movie file holds no fragment: an entry without a picture is never kept.
         #expect(store.list().isEmpty, "\(store.list())")
     }
 
-    @Test func whatAProcessReportsIsCheckedBeforeTheStoreTakesIt() throws {
+    @Test func whatAProcessReportsIsCheckedBeforeTheStoreTakesIt() async throws {
         let other = store.newID()
         #expect(store.save(RecordingInfo(id: other, created: 0, state: .complete, duration: 2, frames: 60, dropped: 0,
                                          width: 64, height: 48, bytes: 1, error: nil)))
@@ -191,18 +192,18 @@ struct ScriptedCaptureLauncher: CaptureProcessLauncher {
                 }
             }
         }
-        _ = try session.start()
+        _ = try await session.start()
         #expect(session.progress().frames == 12)
-        try session.pause()
+        try await session.pause()
         session.stop()
-        let summary = session.waitUntilFinished()
+        let summary = try await session.waitUntilFinished()
         #expect(summary.frames == 90 && summary.error == nil, "\(summary)")
         #expect(session.phase == .finished)
         let kept = try #require(store.info(id: other))
         #expect(kept.state == .complete && kept.frames == 60 && kept.error == nil, "\(kept)")
     }
 
-    @Test func aQuestionToAGoneProcessIsAnErrorNotAHang() throws {
+    @Test func aQuestionToAGoneProcessIsAnErrorNotAHang() async throws {
         let session = recording(destination: .clipBuffer(length: MediaTime(seconds: 10), byteBudget: 1 << 20)) { channel, process in
             guard let plan = Self.awaitStart(channel) else { return }
             try? channel.send(Self.status(.running))
@@ -211,14 +212,14 @@ struct ScriptedCaptureLauncher: CaptureProcessLauncher {
             _ = channel.receive(CaptureCommand.self)
             process.signal(SIGKILL)
         }
-        _ = try session.start()
+        _ = try await session.start()
         do {
-            _ = try session.saveClip(last: nil, trigger: .command, as: store.newID())
+            _ = try await session.saveClip(last: nil, trigger: .command, as: store.newID())
             Issue.record("a clip was saved by a process that died")
         } catch {
             #expect(error.code == .captureFailed, "\(error)")
         }
-        #expect(session.waitUntilFinished().error?.contains("SIGKILL") == true)
+        #expect(try await session.waitUntilFinished().error?.contains("SIGKILL") == true)
         #expect(store.list().isEmpty, "the clip's file is not kept: \(store.list())")
     }
 }

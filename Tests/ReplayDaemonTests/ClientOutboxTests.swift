@@ -37,7 +37,7 @@ import Testing
         #expect(second.message == .captureStopped(error: nil))
     }
 
-    @Test func aClientThatReadsGetsEveryEventInOrder() throws {
+    @Test func aClientThatReadsGetsEveryEventInOrder() async throws {
         let (outbox, client) = try socketPair(outboxLimit: 64 << 10)
         let reader = Completion<[Int]>()
         Thread.detachNewThread {
@@ -49,9 +49,9 @@ import Testing
         }
         for index in 0..<2000 {
             // A reader keeps the queue short: wait for room as bulk senders do.
-            #expect(outbox.waitForRoom(below: 32 << 10))
+            #expect(try await outbox.waitForRoom(below: 32 << 10))
             try outbox.send(DaemonEvent.recordingDeleted(id: "\(index)"))
         }
-        #expect(reader.wait() == Array(0..<2000))
+        #expect(try await reader.value("the reader's 2000 events") == Array(0..<2000))
     }
 }

@@ -67,18 +67,14 @@ final class FakeDialogs: ConsentDialogs {
 }
 
 extension ConsentBroker {
-    /// The decision, waiting for the person's answer when one is asked (a test may wait).
-    func decide(_ peer: PeerIdentity, capabilities: Capabilities, waiting: () -> Void) -> Decision {
-        let answer = Mutex<Decision?>(nil)
-        let answered = DispatchSemaphore(value: 0)
-        if let now = authorize(peer, capabilities: capabilities, waiting: waiting, decided: { decision in
-            answer.withLock { $0 = decision }
-            answered.signal()
-        }) {
+    /// The decision, awaiting the person's answer when one is asked (an issue if none comes).
+    func decide(_ peer: PeerIdentity, capabilities: Capabilities, sourceLocation: SourceLocation = #_sourceLocation,
+                waiting: () -> Void) async -> Decision {
+        let answer = Completion<Decision>()
+        if let now = authorize(peer, capabilities: capabilities, waiting: waiting, decided: { answer.complete($0) }) {
             return now
         }
-        answered.wait()
-        return answer.withLock { $0 } ?? .declined("no decision")
+        return await answer.awaited("the decision", sourceLocation: sourceLocation) ?? .declined("no decision")
     }
 }
 
@@ -99,8 +95,8 @@ extension ConsentBroker {
         }
     }
 
-    @Test func withNoAgentAndNoPolicyNobodyIsAskedAndTheAppIsDeclined() {
-        let decision = broker().decide(me, capabilities: .screen) {}
+    @Test func withNoAgentAndNoPolicyNobodyIsAskedAndTheAppIsDeclined() async {
+        let decision = await broker().decide(me, capabilities: .screen) {}
         guard case .declined(let why) = decision else {
             Issue.record("allowed with nobody to ask")
             return
@@ -108,23 +104,23 @@ extension ConsentBroker {
         #expect(why.contains("no consent agent"))
     }
 
-    @Test func thePolicyAnswersForItsApps() throws {
+    @Test func thePolicyAnswersForItsApps() async throws {
         let executable = try #require(me.executable)
         let allowing = broker(ConsentPolicy(default: .deny, apps: [executable: .allow]))
-        #expect(allowing.decide(me, capabilities: [.screen, .microphone]) {} == .allowed)
+        #expect(await allowing.decide(me, capabilities: [.screen, .microphone]) {} == .allowed)
         let denying = broker(ConsentPolicy(default: .allow, apps: [executable: .deny]))
-        #expect(denying.decide(me, capabilities: .screen) {} != .allowed)
+        #expect(await denying.decide(me, capabilities: .screen) {} != .allowed)
     }
 
-    @Test func consentLastsForTheProcessAndCoversOnlyWhatWasAsked() throws {
+    @Test func consentLastsForTheProcessAndCoversOnlyWhatWasAsked() async throws {
         let broker = broker()
         let agent = try ScriptedAgent(broker: broker, allow: true)
         var waited = 0
-        #expect(broker.decide(me, capabilities: .screen) { waited += 1 } == .allowed)
-        #expect(broker.decide(me, capabilities: .screen) { waited += 1 } == .allowed)
+        #expect(await broker.decide(me, capabilities: .screen) { waited += 1 } == .allowed)
+        #expect(await broker.decide(me, capabilities: .screen) { waited += 1 } == .allowed)
         #expect(agent.asked == 1 && waited == 1)
         // The microphone was not part of the first answer: ask again.
-        #expect(broker.decide(me, capabilities: [.screen, .microphone]) {} == .allowed)
+        #expect(await broker.decide(me, capabilities: [.screen, .microphone]) {} == .allowed)
         #expect(agent.asked == 2)
         let prompt = try #require(agent.prompts.withLock { $0.last })
         #expect(prompt.microphone && prompt.screen && !prompt.appAudio)
@@ -133,60 +129,60 @@ extension ConsentBroker {
 
     /// In-app capture asks for the app's own windows, and the prompt says so; that grant is
     /// not the screen (a recording asks again), while a grant of the screen holds them.
-    @Test func ownWindowsAreAskedForAsSuchAndAreLessThanTheScreen() throws {
+    @Test func ownWindowsAreAskedForAsSuchAndAreLessThanTheScreen() async throws {
         let broker = broker()
         let agent = try ScriptedAgent(broker: broker, allow: true)
-        #expect(broker.decide(me, capabilities: .ownWindows) {} == .allowed)
+        #expect(await broker.decide(me, capabilities: .ownWindows) {} == .allowed)
         let prompt = try #require(agent.prompts.withLock { $0.last })
         #expect(prompt.screen && prompt.ownWindowsOnly == true && prompt.capturedThings == "its own windows")
-        #expect(broker.decide(me, capabilities: .ownWindows) {} == .allowed)
+        #expect(await broker.decide(me, capabilities: .ownWindows) {} == .allowed)
         #expect(agent.asked == 1)
-        #expect(broker.decide(me, capabilities: .screen) {} == .allowed)
+        #expect(await broker.decide(me, capabilities: .screen) {} == .allowed)
         #expect(agent.asked == 2, "the screen is more than the windows it was allowed")
         #expect(agent.prompts.withLock { $0.last }?.ownWindowsOnly == nil)
 
         let other = self.broker()
         let second = try ScriptedAgent(broker: other, allow: true)
-        #expect(other.decide(me, capabilities: .screen) {} == .allowed)
-        #expect(other.decide(me, capabilities: .ownWindows) {} == .allowed)
+        #expect(await other.decide(me, capabilities: .screen) {} == .allowed)
+        #expect(await other.decide(me, capabilities: .ownWindows) {} == .allowed)
         #expect(second.asked == 1, "the screen holds the app's own windows")
     }
 
-    @Test func consentLapsesAfterTheIdleLimitWithoutCaptureOrFocus() throws {
+    @Test func consentLapsesAfterTheIdleLimitWithoutCaptureOrFocus() async throws {
         // Idleness on a manual clock: how busy the machine is cannot move it.
         let clock = ManualClock()
         clock.set(100)
         let broker = broker(idle: .seconds(1), clock: clock)
         let agent = try ScriptedAgent(broker: broker, allow: true)
-        #expect(broker.decide(me, capabilities: .screen) {} == .allowed)
+        #expect(await broker.decide(me, capabilities: .screen) {} == .allowed)
         clock.set(100.6)
         broker.markActive(pid: me.pid)
         clock.set(101.2)
-        #expect(broker.decide(me, capabilities: .screen) {} == .allowed)
+        #expect(await broker.decide(me, capabilities: .screen) {} == .allowed)
         #expect(agent.asked == 1, "activity keeps consent alive")
         clock.set(102.7)
-        #expect(broker.decide(me, capabilities: .screen) {} == .allowed)
+        #expect(await broker.decide(me, capabilities: .screen) {} == .allowed)
         #expect(agent.asked == 2, "idle past the limit: asked again")
     }
 
-    @Test func aRefusalIsUserDeclinedAndNotRemembered() throws {
+    @Test func aRefusalIsUserDeclinedAndNotRemembered() async throws {
         let broker = broker()
         let agent = try ScriptedAgent(broker: broker, allow: false)
-        #expect(broker.decide(me, capabilities: .screen) {} == .declined("the person declined"))
-        #expect(broker.decide(me, capabilities: .screen) {} != .allowed)
+        #expect(await broker.decide(me, capabilities: .screen) {} == .declined("the person declined"))
+        #expect(await broker.decide(me, capabilities: .screen) {} != .allowed)
         #expect(agent.asked == 2)
     }
 
-    @Test func aQuestionForThePersonReturnsAtOnceAndItsAnswerComesOnce() throws {
+    @Test func aQuestionForThePersonReturnsAtOnceAndItsAnswerComesOnce() async throws {
         let broker = broker()
         let (daemonSide, clientSide) = try socketPair()
         try register(daemonSide, clientSide, with: broker)
         let decisions = Mutex<[ConsentBroker.Decision]>([])
-        let decided = DispatchSemaphore(value: 0)
+        let decided = Completion<Void>()
         var waited = 0
         let now = broker.authorize(me, capabilities: .screen, waiting: { waited += 1 }) { decision in
             decisions.withLock { $0.append(decision) }
-            decided.signal()
+            decided.complete(())
         }
         // Nobody has answered yet, and nothing waited for them: the call is back, undecided.
         #expect(now == nil && waited == 1 && decisions.withLock { $0.isEmpty })
@@ -195,10 +191,10 @@ extension ConsentBroker {
             return
         }
         #expect(broker.answer(requestID: prompt.requestID, allow: true, session: nil))
-        #expect(decided.wait(timeout: .now() + 10) == .success)
+        #expect(await decided.awaited("the decision") != nil)
         #expect(!broker.answer(requestID: prompt.requestID, allow: false, session: nil), "a second answer counted")
         #expect(decisions.withLock { $0 } == [.allowed])
-        #expect(broker.decide(me, capabilities: .screen) {} == .allowed, "the answer was not kept")
+        #expect(await broker.decide(me, capabilities: .screen) {} == .allowed, "the answer was not kept")
     }
 
     /// The timeout is counted on the broker's timers: declined once it has passed, not before.
@@ -224,13 +220,12 @@ extension ConsentBroker {
         #expect(!broker.answer(requestID: prompt.requestID, allow: true, session: nil), "an answer after the time ran out counted")
     }
 
-    @Test func thePageOpensOnceWithTheRequestsOwnLinkAndOnlyItsSessionAnswers() throws {
+    @Test func thePageOpensOnceWithTheRequestsOwnLinkAndOnlyItsSessionAnswers() async throws {
         let broker = broker()
         let (daemonSide, clientSide) = try socketPair()
         try register(daemonSide, clientSide, with: broker)
-        let decision = Mutex<ConsentBroker.Decision?>(nil)
-        let me = self.me
-        Thread.detachNewThread { decision.withLock { $0 = broker.decide(me, capabilities: .screen) {} } }
+        let decision = Completion<ConsentBroker.Decision>()
+        #expect(broker.authorize(me, capabilities: .screen, waiting: {}, decided: { decision.complete($0) }) == nil)
         guard case .consentRequested(let prompt)? = try clientSide.receive(DaemonEvent.self)?.message,
               let url = prompt.pageURL, let token = url.split(separator: "=").last.map(String.init) else {
             Issue.record("no prompt with a page URL")
@@ -244,9 +239,7 @@ extension ConsentBroker {
         #expect(broker.prompt(requestID: prompt.requestID, session: opened.session) == prompt)
         #expect(!broker.answer(requestID: prompt.requestID, allow: true, session: "wrong"))
         #expect(broker.answer(requestID: prompt.requestID, allow: true, session: opened.session))
-        let deadline = Date().addingTimeInterval(5)
-        while decision.withLock({ $0 }) == nil && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
-        #expect(decision.withLock { $0 } == .allowed)
+        #expect(await decision.awaited("the decision") == .allowed)
         // The request is over: its page and session with it.
         #expect(broker.prompt(requestID: prompt.requestID, session: opened.session) == nil)
     }
@@ -259,8 +252,7 @@ extension ConsentBroker {
         }
         let (daemonSide, clientSide) = try socketPair()
         try register(daemonSide, clientSide, with: broker)
-        let me = self.me
-        Thread.detachNewThread { _ = broker.decide(me, capabilities: .screen) {} }
+        #expect(broker.authorize(me, capabilities: .screen, waiting: {}, decided: { _ in }) == nil)
         guard case .consentRequested(let prompt)? = try clientSide.receive(DaemonEvent.self)?.message,
               let token = prompt.pageURL?.split(separator: "=").last.map(String.init) else {
             Issue.record("no prompt with a page URL")

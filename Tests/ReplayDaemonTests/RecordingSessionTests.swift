@@ -43,33 +43,35 @@ import Testing
     static let interval = 1.0 / 30
 
     /// `duration` counts what is recorded: a pause holds the stop back by as long as it lasted.
-    @Test func aDurationDoesNotCountTimeSpentPaused() throws {
+    @Test func aDurationDoesNotCountTimeSpentPaused() async throws {
         let rig = try Rig(options: RecordingOptions(duration: 0.2, appAudio: false))
         defer { rig.cleanUp() }
         rig.clock.set(100)
-        _ = try rig.session.start()
+        _ = try await rig.session.start()
         rig.clock.set(100.05)
-        try rig.session.pause()
-        // Well past the duration in real time, but only 0.05 s recorded: still going.
-        Thread.sleep(forTimeInterval: 0.5)
+        try await rig.session.pause()
+        // Well past the duration in real time, but only 0.05 s recorded: still going. (Real time
+        // that passes on purpose, with no event to await; it holds no thread.)
+        try await Task.sleep(for: .milliseconds(500))
         #expect(!rig.session.isFinished)
         rig.clock.set(100.5)
         try rig.session.resume()
         // 0.15 s more of recording time passes; the stop comes at the next check.
         rig.clock.set(100.66)
-        eventually("the recording stopped once 0.2 s were recorded") { rig.session.isFinished }
-        #expect(abs(rig.session.waitUntilFinished().duration - 0.2) < 0.02, "\(rig.session.waitUntilFinished())")
+        await eventually("the recording stopped once 0.2 s were recorded") { rig.session.isFinished }
+        let summary = try await rig.session.waitUntilFinished()
+        #expect(abs(summary.duration - 0.2) < 0.02, "\(summary)")
     }
 
-    @Test func pauseThenResumeLeavesNoGapAndNoOverlap() throws {
+    @Test func pauseThenResumeLeavesNoGapAndNoOverlap() async throws {
         let rig = try Rig(audio: [.app], options: RecordingOptions(appAudio: true))
         defer { rig.cleanUp() }
         rig.clock.set(100)
-        _ = try rig.session.start()
+        _ = try await rig.session.start()
         rig.frames(from: 100, seconds: 1)
         rig.backend.audio[.app]!.play(from: 100, seconds: 1)
         rig.clock.set(101)
-        try rig.session.pause()
+        try await rig.session.pause()
         #expect(rig.session.phase == .paused)
         // Captured while paused: none of it may reach the movie.
         rig.frames(from: 101, seconds: 2)
@@ -82,9 +84,9 @@ import Testing
         rig.clock.set(104)
         // Let the fakes deliver everything before the stop.
         rig.screen.send(.frame(at: 103.999))
-        eventually("61 pictures written") { rig.sink.videoFrames == 61 }
+        await eventually("61 pictures written") { rig.sink.videoFrames == 61 }
         rig.session.stop()
-        let summary = rig.session.waitUntilFinished()
+        let summary = try await rig.session.waitUntilFinished()
 
         let times = rig.sink.written.videoTimes.map(\.seconds)
         #expect(summary.error == nil)
@@ -101,50 +103,50 @@ import Testing
     }
 
     /// `cfr`: a still screen, a pause and the end still give one frame per 1/30 s slot, no more, no less.
-    @Test func aConstantFrameRateFillsEverySlotThroughStillnessPausesAndTheEnd() throws {
+    @Test func aConstantFrameRateFillsEverySlotThroughStillnessPausesAndTheEnd() async throws {
         let rig = try Rig(options: RecordingOptions(appAudio: false, frameRateMode: .cfr))
         defer { rig.cleanUp() }
         rig.clock.set(100)
-        _ = try rig.session.start()
+        _ = try await rig.session.start()
         #expect(rig.sink.written.format?.frameRateMode == .cfr)
         rig.frames(from: 100, seconds: 0.5)
         // Still from 0.5 s: the capture's repeat a quarter second later, then nothing.
         rig.screen.send(.frame(at: 100.75))
         rig.clock.set(101)
-        try rig.session.pause()
+        try await rig.session.pause()
         rig.screen.send(.frame(at: 101.5))
         rig.clock.set(102)
         try rig.session.resume()
         // 1.2 s of movie: slot 36.
         rig.screen.send(.frame(at: 102.2))
-        eventually("37 frames written") { rig.sink.videoFrames == 37 }
+        await eventually("37 frames written") { rig.sink.videoFrames == 37 }
         rig.clock.set(102.5)
         rig.session.stop()
-        let summary = rig.session.waitUntilFinished()
+        let summary = try await rig.session.waitUntilFinished()
 
         #expect(abs(summary.duration - 1.5) < 0.001)
         // 1.5 s at 30 fps: slots 0 … 44, each at its place on the grid.
         #expect(rig.sink.written.videoTimes == (0..<45).map { MediaTime.samples(Int64($0), rate: 30) })
     }
 
-    @Test func aStopWhilePausedEndsTheMovieWhereThePauseBegan() throws {
+    @Test func aStopWhilePausedEndsTheMovieWhereThePauseBegan() async throws {
         let rig = try Rig()
         defer { rig.cleanUp() }
-        _ = try rig.session.start()
+        _ = try await rig.session.start()
         rig.frames(from: 100, seconds: 1)
         rig.clock.set(101)
-        try rig.session.pause()
+        try await rig.session.pause()
         rig.clock.set(107)
         rig.session.stop()
-        let summary = rig.session.waitUntilFinished()
+        let summary = try await rig.session.waitUntilFinished()
         #expect(abs(summary.duration - 1) < 0.001)
         #expect(rig.sink.written.finished)
     }
 
-    @Test func aResizeKeepsTheRecordingGoingAtItsOwnSize() throws {
+    @Test func aResizeKeepsTheRecordingGoingAtItsOwnSize() async throws {
         let rig = try Rig()
         defer { rig.cleanUp() }
-        _ = try rig.session.start()
+        _ = try await rig.session.start()
         rig.frames(from: 100, seconds: 0.5)
         rig.screen.send(.resize(width: 96, height: 40))
         rig.frames(from: 100.5, seconds: 0.5)
@@ -152,7 +154,7 @@ import Testing
         while rig.sink.written.videoTimes.count < 30 { sched_yield() }
         rig.clock.set(101)
         rig.session.stop()
-        let summary = rig.session.waitUntilFinished()
+        let summary = try await rig.session.waitUntilFinished()
         #expect(summary.error == nil)
         #expect(summary.frames == 30, "the pictures after the resize are recorded too")
         let sizes = rig.sink.written.videoSizes
@@ -161,113 +163,112 @@ import Testing
         #expect(rig.session.phase == .finished)
     }
 
-    @Test func aFullDiskEndsTheRecordingWithAClearErrorAndStopsCapture() throws {
+    @Test func aFullDiskEndsTheRecordingWithAClearErrorAndStopsCapture() async throws {
         let rig = try Rig(sink: FakeMovieSink(failAfterFrames: 5))
         defer { rig.cleanUp() }
-        _ = try rig.session.start()
+        _ = try await rig.session.start()
         rig.frames(from: 100, seconds: 1)
-        let summary = rig.session.waitUntilFinished()
+        let summary = try await rig.session.waitUntilFinished()
         #expect(summary.error?.contains("No space left on device") == true)
         #expect(summary.frames == 5)
         #expect(rig.sink.written.abandoned, "cut back to its last whole fragment")
-        rig.screen.finished.wait()
+        try await rig.screen.finished.value("the screen's end")
         #expect(!rig.screen.isRunning, "capture stops with the writer")
     }
 
-    @Test func aLostDisplayEndsTheRecordingWithItsReason() throws {
+    @Test func aLostDisplayEndsTheRecordingWithItsReason() async throws {
         let rig = try Rig()
         defer { rig.cleanUp() }
-        _ = try rig.session.start()
+        _ = try await rig.session.start()
         rig.frames(from: 100, seconds: 0.2)
         rig.screen.send(.fail("the X server closed the connection"))
-        let summary = rig.session.waitUntilFinished()
+        let summary = try await rig.session.waitUntilFinished()
         #expect(summary.error == "the X server closed the connection")
         #expect(rig.sink.written.finished)
     }
 
-    @Test func aStopDuringTheStartIsHonouredOnceStarted() throws {
+    @Test func aStopDuringTheStartIsHonouredOnceStarted() async throws {
         let rig = try Rig()
         defer { rig.cleanUp() }
         let gate = rig.backend.holdScreen()
         let started = Completion<Result<RecordingStarted, DaemonError>>()
         let session = rig.session
-        Thread.detachNewThread {
-            started.complete(Result { () throws(DaemonError) in try session.start() })
-        }
-        rig.backend.screenRequested.wait()
+        // The held start blocks its caller in the capture backend, as a real one does: on a thread of its own.
+        Thread.detachNewThread { session.start(then: { started.complete($0) }) }
+        try await rig.backend.screenRequested.value("the request for the screen")
         #expect(session.phase == .starting)
         session.stop()
         session.stop()
         gate.signal()
-        if case .failure(let error) = started.wait() { Issue.record("start failed: \(error)") }
-        let summary = session.waitUntilFinished()
+        if case .failure(let error) = try await started.value("the start's answer") { Issue.record("start failed: \(error)") }
+        let summary = try await session.waitUntilFinished()
         #expect(summary.error == nil)
         #expect(session.phase == .finished)
         #expect(rig.sink.written.finished)
     }
 
-    @Test func twoStopsAndAStopAfterTheEndChangeNothing() throws {
+    @Test func twoStopsAndAStopAfterTheEndChangeNothing() async throws {
         let rig = try Rig()
         defer { rig.cleanUp() }
-        _ = try rig.session.start()
+        _ = try await rig.session.start()
         rig.frames(from: 100, seconds: 0.3)
         rig.clock.set(100.3)
         rig.session.stop()
         rig.clock.set(105)
         rig.session.stop()
-        let first = rig.session.waitUntilFinished()
+        let first = try await rig.session.waitUntilFinished()
         rig.session.stop()
-        #expect(rig.session.waitUntilFinished() == first)
+        #expect(try await rig.session.waitUntilFinished() == first)
         #expect(abs(first.duration - 0.3) < 0.001, "the first stop decides where the movie ends")
-        #expect(throws: DaemonError.self) { try rig.session.pause() }
+        await #expect(throws: DaemonError.self) { try await rig.session.pause() }
     }
 
-    @Test func aScreenThatCannotBeOpenedFailsTheStartAndKeepsNothing() throws {
+    @Test func aScreenThatCannotBeOpenedFailsTheStartAndKeepsNothing() async throws {
         let rig = try Rig()
         defer { rig.cleanUp() }
         rig.backend.refuseScreen(CaptureError(.noDisplay, "cannot open display :99"))
-        #expect(throws: DaemonError(code: .captureFailed, message: "cannot open display :99")) { try rig.session.start() }
+        await #expect(throws: DaemonError(code: .captureFailed, message: "cannot open display :99")) { try await rig.session.start() }
         #expect(rig.session.phase == .failed)
         #expect(rig.sink.written.format == nil, "no movie was opened")
-        #expect(rig.session.waitUntilFinished().error == "cannot open display :99")
+        #expect(try await rig.session.waitUntilFinished().error == "cannot open display :99")
     }
 
-    @Test func missingAudioIsAWarningNotAFailure() throws {
+    @Test func missingAudioIsAWarningNotAFailure() async throws {
         let rig = try Rig(options: RecordingOptions(microphone: true, appAudio: true))
         defer { rig.cleanUp() }
-        let started = try rig.session.start()
+        let started = try await rig.session.start()
         #expect(started.warnings.count == 2)
         #expect(rig.sink.written.format?.audioSources == [])
         rig.session.stop()
-        #expect(rig.session.waitUntilFinished().error == nil)
+        #expect(try await rig.session.waitUntilFinished().error == nil)
     }
 
     /// A sound source the person named is part of what they asked for: when it cannot be
     /// opened (and they did not ask for best effort) the recording is refused before it starts.
-    @Test func aNamedSoundSourceThatCannotBeOpenedRefusesTheStart() throws {
+    @Test func aNamedSoundSourceThatCannotBeOpenedRefusesTheStart() async throws {
         let rig = try Rig(options: RecordingOptions(appAudio: true, audioDevice: "nosuch", requireNamedAudio: true))
         defer { rig.cleanUp() }
-        #expect(throws: DaemonError(code: .captureFailed, message: "cannot record app audio from 'nosuch': no audio server (fake)")) {
-            try rig.session.start()
+        await #expect(throws: DaemonError(code: .captureFailed, message: "cannot record app audio from 'nosuch': no audio server (fake)")) {
+            try await rig.session.start()
         }
         #expect(rig.sink.written.format == nil, "no movie was opened")
         #expect(rig.store.list().isEmpty)
 
         let lenient = try Rig(options: RecordingOptions(appAudio: true, audioDevice: "nosuch"))
         defer { lenient.cleanUp() }
-        #expect(try lenient.session.start().warnings == ["app audio not recorded: no audio server (fake)"])
+        #expect(try await lenient.session.start().warnings == ["app audio not recorded: no audio server (fake)"])
         lenient.session.stop()
-        _ = lenient.session.waitUntilFinished()
+        _ = try await lenient.session.waitUntilFinished()
     }
 
     /// A recording that ends before its first picture leaves no empty entry in the store.
-    @Test func aRecordingWithoutAPictureLeavesNothingInTheStore() throws {
+    @Test func aRecordingWithoutAPictureLeavesNothingInTheStore() async throws {
         let rig = try Rig()
         defer { rig.cleanUp() }
-        let started = try rig.session.start()
+        let started = try await rig.session.start()
         #expect(rig.store.info(id: started.id)?.state == .recording, "listed from its start")
         rig.screen.send(.fail("the X server closed the connection"))
-        let summary = rig.session.waitUntilFinished()
+        let summary = try await rig.session.waitUntilFinished()
         #expect(summary.frames == 0 && summary.error != nil)
         #expect(rig.store.list().isEmpty, "\(rig.store.list())")
     }
@@ -275,26 +276,26 @@ import Testing
     /// What SIGTERM does to each recording (Daemon.shutdown): stop, then wait. In every phase
     /// it ends with the movie closed properly and kept.
     @Test(arguments: [SessionPhase.starting, .running, .paused, .finishing])
-    func shutdownInAnyPhaseKeepsTheMovie(phase: SessionPhase) throws {
+    func shutdownInAnyPhaseKeepsTheMovie(phase: SessionPhase) async throws {
         let rig = try Rig()
         defer { rig.cleanUp() }
         let session = rig.session
         switch phase {
         case .starting:
             let gate = rig.backend.holdScreen()
-            Thread.detachNewThread { _ = try? session.start() }
-            rig.backend.screenRequested.wait()
+            Thread.detachNewThread { session.start(then: { _ in }) }
+            try await rig.backend.screenRequested.value("the request for the screen")
             session.stop()
             gate.signal()
         case .running, .paused, .finishing:
-            _ = try session.start()
+            _ = try await session.start()
             rig.frames(from: 100, seconds: 0.2)
-            if phase == .paused { try session.pause() }
+            if phase == .paused { try await session.pause() }
             if phase == .finishing { session.stop() }
             session.stop()
         default: break
         }
-        let summary = session.waitUntilFinished()
+        let summary = try await session.waitUntilFinished()
         #expect(summary.error == nil)
         #expect(rig.sink.written.finished && !rig.sink.written.abandoned)
         #expect(session.phase == .finished)

@@ -3,6 +3,7 @@ import ReplayExtensionKit
 import ReplayIPC
 import ReplayMedia
 import ReplaySystem
+import ReplayTestEvents
 import Synchronization
 import Testing
 #if canImport(Glibc)
@@ -13,6 +14,8 @@ import Glibc
 final class NotingHandler: BroadcastSampleHandler, @unchecked Sendable {
     // @unchecked: its state is behind `notes`; the kit calls it from one thread.
     let notes = Mutex<(events: [String], ticks: [MediaTime])>(([], []))
+    /// Each tick as it comes, for a test to await.
+    let ticked = Events<Void>()
     let interval: Duration?
 
     init(interval: Duration? = nil) {
@@ -29,17 +32,20 @@ final class NotingHandler: BroadcastSampleHandler, @unchecked Sendable {
         notes.withLock { $0.events.append(frame.isRepeat ? "repeat" : "picture") }
     }
     override func broadcastDroppedFrames(_ count: Int, total: Int) { notes.withLock { $0.events.append("dropped \(count) of \(total)") } }
-    override func broadcastTick(at time: MediaTime) { notes.withLock { $0.ticks.append(time) } }
+    override func broadcastTick(at time: MediaTime) {
+        notes.withLock { $0.ticks.append(time) }
+        ticked.record()
+    }
     override func broadcastFinished() { notes.withLock { $0.events.append("finished") } }
 }
 
 /// replayd's side of a broadcast, played over a socketpair against the kit's real session loop
 /// (`BroadcastExtension.serve`, which `run` calls), with one 64x32 picture surface.
 final class FakeReplayd: @unchecked Sendable {
-    // @unchecked: `socket` and `surface` are immutable; the kit's thread only signals `done`.
+    // @unchecked: `socket` and `surface` are immutable; the kit's thread only reports `done`.
     let socket: Int32
     let surface: SharedSurface
-    let done = DispatchSemaphore(value: 0)
+    let done = Events<Void>()
     let failure = Mutex<String?>(nil)
     static let size = PixelBuffer.byteCount(width: 64, height: 32)
 
@@ -59,7 +65,7 @@ final class FakeReplayd: @unchecked Sendable {
                 failure.withLock { $0 = "\(error)" }
             }
             close(kitEnd)
-            done.signal()
+            done.record()
         }
         let descriptor = try surface.readOnlyDescriptor()
         defer { close(descriptor) }
@@ -96,10 +102,10 @@ final class FakeReplayd: @unchecked Sendable {
         ], time: time, additions: additions))
     }
 
-    /// Ends the broadcast and waits for the kit's loop to return.
-    func finish() throws -> Bool {
+    /// Ends the broadcast and awaits the kit's loop returning (false if it did not within 30 s).
+    func finish() async throws -> Bool {
         try send(.finished)
-        return done.wait(timeout: .now() + 30) == .success
+        return await done.happened(within: 30)
     }
 }
 
@@ -109,14 +115,14 @@ final class FakeReplayd: @unchecked Sendable {
     /// none), else the lower of replayd's and its own.
     @Test(arguments: [(UInt16?.none, UInt16?.none), (UInt16?(1), UInt16?(1)), (UInt16?(7), UInt16?(BroadcastCodec.minorVersion))]
           as [(UInt16?, UInt16?)])
-    func readyNamesTheMinorVersionBothSidesSpeak(announced: UInt16?, expected: UInt16?) throws {
+    func readyNamesTheMinorVersionBothSidesSpeak(announced: UInt16?, expected: UInt16?) async throws {
         let replayd = try FakeReplayd(handler: NotingHandler(), announcedMinorVersion: announced)
         #expect(try replayd.receive() == .ready(minorVersion: expected))
-        #expect(try replayd.finish())
+        #expect(try await replayd.finish())
     }
 
     /// 1.1's repeat flag and drop count reach the handler; a 1.0 picture is not a repeat.
-    @Test func repeatsAndDropsReachTheHandler() throws {
+    @Test func repeatsAndDropsReachTheHandler() async throws {
         let handler = NotingHandler()
         let replayd = try FakeReplayd(handler: handler, announcedMinorVersion: 1)
         #expect(try replayd.receive() == .ready(minorVersion: 1))
@@ -125,26 +131,22 @@ final class FakeReplayd: @unchecked Sendable {
         try replayd.send(replayd.picture(time: 2, additions: .init(isRepeat: true, framesDropped: 3)))
         try replayd.send(replayd.picture(time: 3, additions: .init(isRepeat: false, framesDropped: 3)))
         try replayd.send(replayd.picture(time: 4, additions: nil))
-        #expect(try replayd.finish())
+        #expect(try await replayd.finish())
         #expect(replayd.failure.withLock { $0 } == nil)
         #expect(handler.notes.withLock { $0.events } == ["started", "picture", "dropped 3 of 3", "repeat", "picture", "picture", "finished"])
     }
 
     /// With no sample at all (a still screen), the ticks the handler asked for come, and the
     /// heartbeat is still answered between them; none after `finished`.
-    @Test func ticksComeWithoutSamples() throws {
+    @Test func ticksComeWithoutSamples() async throws {
         let handler = NotingHandler(interval: .milliseconds(20))
         let replayd = try FakeReplayd(handler: handler, announcedMinorVersion: 1)
         #expect(try replayd.receive() == .ready(minorVersion: 1))
         try replayd.send(.started(setupInfo: [:]))
-        var waited = 0
-        while handler.notes.withLock({ $0.ticks.count }) < 3 && waited < 3000 {
-            usleep(10_000)
-            waited += 1
-        }
+        for tick in 1...3 { try #require(await handler.ticked.happened(within: 30), "tick \(tick) never came") }
         try replayd.send(.ping(9))
         #expect(try replayd.receive() == .pong(9))
-        #expect(try replayd.finish())
+        #expect(try await replayd.finish())
         let ticks = handler.notes.withLock { $0.ticks }
         #expect(ticks.count >= 3)
         #expect(zip(ticks, ticks.dropFirst()).allSatisfy { $0 < $1 }, "\(ticks)")

@@ -3,55 +3,52 @@ import Glibc
 #endif
 import Dispatch
 import ReplaySystem
+import ReplayTestEvents
 import Synchronization
 import Testing
 
 /// `Pipe.readLine(_:within:on:then:)`, which starting a sandbox follows bwrap and pasta with.
 @Suite struct PipeTests {
-    /// Reads the first line of `fd` through the watch, and waits (in the test) for the answer.
+    /// Reads the first line of `fd` through the watch, and awaits the answer (`.none` if none came).
     private static func line(of fd: Int32, within seconds: Int64, on timers: any Timers = DispatchTimers(),
-                             writing: (Int32) -> Void = { _ in }) -> String?? {
-        let answers = Mutex<[String?]>([])
-        let answered = DispatchSemaphore(value: 0)
-        Pipe.readLine(fd, within: seconds, on: timers) { line in
-            answers.withLock { $0.append(line) }
-            answered.signal()
-        }
+                             writing: (Int32) -> Void = { _ in }) async -> String?? {
+        let answers = Events<String?>()
+        Pipe.readLine(fd, within: seconds, on: timers) { line in answers.record(line) }
         writing(fd)
-        guard answered.wait(timeout: .now() + 20) == .success else { return .none }
+        guard let answer = await answers.next(within: 20) else { return .none }
         // Answered once: a second answer would come right after the first.
-        _ = answered.wait(timeout: .now() + 0.2)
-        return answers.withLock { $0.count == 1 ? $0[0] : "answered \($0.count) times" }
+        if await answers.next(within: 0.2) != nil { return "answered more than once" }
+        return answer
     }
 
     private static func write(_ text: String, to fd: Int32) {
         _ = text.utf8CString.withUnsafeBufferPointer { Glibc.write(fd, $0.baseAddress, $0.count - 1) }
     }
 
-    @Test func aLineWrittenInPiecesArrivesWholeWithoutItsNewline() throws {
+    @Test func aLineWrittenInPiecesArrivesWholeWithoutItsNewline() async throws {
         let pipe = try Pipe.make()
         defer { close(pipe.read); close(pipe.write) }
-        let line = Self.line(of: pipe.read, within: 10) { _ in
+        let line = await Self.line(of: pipe.read, within: 10) { _ in
             Self.write("{ \"child-", to: pipe.write)
             DispatchQueue.global().asyncAfter(deadline: .now() + 0.05) { Self.write("pid\": 42 }\n", to: pipe.write) }
         }
         #expect(line == .some("{ \"child-pid\": 42 }"))
     }
 
-    @Test func aWriterThatClosesWithoutANewlineGivesNil() throws {
+    @Test func aWriterThatClosesWithoutANewlineGivesNil() async throws {
         let pipe = try Pipe.make()
         defer { close(pipe.read) }
-        let line = Self.line(of: pipe.read, within: 10) { _ in
+        let line = await Self.line(of: pipe.read, within: 10) { _ in
             Self.write("half a line", to: pipe.write)
             close(pipe.write)
         }
         #expect(line == .some(nil))
     }
 
-    @Test func aWriterThatSaysNothingGivesNilOnceTheTimeIsUp() throws {
+    @Test func aWriterThatSaysNothingGivesNilOnceTheTimeIsUp() async throws {
         let pipe = try Pipe.make()
         defer { close(pipe.read); close(pipe.write) }
-        #expect(Self.line(of: pipe.read, within: 1) == .some(nil))
+        #expect(await Self.line(of: pipe.read, within: 1) == .some(nil))
         // The descriptor is still the caller's, open: what comes later is there to read.
         Self.write("later\n", to: pipe.write)
         var byte: UInt8 = 0
@@ -60,11 +57,11 @@ import Testing
 
     /// A line that comes first ends the time limit too: its timer is cancelled, not left to
     /// run out its seconds holding the finished watch.
-    @Test func aLineThatComesFirstCancelsTheTimeLimit() throws {
+    @Test func aLineThatComesFirstCancelsTheTimeLimit() async throws {
         let pipe = try Pipe.make()
         defer { close(pipe.read); close(pipe.write) }
         let timers = WatchedTimers()
-        let line = Self.line(of: pipe.read, within: 600, on: timers) { _ in Self.write("ready\n", to: pipe.write) }
+        let line = await Self.line(of: pipe.read, within: 600, on: timers) { _ in Self.write("ready\n", to: pipe.write) }
         #expect(line == .some("ready"))
         #expect(timers.limits.withLock { $0.count } == 1)
         #expect(timers.limits.withLock { $0.allSatisfy(\.cancelled) })

@@ -123,13 +123,16 @@ public final class ReplayFixture: @unchecked Sendable {
         try Command.start(Self.replay, arguments + ["--socket", socket], environment: environment(overrides))
     }
 
-    /// Starts `replay consent-agent` on its terminal-less output and returns once it listens
-    /// for apps' requests (what it prints goes to its standard error).
-    public func startConsentAgent() throws -> RunningCommand {
-        let agent = try startReplay(["consent-agent"])
-        guard agent.waitForErrors(containing: "Waiting for apps") != nil else {
+    /// Starts `replay consent-agent OPTIONS` on its terminal-less output and returns once replayd
+    /// has registered it (its log says so), so apps' requests reach it. Without `--json`, what it
+    /// prints goes to its standard error.
+    public func startConsentAgent(_ options: [String] = [], environment overrides: [String: String] = [:]) throws -> RunningCommand {
+        let registrations = { self.daemonLog.ranges(of: "consent agent registered").count }
+        let before = registrations()
+        let agent = try startReplay(["consent-agent"] + options, environment: overrides)
+        guard poll(timeout: 20, every: 0.05, { registrations() > before ? true : nil }) != nil else {
             agent.process.terminate()
-            throw MediaProbe.Failure(description: "the consent agent did not start: \(agent.errorsSoFar)")
+            throw MediaProbe.Failure(description: "replayd did not register the consent agent: \(agent.errorsSoFar)\n\(daemonLog.suffix(2000))")
         }
         return agent
     }

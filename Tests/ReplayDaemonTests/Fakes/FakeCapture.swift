@@ -107,8 +107,8 @@ final class FakeCaptureBackend: CaptureBackend, @unchecked Sendable {
     let screen: FakeScreen
     let audio: [AudioSource: FakeAudio]
     private let lock = Mutex((screenError: CaptureError?.none, gate: DispatchSemaphore?.none))
-    /// Signalled when a session asks for the screen.
-    let screenRequested = DispatchSemaphore(value: 0)
+    /// Happens when a session first asks for the screen.
+    let screenRequested = Completion<Void>()
 
     init(screen: FakeScreen = FakeScreen(), audio: [AudioSource] = []) {
         self.screen = screen
@@ -122,7 +122,7 @@ final class FakeCaptureBackend: CaptureBackend, @unchecked Sendable {
     }
 
     func refuseScreen(_ error: CaptureError) { lock.withLock { $0.screenError = error } }
-    /// Opening the screen waits until the test signals the returned gate.
+    /// Opening the screen blocks (as a real backend's start does) until the test signals the returned gate.
     func holdScreen() -> DispatchSemaphore {
         let gate = DispatchSemaphore(value: 0)
         lock.withLock { $0.gate = gate }
@@ -131,7 +131,8 @@ final class FakeCaptureBackend: CaptureBackend, @unchecked Sendable {
 
     func makeScreenCapture(_ options: ScreenCaptureOptions) throws(CaptureError) -> any ScreenCapturing {
         let (error, gate) = lock.withLock { ($0.screenError, $0.gate) }
-        screenRequested.signal()
+        screenRequested.complete(())
+        // The held start blocks here, as a backend's synchronous start does, until the test lets it go.
         gate?.wait()
         if let error { throw error }
         return screen
@@ -143,15 +144,16 @@ final class FakeCaptureBackend: CaptureBackend, @unchecked Sendable {
     }
 }
 
-/// Waits for `condition`, failing the test (instead of hanging it) after `seconds`.
+/// Awaits `condition`, a state with no event of its own to await, looking every millisecond
+/// (holding no thread between looks); fails the test (instead of hanging it) after `seconds`.
 func eventually(_ what: String, within seconds: Double = 10, sourceLocation: SourceLocation = #_sourceLocation,
-                _ condition: () -> Bool) {
-    let deadline = Date().addingTimeInterval(seconds)
+                _ condition: () -> Bool) async {
+    let deadline = MonotonicClock.nanoseconds() + Int64(seconds * 1e9)
     while !condition() {
-        if Date() > deadline {
+        if MonotonicClock.nanoseconds() > deadline {
             Issue.record("timed out waiting for \(what)", sourceLocation: sourceLocation)
             return
         }
-        sched_yield()
+        try? await Task.sleep(for: .milliseconds(1))
     }
 }

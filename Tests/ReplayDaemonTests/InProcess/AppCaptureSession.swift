@@ -8,6 +8,7 @@ import ReplayMedia
 import ReplaySession
 import ReplaySystem
 import Synchronization
+import Testing
 
 /// In-app capture run in the test's own process, on a fake capture backend: the asking
 /// process's own windows (everything else black), up to 60 fps, streamed to it as I420
@@ -70,7 +71,10 @@ final class AppCaptureSession: Sendable {
         if state.withLock({ $0.lifecycle.stop() }) == .finish { stopFlag.raise() }
     }
 
-    func waitUntilFinished() { _ = completion.wait() }
+    /// Awaits the capture's end.
+    func waitUntilFinished(sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        _ = try await completion.value("the capture's end", sourceLocation: sourceLocation)
+    }
 
     /// Runs `handler` once the capture has ended (at once if it already has).
     func onFinish(_ handler: @escaping @Sendable () -> Void) { completion.onComplete { _ in handler() } }
