@@ -90,8 +90,8 @@ import Testing
         #expect(ring.bytes <= 32 * 24_000)
     }
 
-    /// A spilling clip buffer takes the newest packets still in memory and puts them back held
-    /// elsewhere: the newest run that passes the test, in order, replaced in place.
+    /// A spilling clip buffer takes the newest packets still in memory and puts them back as
+    /// one entry held elsewhere: the newest run that passes the test, replaced in place.
     @Test func theNewestRunIsTakenAndReplacedInPlace() {
         var ring = PacketRing<Packet>(maxDuration: MediaTime(seconds: 30), maxBytes: 1 << 30)
         let stream = Self.stream(seconds: 3)
@@ -101,10 +101,13 @@ import Testing
         #expect(Array(run) == Array(stream.suffix(5)))
         #expect(ring.newest(while: { _ in false }).isEmpty)
         #expect(ring.newest(while: { _ in true }).count == ring.count)
-        let moved = run.map { Packet(time: $0.time, byteCount: $0.byteCount, startsClip: false, isVideo: true) }
-        ring.replaceNewest(with: moved)
-        #expect(Array(ring.last(nil).suffix(5)) == moved)
-        #expect(ring.last(nil).count == stream.count && ring.bytes == stream.reduce(0) { $0 + $1.byteCount })
+        // The last second (a keyframe and what follows it) as one entry of the same bytes.
+        let lastSecond = ring.newest(while: { $0.time >= MediaTime(seconds: 2) })
+        let group = Packet(time: MediaTime(seconds: 2), byteCount: lastSecond.reduce(0) { $0 + $1.byteCount }, startsClip: true, isVideo: true)
+        ring.replaceNewest(lastSecond.count, with: [group])
+        #expect(ring.last(nil).last == group && ring.count == stream.count - lastSecond.count + 1)
+        #expect(ring.bytes == stream.reduce(0) { $0 + $1.byteCount })
+        #expect(ring.last(.zero) == [group], "the newest keyframe entry starts what the newest time asks")
         #expect(ring.oldest == stream.first)
     }
 }

@@ -3,17 +3,19 @@ public import ReplayMedia
 import ReplaySystem
 import Synchronization
 
-/// One encoded packet in a clip buffer, with the movie track it belongs to: its bytes in
-/// memory, or in the buffer's spill file once its group is complete.
+/// One encoded packet in a clip buffer, with the movie track it belongs to; or, once a
+/// spilling buffer has written a keyframe group to disk, that whole group as one entry.
 struct ClipPacket: RingPacket {
     enum Payload {
         case memory(EncodedPacket)
-        case disk(SpilledPacket)
+        case disk(SpilledGroup)
     }
     var payload: Payload
-    /// 0 the video; 1… the audio tracks in the format's order.
+    /// 0 the video; 1… the audio tracks in the format's order (0 for a group, which starts on a picture).
     let stream: Int
+    /// A group's: its first packet's (its keyframe's).
     let time: MediaTime
+    /// A group's: its packets' bytes.
     let byteCount: Int
     let isKeyframe: Bool
     var startsClip: Bool { stream == 0 && isKeyframe }
@@ -26,6 +28,15 @@ struct ClipPacket: RingPacket {
         isKeyframe = packet.isKeyframe
     }
 
+    /// The group of `packets` (from a keyframe on), written to disk as `group`.
+    init(group: SpilledGroup, of packets: ArraySlice<ClipPacket>) {
+        payload = .disk(group)
+        stream = 0
+        time = packets.first?.time ?? .zero
+        byteCount = packets.reduce(0) { $0 + $1.byteCount }
+        isKeyframe = true
+    }
+
     var isInMemory: Bool {
         if case .memory = payload { return true }
         return false
@@ -33,19 +44,20 @@ struct ClipPacket: RingPacket {
 
     /// Where its bytes are in the spill file, if there.
     var spilledOffset: Int64? {
-        if case .disk(let spilled) = payload { return spilled.offset }
+        if case .disk(let group) = payload { return group.offset }
         return nil
     }
 
-    /// A packet of its own for the muxer (the caller frees it).
-    func copy(from spill: ClipSpillFile?) throws(CodecError) -> UnsafeMutablePointer<AVPacket> {
+    /// Its packets for the muxer, each of its own (the caller frees them), with their tracks
+    /// and decode times: one, or a spilled group's, read back.
+    func packets(from spill: ClipSpillFile?) throws(CodecError) -> [(packet: UnsafeMutablePointer<AVPacket>, stream: Int, time: MediaTime)] {
         switch payload {
         case .memory(let encoded):
             guard let copy = av_packet_clone(encoded.packet) else { throw CodecError(.muxerFailed, "out of memory") }
-            return copy
-        case .disk(let spilled):
-            guard let spill else { throw CodecError(.muxerFailed, "a spilled packet without its file") }
-            return try spilled.load(from: spill)
+            return [(copy, stream, time)]
+        case .disk(let group):
+            guard let spill else { throw CodecError(.muxerFailed, "a spilled group without its file") }
+            return try group.load(from: spill)
         }
     }
 }
@@ -66,8 +78,9 @@ public struct SavedClip: Sendable, Equatable {
 /// second of what was asked. As a `MovieSink` it takes a recording session's samples as a
 /// movie file would.
 ///
-/// A long one spills: given a spill file, each keyframe group's bytes go there as the group
-/// completes, so memory holds one group whatever the length, and a save reads them back.
+/// A long one spills: given a spill file, each keyframe group goes there as the group
+/// completes, and the ring keeps one entry for it (where it is), so memory holds one group's
+/// packets and a few dozen bytes a second whatever the length; a save reads them back.
 public final class ClipBuffer: MovieSink, @unchecked Sendable {
     // @unchecked: the encoders are used by the session's writer thread only; the ring is
     // behind a mutex, which `save` takes just long enough to copy the packets' references.
@@ -152,32 +165,20 @@ public final class ClipBuffer: MovieSink, @unchecked Sendable {
         }
     }
 
-    /// Writes the bytes of the ring's packets still in memory into `spill`, in one write, and
-    /// holds them there from now on.
+    /// Writes the ring's packets still in memory (the group that a keyframe just completed)
+    /// into `spill`, in one write, and keeps one entry for them from now on.
     private static func spillGroup(_ ring: inout PacketRing<ClipPacket>, into spill: ClipSpillFile) throws(CodecError) {
         let group = ring.newest(while: \.isInMemory)
-        guard !group.isEmpty else { return }
-        var bytes = [UInt8]()
-        bytes.reserveCapacity(group.reduce(0) { $0 + $1.byteCount })
-        for kept in group {
-            guard case .memory(let encoded) = kept.payload, let data = encoded.packet.pointee.data else { continue }
-            bytes.append(contentsOf: UnsafeBufferPointer(start: data, count: kept.byteCount))
-        }
+        guard let first = group.first, first.startsClip else { return }
+        let records = SpilledGroup.records(group.compactMap { kept -> (packet: UnsafeMutablePointer<AVPacket>, stream: Int, time: MediaTime)? in
+            guard case .memory(let encoded) = kept.payload else { return nil }
+            return (encoded.packet, kept.stream, kept.time)
+        })
         let start: Int64
-        do { start = try bytes.withUnsafeBytes { (bytes) throws(SystemError) in try spill.append(bytes) } } catch {
+        do { start = try records.withUnsafeBytes { (bytes) throws(SystemError) in try spill.append(bytes) } } catch {
             throw CodecError(.writeFailed, "cannot keep the clip buffer on disk: \(error)")
         }
-        var offset = start
-        let moved = group.map { kept -> ClipPacket in
-            guard case .memory(let encoded) = kept.payload else { return kept }
-            let packet = encoded.packet.pointee
-            var spilled = kept
-            spilled.payload = .disk(SpilledPacket(offset: offset, size: packet.size, pts: packet.pts, dts: packet.dts,
-                                                  duration: packet.duration, flags: packet.flags))
-            offset += Int64(kept.byteCount)
-            return spilled
-        }
-        ring.replaceNewest(with: moved)
+        ring.replaceNewest(group.count, with: [ClipPacket(group: SpilledGroup(offset: start, length: records.count), of: group)])
     }
 
     /// Writes the last `duration` (nil: all that is kept) into a new fragmented MP4 at
@@ -223,25 +224,35 @@ public final class ClipBuffer: MovieSink, @unchecked Sendable {
         let origin = first.time
         var frames = 0
         var end = MediaTime.zero
-        for kept in packets {
-            let copy = try kept.copy(from: spill)
-            var owned: UnsafeMutablePointer<AVPacket>? = copy
-            guard let stream = container.pointee.streams[kept.stream] else { throw CodecError(.muxerFailed, "no such track") }
-            defer { av_packet_free(&owned) }
-            let codec = codecs[kept.stream], codecBase = codec.pointee.time_base
-            // An audio packet is stamped before its encoder's priming delay (AAC: 1024 samples);
-            // out of its first place in the track it is heard that much later.
-            let priming = kept.stream == 0 ? 0
-                : av_rescale_q(Int64(codec.pointee.initial_padding), AVRational(num: 1, den: codec.pointee.sample_rate), codecBase)
-            let shift = av_rescale_q(origin.nanoseconds, AVRational(num: 1, den: 1_000_000_000), codecBase) - priming
-            if copy.pointee.pts != CFFmpeg_AV_NOPTS_VALUE() { copy.pointee.pts -= shift }
-            if copy.pointee.dts != CFFmpeg_AV_NOPTS_VALUE() { copy.pointee.dts -= shift }
-            av_packet_rescale_ts(copy, codecBase, stream.pointee.time_base)
-            copy.pointee.stream_index = Int32(kept.stream)
-            if kept.stream == 0 { frames += 1 }
-            end = max(end, kept.time - origin)
-            status = av_interleaved_write_frame(container, copy)
-            guard status >= 0 else { throw CodecError(.writeFailed, "cannot write the clip", status: status) }
+        for entry in packets {
+            // A spilled group comes back whole; each of its packets is freed once written, and
+            // those of the rest if one fails.
+            let unwritten = try entry.packets(from: spill)
+            var next = 0
+            defer { for index in next..<unwritten.count { var owned: UnsafeMutablePointer<AVPacket>? = unwritten[index].packet; av_packet_free(&owned) } }
+            while next < unwritten.count {
+                let (copy, track, time) = unwritten[next]
+                next += 1
+                var owned: UnsafeMutablePointer<AVPacket>? = copy
+                defer { av_packet_free(&owned) }
+                // Audio encoded just before the first keyframe but heard after: as `PacketRing.last` leaves it out.
+                if time < origin { continue }
+                guard let stream = container.pointee.streams[track] else { throw CodecError(.muxerFailed, "no such track") }
+                let codec = codecs[track], codecBase = codec.pointee.time_base
+                // An audio packet is stamped before its encoder's priming delay (AAC: 1024 samples);
+                // out of its first place in the track it is heard that much later.
+                let priming = track == 0 ? 0
+                    : av_rescale_q(Int64(codec.pointee.initial_padding), AVRational(num: 1, den: codec.pointee.sample_rate), codecBase)
+                let shift = av_rescale_q(origin.nanoseconds, AVRational(num: 1, den: 1_000_000_000), codecBase) - priming
+                if copy.pointee.pts != CFFmpeg_AV_NOPTS_VALUE() { copy.pointee.pts -= shift }
+                if copy.pointee.dts != CFFmpeg_AV_NOPTS_VALUE() { copy.pointee.dts -= shift }
+                av_packet_rescale_ts(copy, codecBase, stream.pointee.time_base)
+                copy.pointee.stream_index = Int32(track)
+                if track == 0 { frames += 1 }
+                end = max(end, time - origin)
+                status = av_interleaved_write_frame(container, copy)
+                guard status >= 0 else { throw CodecError(.writeFailed, "cannot write the clip", status: status) }
+            }
         }
         status = av_write_trailer(container)
         sink.commit()

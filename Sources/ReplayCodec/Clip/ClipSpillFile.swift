@@ -1,5 +1,6 @@
 import CFFmpeg
 import Glibc
+import ReplayMedia
 import ReplaySystem
 
 /// Where a long clip buffer keeps its packets' bytes: a file nobody can open by name (replayd
@@ -61,35 +62,68 @@ final class ClipSpillFile {
     }
 }
 
-/// A packet whose bytes are in a `ClipSpillFile`: what remains in memory is this.
-struct SpilledPacket {
+/// A keyframe group a `ClipSpillFile` holds: where its records are. All that stays in memory
+/// of a spilled second, whatever its packets.
+struct SpilledGroup {
     let offset: Int64
-    let size: Int32
-    let pts: Int64
-    let dts: Int64
-    let duration: Int64
-    let flags: Int32
+    let length: Int
 
-    /// A new packet with the bytes read back; the caller frees it.
-    func load(from file: ClipSpillFile) throws(CodecError) -> UnsafeMutablePointer<AVPacket> {
-        guard let packet = av_packet_alloc() else { throw CodecError(.muxerFailed, "out of memory") }
-        var failure: CodecError?
-        if av_new_packet(packet, size) < 0 {
-            failure = CodecError(.muxerFailed, "out of memory")
-        } else {
-            do { try file.read(at: offset, count: Int(size), into: packet.pointee.data) } catch {
-                failure = CodecError(.muxerFailed, "cannot read the clip buffer back: \(error)")
+    /// One packet as a record: a fixed header (its timestamps, flags, track and decode time,
+    /// little-endian) and then its bytes.
+    static let headerSize = 48
+
+    /// The records of `packets` (packet, track, decode time), one after the other.
+    static func records(_ packets: [(packet: UnsafeMutablePointer<AVPacket>, stream: Int, time: MediaTime)]) -> [UInt8] {
+        var bytes = [UInt8]()
+        bytes.reserveCapacity(packets.reduce(0) { $0 + headerSize + Int($1.packet.pointee.size) })
+        func put<T: FixedWidthInteger>(_ value: T) { withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) } }
+        for (packet, stream, time) in packets {
+            let size = Int(packet.pointee.size)
+            put(packet.pointee.pts); put(packet.pointee.dts); put(packet.pointee.duration); put(time.nanoseconds)
+            put(UInt32(size)); put(packet.pointee.flags); put(UInt32(stream)); put(UInt32(0))
+            if let data = packet.pointee.data { bytes.append(contentsOf: UnsafeBufferPointer(start: data, count: size)) }
+        }
+        return bytes
+    }
+
+    /// The group's packets read back, each a new packet with its track and decode time (the
+    /// caller frees them), in the order they were written.
+    func load(from file: ClipSpillFile) throws(CodecError) -> [(packet: UnsafeMutablePointer<AVPacket>, stream: Int, time: MediaTime)] {
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: max(length, 1), alignment: 16)
+        defer { buffer.deallocate() }
+        do { try file.read(at: offset, count: length, into: buffer.baseAddress!) } catch {
+            throw CodecError(.muxerFailed, "cannot read the clip buffer back: \(error)")
+        }
+        let bytes = UnsafeRawBufferPointer(buffer)
+        var packets: [(packet: UnsafeMutablePointer<AVPacket>, stream: Int, time: MediaTime)] = []
+        var at = 0
+        func take<T: FixedWidthInteger>(_ type: T.Type) -> T {
+            defer { at += MemoryLayout<T>.size }
+            return T(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: T.self))
+        }
+        while at < length {
+            guard length - at >= Self.headerSize else { break }
+            let pts = take(Int64.self), dts = take(Int64.self), duration = take(Int64.self), time = take(Int64.self)
+            let size = Int(take(UInt32.self)), flags = take(Int32.self), stream = Int(take(UInt32.self))
+            _ = take(UInt32.self)
+            guard size <= length - at, let packet = av_packet_alloc() else {
+                packets.forEach { var owned: UnsafeMutablePointer<AVPacket>? = $0.packet; av_packet_free(&owned) }
+                throw CodecError(.muxerFailed, "the clip buffer's file does not read back as written")
             }
+            guard av_new_packet(packet, Int32(size)) >= 0 else {
+                var owned: UnsafeMutablePointer<AVPacket>? = packet
+                av_packet_free(&owned)
+                packets.forEach { var owned: UnsafeMutablePointer<AVPacket>? = $0.packet; av_packet_free(&owned) }
+                throw CodecError(.muxerFailed, "out of memory")
+            }
+            packet.pointee.data.update(from: bytes.baseAddress!.advanced(by: at).assumingMemoryBound(to: UInt8.self), count: size)
+            at += size
+            packet.pointee.pts = pts
+            packet.pointee.dts = dts
+            packet.pointee.duration = duration
+            packet.pointee.flags = flags
+            packets.append((packet, stream, MediaTime(nanoseconds: time)))
         }
-        if let failure {
-            var owned: UnsafeMutablePointer<AVPacket>? = packet
-            av_packet_free(&owned)
-            throw failure
-        }
-        packet.pointee.pts = pts
-        packet.pointee.dts = dts
-        packet.pointee.duration = duration
-        packet.pointee.flags = flags
-        return packet
+        return packets
     }
 }

@@ -42,11 +42,13 @@ public struct PacketRing<Packet: RingPacket> {
         return packets[start...]
     }
 
-    /// Puts `replacements` in place of the newest `replacements.count` packets: the same
-    /// packets held elsewhere (a clip buffer's moved to disk), their times and sizes as they were.
-    public mutating func replaceNewest(with replacements: [Packet]) {
-        precondition(replacements.count <= count, "more replacements than packets")
-        packets.replaceSubrange((packets.count - replacements.count)..., with: replacements)
+    /// Puts `replacements` in place of the newest `count` packets: the same packets held
+    /// another way (a clip buffer's group moved to disk, as one entry that starts where they did).
+    public mutating func replaceNewest(_ count: Int, with replacements: [Packet]) {
+        precondition(count <= self.count, "more packets replaced than held")
+        let range = (packets.count - count)...
+        bytes += replacements.reduce(0) { $0 + $1.byteCount } - packets[range].reduce(0) { $0 + $1.byteCount }
+        packets.replaceSubrange(range, with: replacements)
     }
 
     /// From its oldest packet to its newest.
