@@ -140,6 +140,7 @@ let package = Package(
             name: "replayd",
             dependencies: [
                 "ReplayDaemon", "ReplayCaptureModel", "ReplayIPC", "ReplaySystem",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import Logging
+import NIOCore
+import NIOPosix
 import ReplayCaptureModel
 import ReplayDaemon
 import ReplayIPC
@@ -116,6 +118,20 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
         let problems = findings.filter { $0.kind == .problem }.count
         print(problems == 0 ? "The extensions' sandbox is as documented." : "\(problems) part(s) of the extensions' sandbox missing.")
         Glibc.exit(problems == 0 ? 0 : 1)
+    }
+
+    /// Swift's tasks run on NIO's event loops, not on dispatch's pool: on Linux, libdispatch
+    /// watches its pool with a timer that wakes the process once a second, for good, from the
+    /// first task that pool ran (its workqueue monitor). replayd's own queues are serial ones,
+    /// which that monitor does not watch, so an idle daemon sleeps until something happens.
+    static func main() async {
+        _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? any AsyncParsableCommand { try await command.run() } else { try command.run() }
+        } catch {
+            exit(withError: error)
+        }
     }
 
     func validate() throws {
