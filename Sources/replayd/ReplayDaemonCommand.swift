@@ -1,4 +1,5 @@
 import ArgumentParser
+import CReplayd
 import Foundation
 import Logging
 import NIOCore
@@ -124,8 +125,10 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
     /// watches its pool with a timer that wakes the process once a second, for good, from the
     /// first task that pool ran (its workqueue monitor). replayd's own queues are serial ones,
     /// which that monitor does not watch, so an idle daemon sleeps until something happens.
+    /// (NIO's own `unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor`
+    /// finds the runtime's hook by dlsym, which a release build, linking the runtime in, hides.)
     static func main() async {
-        _ = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+        CReplayd_take_over_global_executor(enqueueOnEventLoop)
         do {
             var command = try parseAsRoot()
             if var command = command as? any AsyncParsableCommand { try await command.run() } else { try command.run() }
@@ -278,4 +281,10 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
     private static var ownExecutable: String {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
+}
+
+/// Swift's global executor in replayd: a job runs on one of NIO's event loops. Not isolated to
+/// the main actor, as a closure written in `main` would be (and checked to be, on each job).
+private func enqueueOnEventLoop(_ job: UnsafeMutableRawPointer) {
+    MultiThreadedEventLoopGroup.singleton.any().executor.enqueue(ExecutorJob(unsafeBitCast(job, to: UnownedJob.self)))
 }
