@@ -65,6 +65,7 @@ let package = Package(
 
         // Small C helpers for macros and GNU-only calls (CMSG_*, memfd seals), prefixed CShims_.
         .target(name: "CShims", path: "sdk/Sources/CShims"),
+        .target(name: "CReplayd"),
 
         // Core value types: no C, no Glibc.
         .target(name: "ReplayMedia", path: "sdk/Sources/ReplayMedia", swiftSettings: strictSettings),
@@ -139,7 +140,8 @@ let package = Package(
         .executableTarget(
             name: "replayd",
             dependencies: [
-                "ReplayDaemon", "ReplayCaptureModel", "ReplayIPC", "ReplaySystem",
+                "ReplayDaemon", "ReplayCaptureModel", "ReplayIPC", "ReplaySystem", "CReplayd",
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

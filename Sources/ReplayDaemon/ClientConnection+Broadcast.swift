@@ -81,7 +81,7 @@ extension ClientConnection {
                 }
             }
         }
-        let base = try pagesBaseURL()
+        let base = try await pagesBaseURL()
         let picker = daemon.pickers.open(.init(host: channel, hostPeer: peer, preferredExtension: preferredExtension,
                                                   microphone: microphone, scope: scope, suggestedSetup: setup))
         let app = peer.executable.flatMap(daemon.desktopEntries.app(executable:))

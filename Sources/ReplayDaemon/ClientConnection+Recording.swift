@@ -260,9 +260,9 @@ extension ClientConnection {
         try deleteFinished(id: id)
     }
 
-    func previewURL(id: String) throws {
+    func previewURL(id: String) async throws {
         try requirePerson("open previews")
-        try channel.send(DaemonEvent.previewURL(url: try pageURL(for: id)))
+        try channel.send(DaemonEvent.previewURL(url: try await pageURL(for: id)))
     }
 
     /// ReplayKit's discardRecording: an app may throw away a recording it made itself.
@@ -275,7 +275,7 @@ extension ClientConnection {
     /// The app's preview handle: the page goes to the person's agents, never to the app.
     func showPreview(id: String) async throws {
         let peer = try requireOwnRecording(id)
-        let offer = PreviewOffer(recordingID: id, executable: peer.executable ?? "unknown app", pageURL: try pageURL(for: id))
+        let offer = PreviewOffer(recordingID: id, executable: peer.executable ?? "unknown app", pageURL: try await pageURL(for: id))
         // Answered once an agent has it: the desktop's preview may be started for it first.
         let consent = daemon.consent
         if let failure = try await awaitAnswer({ consent.offer(.previewOffered(offer: offer), shown: $0) }) {
@@ -304,8 +304,8 @@ extension ClientConnection {
     }
 
     /// A fresh one-time link to the recording's preview page (each request gets its own).
-    private func pageURL(for id: String) throws -> String {
+    private func pageURL(for id: String) async throws -> String {
         guard daemon.store.info(id: id) != nil else { throw Refusal(code: .notFound, message: "no recording with id '\(id)'") }
-        return daemon.previewLink(for: id, base: try pagesBaseURL())
+        return daemon.previewLink(for: id, base: try await pagesBaseURL())
     }
 }

@@ -154,10 +154,10 @@ final class ClientConnection: @unchecked Sendable {
         case .exportRecording(let id, let container, let from, let to):
             try await export(id: id, container: container ?? .mp4, from: from, to: to)
         case .deleteRecording(let id): try delete(id: id)
-        case .previewURL(let id): try previewURL(id: id)
+        case .previewURL(let id): try await previewURL(id: id)
         case .discardRecording(let id): try discard(id: id)
         case .showPreview(let id): try await showPreview(id: id)
-        case .status: try sendStatus()
+        case .status: try await sendStatus()
         case .registerConsentAgent: try registerAgent()
         case .answerConsent(let requestID, let allow): try answerConsent(requestID: requestID, allow: allow)
         case .watchConsentPreview(let requestID): try watchConsentPreview(requestID: requestID)
@@ -201,9 +201,9 @@ final class ClientConnection: @unchecked Sendable {
     }
 
     /// Where the loopback pages are, or a refusal when replayd serves none.
-    func pagesBaseURL() throws -> String {
+    func pagesBaseURL() async throws -> String {
         let base: String?
-        do { base = try daemon.pagesBaseURL() } catch {
+        do { base = try await daemon.pagesBaseURL() } catch {
             throw Refusal(code: .failedToShowPreview, message: "replayd cannot start its loopback pages: \(error)")
         }
         guard let base else {
@@ -242,6 +242,9 @@ final class ClientConnection: @unchecked Sendable {
         guard role == .app else { return }
         guard let peer else { throw Refusal(code: .userDeclined, message: "the app's process could not be identified") }
         let daemon = self.daemon, channel = self.channel, number = self.number
+        // A question carries its consent page's link: the pages start first (once), and a
+        // daemon that cannot serve them still asks.
+        _ = try? await daemon.pagesBaseURL()
         // An app that hangs up while the person is asked: the question goes, with its dialog.
         if !withdrawsOnClose {
             withdrawsOnClose = true
@@ -275,12 +278,14 @@ final class ClientConnection: @unchecked Sendable {
         daemon.updateProbes()  // an app holds consent: its focus is watched
     }
 
-    private func sendStatus() throws {
+    private func sendStatus() async throws {
+        // The person's status names the pages, starting them.
+        let pagesURL = role == .person ? (try? await daemon.pagesBaseURL()).flatMap { $0 } : nil
         try channel.send(DaemonEvent.status(status: DaemonStatus(
             pid: getpid(), display: daemon.configuration.displayName ?? ProcessInfo.processInfo.environment["DISPLAY"],
             activeRecordings: role == .person ? daemon.activeRecordings : [], mode: daemon.configuration.mode,
             store: role == .person ? daemon.store.directory.path : nil,
-            pagesURL: role == .person ? (try? daemon.pagesBaseURL()).flatMap { $0 } : nil,
+            pagesURL: pagesURL,
             capture: role == .person ? daemon.captureInfo : nil,
             pausedRecordings: role == .person ? daemon.pausedRecordings : nil,
             indicator: role == .person ? indicatorReach : nil)))

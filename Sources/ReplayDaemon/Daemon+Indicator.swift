@@ -33,14 +33,17 @@ extension Daemon {
     func openPreviewAction(for id: String) -> IndicatedNotice.Action? {
         guard configuration.mode == .user, configuration.pagesPort != nil else { return nil }
         return IndicatedNotice.Action(label: "Open preview") { [self] in
-            do {
-                guard let base = try pagesBaseURL() else { return }
-                // The link goes through a private redirect file, never a command line.
-                let browser = try PageOpener.open(previewLink(for: id, base: base))
-                browser.onExit { _ in }
-                logger.info("opened a clip's preview from the desktop's notification", metadata: ["recording": "\(id)"])
-            } catch {
-                logger.warning("cannot open the clip's preview: \(error)", metadata: ["recording": "\(id)"])
+            // The pages may start first: awaited in a task of its own, not on the notifications' queue.
+            Task {
+                do {
+                    guard let base = try await pagesBaseURL() else { return }
+                    // The link goes through a private redirect file, never a command line.
+                    let browser = try PageOpener.open(previewLink(for: id, base: base))
+                    browser.onExit { _ in }
+                    logger.info("opened a clip's preview from the desktop's notification", metadata: ["recording": "\(id)"])
+                } catch {
+                    logger.warning("cannot open the clip's preview: \(error)", metadata: ["recording": "\(id)"])
+                }
             }
         }
     }

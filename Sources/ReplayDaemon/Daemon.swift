@@ -179,7 +179,8 @@ public final class Daemon: Sendable, PickerBackend {
         let dialogs = configuration.consentDialogs && configuration.mode == .user
             ? SessionBusDialogs(busAddress: nil, socketPath: configuration.socketPath, logger: logger) : nil
         consent = ConsentBroker(settings: consentSettings, nameApp: desktopEntries.app(executable:), dialogs: dialogs) { request, token in
-            (try? pagesAddress.url()).flatMap { $0 }.map { "\($0)/consent/\(request)?token=\(token)" }
+            // Started by the connection that asks (`awaitConsent`) before it asks.
+            pagesAddress.started.map { "\($0)/consent/\(request)?token=\(token)" }
         }
         windows = WindowOwnership(displayName: configuration.displayName)
         catalog = ExtensionCatalog(directories: configuration.extensionDirectories + ExtensionCatalog.defaultDirectories(),
@@ -190,7 +191,7 @@ public final class Daemon: Sendable, PickerBackend {
         getrlimit(Int32(RLIMIT_NOFILE.rawValue), &descriptors)
         let caps = configuration.connectionCaps.fitting(descriptors: Int(clamping: descriptors.rlim_cur))
         if let port = configuration.pagesPort {
-            pagesAddress.serve { try pages.start(port: port, connections: caps.pages) }
+            pagesAddress.serve { try await pages.start(port: port, connections: caps.pages) }
         }
         let socketDirectory = URL(fileURLWithPath: configuration.socketPath).deletingLastPathComponent()
         let listener: Int32
@@ -229,7 +230,7 @@ public final class Daemon: Sendable, PickerBackend {
     }
 
     /// The loopback pages' base URL (started on first use); nil with `--no-pages`.
-    func pagesBaseURL() throws -> String? { try pagesAddress.url() }
+    func pagesBaseURL() async throws -> String? { try await pagesAddress.url() }
 
     /// Serves clients until `shutdown()`, holding no thread while it waits: each connection is
     /// a child task of one task group, which this task owns, so cancelling it (the service

@@ -6,8 +6,9 @@ public import NIOCore
 import ServiceLifecycle
 import Synchronization
 
-/// A Hummingbird server on 127.0.0.1, started from synchronous code: replayd's pages and the
-/// WebRTC extension's viewer page both need "listen, then tell me the port, or why not".
+/// A Hummingbird server on 127.0.0.1: replayd's pages and the WebRTC extension's viewer page
+/// both need "listen, then tell me the port, or why not" (replayd awaits it, `Prepared.port`;
+/// the extension, which has no task of its own, blocks for it, `start`).
 public enum LoopbackServer {
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
@@ -39,20 +40,24 @@ public enum LoopbackServer {
         private let app: SendableApplication<Application<RouterResponder<BasicRequestContext>>>
         private let bound: Bound
         private let requested: Int
+        /// Times the awaited wait for the port (`port(within:) async`).
+        private let timeoutLoop: (any EventLoop)?
         private let logger: Logger
         /// The service group `run` serves in, for `stop` to shut down.
         private let running = Running()
 
-        fileprivate init(app: Application<RouterResponder<BasicRequestContext>>, bound: Bound, requested: Int, logger: Logger) {
+        fileprivate init(app: Application<RouterResponder<BasicRequestContext>>, bound: Bound, requested: Int,
+                         timeoutLoop: (any EventLoop)?, logger: Logger) {
             self.app = SendableApplication(app)
             self.bound = bound
             self.requested = requested
+            self.timeoutLoop = timeoutLoop
             self.logger = logger
         }
 
         /// Listens and serves until `stop`, the calling task's cancellation, or its own service
-        /// group's graceful shutdown. Run it where a thread blocked in `port` cannot starve it:
-        /// on dispatch's threads, not the cooperative pool (`DispatchTaskExecutor`).
+        /// group's graceful shutdown. A caller blocked in the synchronous `port` must run it off
+        /// the cooperative pool (`start` does); one that awaits the port need not.
         public func run() async throws {
             let group = ServiceGroup(configuration: .init(services: [app.value], gracefulShutdownSignals: [], logger: logger))
             let stoppedAlready = running.state.withLock { running in
@@ -77,6 +82,23 @@ public enum LoopbackServer {
                 return running.group
             }
             await group?.triggerGracefulShutdown()
+        }
+
+        /// Returns once it listens, saying on which port, holding no thread meanwhile; throws
+        /// if it could not, or did not within `seconds` (timed on the event loop it was
+        /// prepared with; without one, only its own failure ends the wait).
+        public func port(within seconds: Double = 10) async throws -> Int {
+            let requested = self.requested, bound = self.bound
+            let timeout = timeoutLoop?.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) {
+                bound.settle(.failure(TimedOut()))
+            }
+            defer { timeout?.cancel() }
+            switch await bound.outcome() {
+            case .success(let port): return port
+            case .failure(let error) where error is TimedOut:
+                throw Failure(description: "did not start listening on 127.0.0.1:\(requested) within \(Int(seconds)) s")
+            case .failure(let error): throw Failure(description: "cannot listen on 127.0.0.1:\(requested): \(error)")
+            }
         }
 
         /// Blocks until it listens, then says on which port; throws if it could not, or did
@@ -108,7 +130,7 @@ public enum LoopbackServer {
             onServerRunning: { channel in bound.settle(.success(channel.localAddress?.port ?? port)) },
             eventLoopGroupProvider: eventLoopGroup.map { .shared($0) } ?? .singleton,
             logger: logger)
-        return Prepared(app: app, bound: bound, requested: port, logger: logger)
+        return Prepared(app: app, bound: bound, requested: port, timeoutLoop: eventLoopGroup?.next(), logger: logger)
     }
 
     /// Serves `router` on 127.0.0.1:`port` (0 picks a free one) and returns once it listens:
@@ -185,30 +207,49 @@ private final class Running: Sendable {
     let state = Mutex<(group: ServiceGroup?, stopped: Bool)>((nil, false))
 }
 
-/// Where a server's port meets whoever waits for it: the first outcome counts.
+/// The awaited wait for a port ran out of time.
+private struct TimedOut: Error {}
+
+/// Where a server's port meets whoever waits for it: the first outcome counts. It is awaited
+/// (`outcome`), or waited for on a thread of the caller's (`wait`, for `start`).
 private final class Bound: Sendable {
-    private let outcome = Mutex<Result<Int, any Error>?>(nil)
+    private typealias Waiter = CheckedContinuation<Result<Int, any Error>, Never>
+    private let state = Mutex<(outcome: Result<Int, any Error>?, waiters: [Waiter])>((nil, []))
     private let settled = DispatchSemaphore(value: 0)
 
     func settle(_ result: Result<Int, any Error>) {
-        let first = outcome.withLock { outcome in
-            defer { if outcome == nil { outcome = result } }
-            return outcome == nil
+        let waiters = state.withLock { state -> [Waiter]? in
+            guard state.outcome == nil else { return nil }
+            state.outcome = result
+            defer { state.waiters = [] }
+            return state.waiters
         }
-        if first { settled.signal() }
+        guard let waiters else { return }
+        settled.signal()
+        for waiter in waiters { waiter.resume(returning: result) }
+    }
+
+    func outcome() async -> Result<Int, any Error> {
+        await withCheckedContinuation { (waiter: Waiter) in
+            let known = state.withLock { state -> Result<Int, any Error>? in
+                if state.outcome == nil { state.waiters.append(waiter) }
+                return state.outcome
+            }
+            if let known { waiter.resume(returning: known) }
+        }
     }
 
     func wait(within seconds: Double) -> Result<Int, any Error>? {
-        if let known = outcome.withLock({ $0 }) { return known }
+        if let known = state.withLock({ $0.outcome }) { return known }
         guard settled.wait(timeout: .now() + seconds) == .success else { return nil }
         settled.signal()  // for the next who waits
-        return outcome.withLock { $0 }
+        return state.withLock { $0.outcome }
     }
 }
 
 /// Runs a task's jobs on dispatch's global queue instead of the cooperative pool, so that
-/// task makes progress while a thread of the pool waits for it (a server's first user
-/// waiting for its port).
+/// task makes progress while a thread of the pool waits for it (`start`'s caller blocked
+/// until its server listens).
 public final class DispatchTaskExecutor: TaskExecutor {
     public static let shared = DispatchTaskExecutor()
 

@@ -1,6 +1,9 @@
 import ArgumentParser
+import CReplayd
 import Foundation
 import Logging
+import NIOCore
+import NIOPosix
 import ReplayCaptureModel
 import ReplayDaemon
 import ReplayIPC
@@ -116,6 +119,22 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
         let problems = findings.filter { $0.kind == .problem }.count
         print(problems == 0 ? "The extensions' sandbox is as documented." : "\(problems) part(s) of the extensions' sandbox missing.")
         Glibc.exit(problems == 0 ? 0 : 1)
+    }
+
+    /// Swift's tasks run on NIO's event loops, not on dispatch's pool: on Linux, libdispatch
+    /// watches its pool with a timer that wakes the process once a second, for good, from the
+    /// first task that pool ran (its workqueue monitor). replayd's own queues are serial ones,
+    /// which that monitor does not watch, so an idle daemon sleeps until something happens.
+    /// (NIO's own `unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor`
+    /// finds the runtime's hook by dlsym, which a release build, linking the runtime in, hides.)
+    static func main() async {
+        CReplayd_take_over_global_executor(enqueueOnEventLoop)
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? any AsyncParsableCommand { try await command.run() } else { try command.run() }
+        } catch {
+            exit(withError: error)
+        }
     }
 
     func validate() throws {
@@ -260,4 +279,10 @@ struct ReplayDaemonCommand: AsyncParsableCommand {
     private static var ownExecutable: String {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
     }
+}
+
+/// Swift's global executor in replayd: a job runs on one of NIO's event loops. Not isolated to
+/// the main actor, as a closure written in `main` would be (and checked to be, on each job).
+private func enqueueOnEventLoop(_ job: UnsafeMutableRawPointer) {
+    MultiThreadedEventLoopGroup.singleton.any().executor.enqueue(ExecutorJob(unsafeBitCast(job, to: UnownedJob.self)))
 }

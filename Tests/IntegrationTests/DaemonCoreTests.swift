@@ -198,6 +198,44 @@ extension IntegrationTests {
             #expect(result.stderr.contains("Error: "), "\(result)")
         }
 
+        /// An idle daemon sleeps until something happens: no timer ticks, no thread polls. Its
+        /// threads' context switches are counted over 20 s, after 5 s that hold the end of its
+        /// start and its one settling (2 s after the readiness probe's connection). Before,
+        /// libdispatch's pool monitor alone made 20 in such a window: it ticks once a second
+        /// from the first task dispatch's pool ran.
+        @Test func anIdleDaemonSleepsUntilSomethingHappens() async throws {
+            let fixture = try ReplayFixture(desktop: nil)
+            defer { fixture.stop() }
+            try fixture.startDaemon(["--no-pages", "--no-notify"])
+            let pid = try #require(fixture.daemon?.pid)
+            try await Task.sleep(for: .seconds(5))
+            let before = Self.contextSwitches(of: pid)
+            try await Task.sleep(for: .seconds(20))
+            let after = Self.contextSwitches(of: pid)
+            // A thread that came meanwhile counts whole; one that went is not counted.
+            let made = after.compactMap { id, thread -> String? in
+                let count = thread.count - (before[id]?.count ?? 0)
+                return count > 0 ? "\(thread.name) (\(id)): \(count)" : nil
+            }
+            let total = after.reduce(0) { $0 + $1.value.count - (before[$1.key]?.count ?? 0) }
+            #expect(total <= 2, "context switches in 20 s: \(made.joined(separator: ", "))")
+        }
+
+        /// Each thread of `pid` by its id: its name, and its context switches so far (voluntary or not).
+        static func contextSwitches(of pid: Int32) -> [String: (name: String, count: Int)] {
+            var threads: [String: (name: String, count: Int)] = [:]
+            for task in ProcFS.entries(of: "/proc/\(pid)/task") {
+                guard let status = ProcFS.text("/proc/\(pid)/task/\(task)/status") else { continue }
+                let name = ProcFS.text("/proc/\(pid)/task/\(task)/comm")?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+                let count = status.split(separator: "\n")
+                    .filter { $0.hasPrefix("voluntary_ctxt_switches:") || $0.hasPrefix("nonvoluntary_ctxt_switches:") }
+                    .compactMap { Int($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces) ?? "") }
+                    .reduce(0, +)
+                threads[task] = (name, count)
+            }
+            return threads
+        }
+
         /// A pages port of the person's choosing is bound as replayd starts (the pages are a
         /// service of their own, started on first use otherwise): one already taken ends replayd
         /// at once, saying which, instead of failing the first consent page later.

@@ -55,8 +55,8 @@ import Testing
             let peer = try client.peer(executableOf: { _ in "/usr/bin/some-app" })
             let connection = ClientConnection(daemon: daemon, channel: outbox, number: Int.random(in: 1...1_000_000), peer: peer, role: role)
             let (requests, sender) = AsyncThrowingStream.makeStream(of: [UInt8].self)
-            // Served on dispatch's threads, as the daemon's own connections are served beside
-            // tests that block the cooperative pool's few threads waiting for an answer.
+            // Served on dispatch's threads, beside tests that block the cooperative pool's few
+            // threads waiting for an answer.
             Task(executorPreference: DispatchTaskExecutor.shared) { await connection.serve(requests) }
             clients.withLock { $0.append(sender) }
             let connected = Client(connection: connection, requests: sender, channel: client)

@@ -11,7 +11,7 @@ import Testing
 import Glibc
 #endif
 
-/// The listener accepts from a dispatch source, with no thread of its own waiting: it hands
+/// The listener accepts from a `ReadableWatch`, with no thread of its own waiting: it hands
 /// every waiting client to `admit`, says once that it stopped, and leaves a handed-over
 /// socket as the service manager gave it.
 @Suite struct ClientListenerTests {
@@ -102,7 +102,7 @@ import Glibc
         stoppedFirst.stop()
         rig.serve(stoppedFirst)
         #expect(rig.waitUntilStopped())
-        // Released without ever serving: dispatch traps on an inactive source unless it is resumed.
+        // Released without ever serving: nothing was watched, nothing is said.
         _ = rig.listener(inherited: true)
         #expect(rig.stops.withLock { $0 } == 1)
     }

@@ -129,7 +129,7 @@ extension PickerBackend {
         // Opening the capture and launching the extension block a moment: on a dispatch
         // thread; the wait for the extension to be ready holds none.
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<BroadcastStatus, DaemonError>, Never>) in
-            DispatchQueue.global().async {
+            DispatchQueue(label: "picker-start").async {
                 do throws(DaemonError) {
                     try self.startBroadcast(request, host: picker.hostPeer, hostChannel: picker.host) { continuation.resume(returning: $0) }
                 } catch {

@@ -11,12 +11,11 @@ import Glibc
 
 /// Accepts clients on replayd's socket and hands each admitted one on (to the daemon's task
 /// group of connections). No thread waits to accept: the listening socket is non-blocking and
-/// a dispatch source on a serial queue accepts whoever is waiting when it becomes readable
-/// (admission may ask a root helper who the client is, so it stays off the event loop and
-/// the cooperative pool).
+/// a `ReadableWatch` (replayd's own epoll, as every descriptor it waits on) accepts whoever is
+/// waiting when it becomes readable, on the watch's serial queue (admission may ask a root
+/// helper who the client is, so it stays off the event loops).
 final class ClientListener: Sendable {
     private let listener: Int32
-    private let queue = DispatchQueue(label: "replayd.accept")
     /// What the pause after running out of descriptors waits on.
     private let timers: any Timers
     private let logger: Logger
@@ -25,15 +24,16 @@ final class ClientListener: Sendable {
     /// later client): connections that arrive after the stop stay queued for the next
     /// replayd the manager starts.
     private let inherited: Bool
-    /// Fires when clients wait. Dispatch's sources are thread-safe, but not marked Sendable.
-    private nonisolated(unsafe) let source: any DispatchSourceRead
     private let state = Mutex(State())
 
+    private typealias Admit = @Sendable (_ fd: Int32) -> (@Sendable (any Channel) -> ClientConnection)?
+
     private struct State {
-        /// Whether `serve` started the source (a source is resumed once, and cancelled once).
-        var started = false
-        /// Accepting pauses for a moment when the process is out of descriptors.
-        var paused = false
+        /// What `serve` was given: set once it has run.
+        var served: (admit: Admit, accepted: @Sendable (AcceptedClient) -> Void, stopped: @Sendable () -> Void)?
+        /// The watch on the socket, from its start until its cancel handler has run. None while
+        /// accepting pauses for a moment after running out of descriptors.
+        var watch: ReadableWatch?
         var stopped = false
         var complaints = RateLimit(perSecond: 1)
     }
@@ -43,15 +43,6 @@ final class ClientListener: Sendable {
         self.timers = timers
         self.inherited = inherited
         self.logger = logger
-        source = DispatchSource.makeReadSource(fileDescriptor: listener, queue: queue)
-    }
-
-    deinit {
-        // Dispatch traps on releasing a source that was never resumed (a daemon built, never run).
-        if !state.withLock({ $0.started }) {
-            source.cancel()
-            source.resume()
-        }
     }
 
     /// Accepts until `stop()`, then calls `stopped`. `admit` decides, from the socket, who the
@@ -62,21 +53,37 @@ final class ClientListener: Sendable {
                stopped: @escaping @Sendable () -> Void) {
         // Accepting until EAGAIN must not block; a handed-over socket may already be non-blocking.
         _ = fcntl(listener, F_SETFL, fcntl(listener, F_GETFL) | O_NONBLOCK)
-        source.setEventHandler { [self] in acceptWaitingClients(admit: admit, accepted: accepted) }
-        source.setCancelHandler(handler: stopped)
         let start = state.withLock { state in
-            defer { state.started = true }
-            return !state.started && !state.stopped
+            guard state.served == nil else { return false }
+            state.served = (admit, accepted, stopped)
+            return !state.stopped
         }
-        if start {
-            source.resume()
-        } else {
-            stopped()
+        if start { watch() } else { stopped() }
+    }
+
+    /// Watches the socket, unless stopped meanwhile (then `stop` has said so).
+    private func watch() {
+        state.withLock { state in
+            guard !state.stopped, state.watch == nil, let served = state.served else { return }
+            state.watch = ReadableWatch(descriptor: listener, label: "replayd.accept", whenCancelled: { [self] in
+                watchEnded()
+            }, whenReadable: { [self] watch in
+                acceptWaitingClients(admit: served.admit, accepted: served.accepted, watch: watch)
+            })
         }
     }
 
-    private func acceptWaitingClients(admit: @Sendable (_ fd: Int32) -> (@Sendable (any Channel) -> ClientConnection)?,
-                                      accepted: @Sendable (AcceptedClient) -> Void) {
+    /// The watch has let go of the socket: stopping is over, or accepting resumes after its pause.
+    private func watchEnded() {
+        let stopped = state.withLock { state in
+            state.watch = nil
+            return state.stopped ? state.served?.stopped : nil
+        }
+        if let stopped { return stopped() }
+        timers.after(0.05) { [self] in watch() }
+    }
+
+    private func acceptWaitingClients(admit: Admit, accepted: @Sendable (AcceptedClient) -> Void, watch: ReadableWatch) {
         while true {
             let fd: Int32
             do {
@@ -86,12 +93,13 @@ final class ClientListener: Sendable {
                 if error == EINTR || error == ECONNABORTED { continue }
                 if error == EAGAIN || error == EWOULDBLOCK { return }
                 // Out of descriptors: a flood. Say so once a second at most, and give closing
-                // connections a moment instead of spinning on the same error.
+                // connections a moment instead of spinning on the same error: the watch ends,
+                // and another starts 50 ms later (`watchEnded`); clients wait in the backlog.
                 if let unsaid = state.withLock({ $0.complaints.admit() }) {
                     logger.warning("cannot accept a client: \(String(cString: strerror(error)))",
                                    metadata: unsaid > 0 ? ["times since last said": "\(unsaid)"] : [:])
                 }
-                if error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM { pauseAccepting() }
+                if error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM { watch.cancel() }
                 if error == EBADF || error == EINVAL { stop() }
                 return
             }
@@ -100,41 +108,18 @@ final class ClientListener: Sendable {
         }
     }
 
-    /// Stops reading the socket for 50 ms: the clients wait in its backlog meanwhile.
-    private func pauseAccepting() {
-        let pause = state.withLock { state in
-            defer { if !state.stopped { state.paused = true } }
-            return !state.paused && !state.stopped
-        }
-        guard pause else { return }
-        source.suspend()
-        timers.after(0.05, on: queue) { [self] in resumeAccepting() }
-    }
-
-    private func resumeAccepting() {
-        let resume = state.withLock { state in
-            defer { state.paused = false }
-            return state.paused
-        }
-        if resume { source.resume() }
-    }
-
     /// Stops accepting; open connections are the daemon's to close.
     func stop() {
-        let (first, started, paused) = state.withLock { state in
-            defer {
-                state.stopped = true
-                state.paused = false
-            }
-            return (!state.stopped, state.started, state.paused)
+        let (first, watch, stopped) = state.withLock { state in
+            defer { state.stopped = true }
+            // Without a watch (paused, or never served) nothing else will say it stopped.
+            return (!state.stopped, state.watch, state.watch == nil ? state.served?.stopped : nil)
         }
         guard first else { return }
         // Later clients are refused at once rather than left waiting in the backlog.
         if !inherited { Glibc.shutdown(listener, Int32(SHUT_RDWR)) }
-        guard started else { return }
-        source.cancel()
-        // A suspended source runs its cancel handler only once resumed.
-        if paused { source.resume() }
+        watch?.cancel()
+        stopped?()
     }
 
     /// Tells a client it may not stay, without waiting for it, and closes its socket.

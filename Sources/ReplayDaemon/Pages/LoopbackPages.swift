@@ -54,8 +54,8 @@ final class LoopbackPages: Sendable {
 
     /// Serves on 127.0.0.1:`port` (0 picks a free one) with at most `connections` open at
     /// once (their share of the descriptors); returns the base URL once listening. The server
-    /// runs in `PagesService`'s task, which this waits for (10 s at most).
-    func start(port: Int, connections: Int) throws -> String {
+    /// runs in `PagesService`'s task, which this awaits (10 s at most), holding no thread.
+    func start(port: Int, connections: Int) async throws -> String {
         var pageLogger = logger
         pageLogger.logLevel = .warning
         do {
@@ -64,7 +64,7 @@ final class LoopbackPages: Sendable {
                                                   limits: LoopbackServer.Limits(connections: connections),
                                                   eventLoopGroup: eventLoop, logger: pageLogger)
             server.complete(prepared)
-            let bound = try prepared.port(within: 10)
+            let bound = try await prepared.port(within: 10)
             listening.set(bound)
             return "http://127.0.0.1:\(bound)"
         } catch {
@@ -122,26 +122,22 @@ public struct PagesService: Service, CustomStringConvertible {
 
     public var description: String { "replayd pages" }
 
-    /// The pages' first user waits for their port on a thread it holds, which may be one of
-    /// the cooperative pool's few: this task, and the server's, run on dispatch's threads.
     /// A port of the person's choosing (`--pages-port`) is bound at once, so that a clash
     /// ends replayd at its start, saying why, rather than failing a page later.
     public func run() async throws {
         let daemon = self.daemon
-        try await withTaskExecutorPreference(DispatchTaskExecutor.shared) {
-            async let served: Void = daemon.pages.run()
-            if let port = daemon.configuration.pagesPort, port != 0 {
-                do {
-                    _ = try daemon.pagesBaseURL()
-                } catch {
-                    daemon.logger.critical("cannot start: \(error)")
-                    daemon.pages.stop()
-                    await served
-                    throw error
-                }
+        async let served: Void = daemon.pages.run()
+        if let port = daemon.configuration.pagesPort, port != 0 {
+            do {
+                _ = try await daemon.pagesBaseURL()
+            } catch {
+                daemon.logger.critical("cannot start: \(error)")
+                daemon.pages.stop()
+                await served
+                throw error
             }
-            await served
         }
+        await served
     }
 }
 
@@ -149,23 +145,52 @@ public struct PagesService: Service, CustomStringConvertible {
 /// picker; the person asks for the status), so a daemon that only records never pays for a
 /// web server (about 7 MB: Hummingbird and its event loops).
 final class PagesAddress: Sendable {
-    private let state = Mutex<(start: (@Sendable () throws -> String)?, url: String?)>((nil, nil))
+    private struct State {
+        var start: (@Sendable () async throws -> String)?
+        var url: String?
+        /// The first use's start, which every use meanwhile awaits too.
+        var starting: Task<String, any Error>?
+    }
+
+    private let state = Mutex(State())
 
     /// How to start the pages; until this is called, replayd serves none.
-    func serve(_ start: @escaping @Sendable () throws -> String) {
+    func serve(_ start: @escaping @Sendable () async throws -> String) {
         state.withLock { $0.start = start }
     }
 
     /// The pages' base URL, starting them if they are not yet; nil when replayd serves none.
-    func url() throws -> String? {
-        try state.withLock { state in
-            if let url = state.url { return url }
-            guard let start = state.start else { return nil }
-            let url = try start()
-            state.url = url
+    /// A start that fails is tried again by the next use.
+    func url() async throws -> String? {
+        enum Use {
+            case known(String?)
+            case awaiting(Task<String, any Error>)
+        }
+        let use = state.withLock { state -> Use in
+            if let url = state.url { return .known(url) }
+            guard let start = state.start else { return .known(nil) }
+            if let starting = state.starting { return .awaiting(starting) }
+            let starting = Task { try await start() }
+            state.starting = starting
+            return .awaiting(starting)
+        }
+        let starting: Task<String, any Error>
+        switch use {
+        case .known(let url): return url
+        case .awaiting(let task): starting = task
+        }
+        do {
+            let url = try await starting.value
+            state.withLock { $0.url = url }
             return url
+        } catch {
+            state.withLock { state in if state.starting == starting { state.starting = nil } }
+            throw error
         }
     }
+
+    /// The base URL if the pages have started; never starts them.
+    var started: String? { state.withLock { $0.url } }
 
     /// What the log says: the URL once started.
     var summary: String {

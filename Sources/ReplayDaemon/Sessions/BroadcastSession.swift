@@ -157,7 +157,7 @@ final class BroadcastSession: Sendable {
         // Through the portal the person may be choosing a screen meanwhile. The answer comes
         // on the thread that reads every capture process: the extension is started elsewhere.
         feed.open { [self] result in
-            DispatchQueue.global().async { [self] in
+            DispatchQueue(label: "broadcast-launch").async { [self] in
                 switch result {
                 case .success(let opened):
                     launch(feed: feed, opened: opened, applicationInfo: applicationInfo, hidden: hidden, started: started)

@@ -196,7 +196,7 @@ final class CaptureProcessLink: Sendable {
     private let channel: CaptureChannel
     private let protectedWindows: ProtectedWindows
     private let timers: any Timers
-    private let state = Mutex<(channelOpen: Bool, exitStatus: Int32?, observer: Int?, ended: Bool)>((true, nil, nil, false))
+    private let state = Mutex<(end: CaptureProcessEnd, observer: Int?)>((CaptureProcessEnd(), nil))
 
     /// Starts a process for `id`; it is told nothing and heard from only once `start` runs,
     /// so its session can keep this link first (and tell the process things as it hears it).
@@ -228,8 +228,8 @@ final class CaptureProcessLink: Sendable {
         }
         let observer = protectedWindows.observe { [weak self] windows in self?.tell(.protectedWindows(Array(windows))) }
         let alreadyOver = state.withLock { state in
-            if !state.ended { state.observer = observer }
-            return state.ended
+            if !state.end.isOver { state.observer = observer }
+            return state.end.isOver
         }
         if alreadyOver { protectedWindows.stopObserving(observer) }
         if protectedWindows.generation != generation { tell(.protectedWindows(Array(protectedWindows.windows))) }
@@ -239,7 +239,7 @@ final class CaptureProcessLink: Sendable {
     /// the lock that closes the channel, so never to a descriptor closed meanwhile.
     func tell(_ command: CaptureCommand) {
         state.withLock { state in
-            if !state.ended { try? channel.send(command) }
+            if !state.end.isOver { try? channel.send(command) }
         }
     }
 
@@ -247,16 +247,13 @@ final class CaptureProcessLink: Sendable {
     func breakOff() {
         process.kill()
         state.withLock { state in
-            if !state.ended { shutdown(channel.descriptor, Int32(SHUT_RDWR)) }
+            if !state.end.isOver { shutdown(channel.descriptor, Int32(SHUT_RDWR)) }
         }
     }
 
     private func over(channelClosed: Bool = false, exitStatus: Int32? = nil, ended: @Sendable (Int32) -> Void) {
         let end = state.withLock { state -> (status: Int32, observer: Int?)? in
-            if channelClosed { state.channelOpen = false }
-            if let exitStatus { state.exitStatus = exitStatus }
-            guard !state.channelOpen, let status = state.exitStatus, !state.ended else { return nil }
-            state.ended = true
+            guard let status = state.end.note(channelClosed: channelClosed, exitStatus: exitStatus) else { return nil }
             channel.close()
             defer { state.observer = nil }
             return (status, state.observer)
@@ -266,7 +263,7 @@ final class CaptureProcessLink: Sendable {
         // closed it by exiting, the usual case, is reaped meanwhile and keeps its own status.)
         if channelClosed && end == nil {
             timers.after(2) { [self] in
-                if state.withLock({ $0.exitStatus == nil }) { process.kill() }
+                if state.withLock({ $0.end.exitStatus == nil }) { process.kill() }
             }
         }
         guard let end else { return }

@@ -42,11 +42,8 @@ final class CaptureProcessRecording: RecordingControl {
         var observer: Int?
         var stopped = false
         var endReason: String?
-        /// True until the start is answered: a process that ends meanwhile is the start's to report.
-        var starting = true
-        /// Both must have happened before the end is judged: every report read, and the exit status.
-        var channelClosed = false
-        var exitStatus: Int32?
+        /// Held until the start is answered: a process that ends meanwhile is the start's to report.
+        var end = CaptureProcessEnd(held: true)
     }
 
     init(plan: CaptureStart, launcher: any CaptureProcessLauncher, store: RecordingStore, protectedWindows: ProtectedWindows,
@@ -140,7 +137,7 @@ final class CaptureProcessRecording: RecordingControl {
         guard case .started(let value)? = answer else {
             // It is ending: its movie goes once it is reaped, and with it the start.
             return process.whenExited { [self] how in
-                state.withLock { $0.starting = false }
+                state.withLock { $0.end.held = false }
                 discardMovie()
                 let failure: DaemonError
                 if case .startFailed(let code, let message)? = answer {
@@ -156,7 +153,7 @@ final class CaptureProcessRecording: RecordingControl {
         logger.debug("capture process started", metadata: ["recording": "\(id)", "pid": "\(process.pid)"])
         // A stop that came while starting is passed on now.
         let (stopped, why) = state.withLock { state in
-            state.starting = false
+            state.end.held = false
             return (state.stopped, state.endReason)
         }
         if let why { tell(.end(because: why)) } else if stopped { tell(.stop) }
@@ -304,9 +301,9 @@ final class CaptureProcessRecording: RecordingControl {
         if channelClosed { logger.debug("capture channel closed", metadata: ["recording": "\(id)"]) }
         if let exitStatus { logger.debug("capture process exited", metadata: ["recording": "\(id)", "status": "\(exitStatus)"]) }
         let over = state.withLock { state -> (summary: RecordingSummary?, observer: Int?, channel: CaptureChannel?, status: Int32)? in
-            if channelClosed { state.channelClosed = true }
-            if let exitStatus { state.exitStatus = exitStatus }
-            guard state.channelClosed, let status = state.exitStatus, !state.starting, let channel = state.channel else { return nil }
+            // The start has been sent (and the channel kept) by the time the end is released.
+            guard let status = state.end.note(channelClosed: channelClosed, exitStatus: exitStatus) else { return nil }
+            let channel = state.channel
             defer {
                 state.channel = nil
                 state.observer = nil

@@ -192,7 +192,7 @@ public final class ChildProcess: Sendable {
         let pidfd = CShims_pidfd_open(pid)
         guard pidfd >= 0 else {
             // Already reaped (or a kernel without pidfds): reap on a thread of its own.
-            DispatchQueue.global().async { handler(self.wait()) }
+            DispatchQueue(label: "child-exit").async { handler(self.wait()) }
             return
         }
         // The watch keeps itself alive while its source runs, and cancels itself on the exit.

@@ -1,7 +1,7 @@
 public import Dispatch
 import Synchronization
 
-/// Runs an action every `interval` seconds on `queue` (a global queue by default) until
+/// Runs an action every `interval` seconds on `queue` (a serial one of its own by default) until
 /// cancelled: the daemon's periodic work (progress reports, watchdogs, probes) waits on a
 /// timer, not in a sleeping thread. Timers that share a serial queue never run at once, so
 /// they need one of dispatch's worker threads at a time between them. A paused timer wakes
@@ -14,7 +14,7 @@ public final class RepeatingTimer: @unchecked Sendable {
     /// Whether it ticks; `pause` and `resume` change it under this lock, so the last call wins.
     private let ticking: Mutex<Bool>
 
-    public init(interval: Double, leeway: Double = 0.01, queue: DispatchQueue = .global(), paused: Bool = false,
+    public init(interval: Double, leeway: Double = 0.01, queue: DispatchQueue = timerQueue(), paused: Bool = false,
                 action: @escaping @Sendable () -> Void) {
         self.interval = interval
         self.leeway = .nanoseconds(Int(leeway * 1e9))
@@ -61,7 +61,7 @@ public final class DeadlineTimer: @unchecked Sendable {
     // @unchecked: a dispatch source may be scheduled and cancelled from any thread.
     private let source: any DispatchSourceTimer
 
-    public init(queue: DispatchQueue = .global(), action: @escaping @Sendable () -> Void) {
+    public init(queue: DispatchQueue = timerQueue(), action: @escaping @Sendable () -> Void) {
         source = DispatchSource.makeTimerSource(queue: queue)
         source.schedule(deadline: .distantFuture, repeating: .never)
         source.setEventHandler(handler: action)

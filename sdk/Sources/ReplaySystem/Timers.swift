@@ -17,13 +17,19 @@ public protocol Timers: Sendable {
     func deadline(on queue: DispatchQueue, _ action: @escaping @Sendable () -> Void) -> any DeadlineTimerControl
 }
 
+/// Where a timer's action runs when its caller names no queue: a serial queue of its own, not
+/// dispatch's global one. On Linux, the first work dispatch's global queues run starts
+/// libdispatch's pool monitor, a timer that wakes the process once a second for the rest of
+/// its life; serial queues run on threads it does not watch.
+@usableFromInline func timerQueue() -> DispatchQueue { DispatchQueue(label: "timer") }
+
 extension Timers {
     @discardableResult
     public func after(_ seconds: Double, _ action: @escaping @Sendable () -> Void) -> any TimerControl {
-        after(seconds, on: .global(), action)
+        after(seconds, on: timerQueue(), action)
     }
 
-    public func repeating(every interval: Double, on queue: DispatchQueue = .global(),
+    public func repeating(every interval: Double, on queue: DispatchQueue = timerQueue(),
                           _ action: @escaping @Sendable () -> Void) -> any RepeatingTimerControl {
         repeating(every: interval, on: queue, paused: false, action)
     }
