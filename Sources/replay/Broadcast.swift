@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import ReplayIPC
 import ReplaySystem
 
@@ -137,8 +137,8 @@ extension Replay.Broadcast {
         }
 
         private func ask(_ prompt: String) -> String? {
-            FileHandle.standardError.write(Data(prompt.utf8))
-            return readLine()?.trimmingCharacters(in: .whitespaces)
+            StandardStreams.writeError(prompt)
+            return readLine()?.trimmingSpaces()
         }
     }
 
@@ -218,12 +218,12 @@ struct SetupValues {
         var setup = SetupValues()
         if let file {
             for line in try contents(of: file).split(whereSeparator: \.isNewline) {
-                let text = line.trimmingCharacters(in: .whitespaces)
+                let text = line.trimmingSpaces()
                 guard !text.isEmpty, !text.hasPrefix("#") else { continue }
                 guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
                     throw DaemonClient.Failure(description: "\(file): a line must be KEY=VALUE, not '\(text)'")
                 }
-                setup.values[String(text[..<equals]).trimmingCharacters(in: .whitespaces)] = String(text[text.index(after: equals)...])
+                setup.values[String(text[..<equals]).trimmingSpaces()] = String(text[text.index(after: equals)...])
             }
         }
         var readStandardInput = false
@@ -233,7 +233,7 @@ struct SetupValues {
             if value == "-" {
                 guard !readStandardInput else { throw DaemonClient.Failure(description: "only one --setup KEY=- can read standard input") }
                 readStandardInput = true
-                setup.values[key] = withoutFinalNewline(String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self))
+                setup.values[key] = withoutFinalNewline(String(decoding: StandardStreams.readInput(), as: UTF8.self))
             } else if value.hasPrefix("@") {
                 setup.values[key] = withoutFinalNewline(try contents(of: String(value.dropFirst())))
             } else {

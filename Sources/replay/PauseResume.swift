@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import ReplaySystem
 import ReplayIPC
 
 /// `replay pause` and `replay resume`: act on a running recording from any terminal, as the

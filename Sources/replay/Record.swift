@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import ReplayIPC
 import ReplayMedia
 import ReplaySystem
@@ -119,7 +119,7 @@ extension Replay {
             kill(status.pid, SIGTERM)
             // It removes its socket once its recordings are closed.
             let deadline = Date().addingTimeInterval(10)
-            while FileManager.default.fileExists(atPath: socket) && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            while FileManager.default.fileExists(atPath: socket) && Date() < deadline { Threads.sleep(seconds: 0.05) }
         }
     }
 }
