@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+public import FoundationEssentials
 
 /// A mutex with a condition to wait on (pthread's), in place of Foundation's `NSCondition`.
 public final class ConditionLock: @unchecked Sendable {
@@ -24,6 +25,13 @@ public final class ConditionLock: @unchecked Sendable {
     public func unlock() { pthread_mutex_unlock(mutex) }
     /// Waits for `signal` or `broadcast`; the lock must be held.
     public func wait() { pthread_cond_wait(condition, mutex) }
+    /// Waits for `signal`, `broadcast` or `deadline`; false once the deadline passed.
+    public func wait(until deadline: Date) -> Bool {
+        let seconds = deadline.timeIntervalSince1970
+        var time = timespec(tv_sec: Int(seconds.rounded(.down)), tv_nsec: Int((seconds - seconds.rounded(.down)) * 1e9))
+        return pthread_cond_timedwait(condition, mutex, &time) != ETIMEDOUT
+    }
+
     public func signal() { pthread_cond_signal(condition) }
     public func broadcast() { pthread_cond_broadcast(condition) }
 

@@ -42,3 +42,22 @@ public enum LocalTime {
         return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
+
+extension StringProtocol {
+    /// With each `%XX` as the byte it stands for; nil where one is malformed or the bytes are
+    /// not UTF-8 (Foundation's `removingPercentEncoding`).
+    public func removingPercentEncoding() -> String? {
+        var bytes: [UInt8] = []
+        var iterator = utf8.makeIterator()
+        while let byte = iterator.next() {
+            guard byte == UInt8(ascii: "%") else {
+                bytes.append(byte)
+                continue
+            }
+            guard let high = iterator.next(), let low = iterator.next(),
+                  let value = UInt8(String(decoding: [high, low], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(value)
+        }
+        return String(validating: bytes, as: UTF8.self)
+    }
+}
