@@ -1,6 +1,5 @@
 import ArgumentParser
 import FoundationEssentials
-import ReplaySystem
 import ReplayIPC
 
 /// `replay pause` and `replay resume`: act on a running recording from any terminal, as the

@@ -1,6 +1,5 @@
 import ArgumentParser
 import FoundationEssentials
-import ReplaySystem
 import ReplayIPC
 
 extension Replay {
