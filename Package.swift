@@ -31,7 +31,8 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        // No default traits: FullFoundation and ConfigurationSupport load Foundation and ICU (issue 48).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
@@ -166,7 +167,7 @@ let package = Package(
             path: "sdk/Sources/ReplayExtensionTesting", swiftSettings: strictSettings),
         // Reference upload extension: writes what it receives to a file (tests use it).
         .executableTarget(
-            name: "replay-file-extension", dependencies: ["ReplayExtensionKit", "ReplayMedia"],
+            name: "replay-file-extension", dependencies: ["ReplayExtensionKit", "ReplayMedia", "ReplaySystem"],
             path: "Sources/Extensions/File", exclude: ["file.json"], swiftSettings: strictSettings),
         // What the RTMP, SRT and HLS extensions share: the live video source, the audio mix,
         // encoding and an ingest connection that reconnects.
@@ -250,7 +251,7 @@ let package = Package(
         // which daemons they answer for, what they say.
         .target(name: "ReplayUIModel", dependencies: ["ReplayIPC", "ReplaySystem"], swiftSettings: strictSettings),
         .executableTarget(
-            name: "replay-ui", dependencies: ["CGtk", "CReplayUI", "ReplayUIModel", "ReplayIPC"], swiftSettings: strictSettings),
+            name: "replay-ui", dependencies: ["CGtk", "CReplayUI", "ReplayUIModel", "ReplayIPC", "ReplaySystem"], swiftSettings: strictSettings),
         .testTarget(name: "ReplayUIModelTests", dependencies: ["ReplayUIModel", "ReplayIPC"], swiftSettings: strictSettings),
         .testTarget(name: "ReplayMediaTests", dependencies: ["ReplayMedia"], swiftSettings: strictSettings),
         .testTarget(

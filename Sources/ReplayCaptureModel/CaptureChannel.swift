@@ -1,4 +1,4 @@
-package import Foundation
+package import FoundationEssentials
 package import ReplayIPC
 import ReplayMedia
 package import ReplaySystem

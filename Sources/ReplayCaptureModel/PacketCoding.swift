@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The capture channel's messages in a compact binary form, for any `Codable` type.
 ///

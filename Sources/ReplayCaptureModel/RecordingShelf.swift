@@ -1,4 +1,4 @@
-package import Foundation
+package import FoundationEssentials
 package import ReplayIPC
 
 /// Where a recording's movie is written and its entry kept: the capture process's channel to

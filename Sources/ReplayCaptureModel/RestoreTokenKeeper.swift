@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
@@ -16,7 +16,7 @@ public final class RestoreTokenKeeper: Sendable {
     public init(file: URL? = nil) {
         self.file = file
         let stored = file.flatMap { try? String(contentsOf: $0, encoding: .utf8) }?
-            .trimmingCharacters(in: .whitespacesAndNewlines)
+            .trimmingWhitespace()
         current = Mutex(stored?.isEmpty == false ? stored : nil)
     }
 

@@ -1,4 +1,7 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import ReplayCaptureModel
 import ReplayDesktop
@@ -119,7 +122,7 @@ extension ClientConnection {
         }
         guard free < needed else { return }
         throw Refusal(code: .insufficientStorage, message: String(
-            format: "the recording store's disk is full: %.1f MB free, and the first second of this recording needs about %.1f MB. "
+            printf: "the recording store's disk is full: %.1f MB free, and the first second of this recording needs about %.1f MB. "
                 + "Free some space, or delete recordings you exported (replay recordings list, replay recordings delete ID…)",
             Double(free) / 1_000_000, Double(needed) / 1_000_000))
     }
@@ -128,7 +131,7 @@ extension ClientConnection {
     static func appOverStoreReserve(_ disk: (free: Int64, size: Int64)) -> String? {
         let reserve = RecordingStore.appReserve(diskSize: disk.size)
         guard disk.free < reserve else { return nil }
-        return String(format: "the recording store's disk is down to %.1f MB free, and apps' recordings leave %.1f MB for the rest of the system",
+        return String(printf: "the recording store's disk is down to %.1f MB free, and apps' recordings leave %.1f MB for the rest of the system",
                       Double(disk.free) / 1_000_000, Double(reserve) / 1_000_000)
     }
 
@@ -241,17 +244,18 @@ extension ClientConnection {
     /// the client reads: a chunk is sent once fewer than 4 MB are queued, this connection's
     /// later requests wait meanwhile, no thread does. A client that hung up is no error: it is gone.
     func sendMovie(at path: URL, id: String) async throws {
-        guard let handle = FileHandle(forReadingAtPath: path.path),
-              let size = (try? FileManager.default.attributesOfItem(atPath: path.path)[.size] as? NSNumber)?.int64Value else {
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(path.path, flags: O_RDONLY)
+        } catch {
             throw Refusal(code: .notFound, message: "no recording with id '\(id)'")
         }
-        defer { try? handle.close() }
+        let size = try file.size()
         try channel.send(DaemonEvent.exportBegin(size: size))
         while try await channel.room(below: 4 << 20) {
-            guard let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty else {
-                return try channel.send(DaemonEvent.exportEnd)
-            }
-            try [UInt8](chunk).withUnsafeBytes { try channel.sendBulk(DaemonEvent.exportChunk, body: $0) }
+            let chunk = try file.read(upTo: 1 << 20)
+            guard !chunk.isEmpty else { return try channel.send(DaemonEvent.exportEnd) }
+            try chunk.withUnsafeBytes { try channel.sendBulk(DaemonEvent.exportChunk, body: $0) }
         }
     }
 

@@ -1,4 +1,5 @@
-public import Foundation
+public import FoundationEssentials
+import Dispatch
 public import Logging
 import NIOCore
 import NIOPosix
@@ -8,7 +9,7 @@ public import ReplayIPC
 import ReplaySystem
 import Synchronization
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #endif
 
 /// replayd: owns capture and the sessions, and serves clients on a Unix socket.

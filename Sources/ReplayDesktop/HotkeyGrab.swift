@@ -1,5 +1,6 @@
 import CXCB
-import Foundation
+import FoundationEssentials
+import Dispatch
 public import ReplayCaptureModel
 import ReplaySystem
 #if canImport(Glibc)
@@ -15,7 +16,7 @@ public struct KeyChord: Sendable, Equatable {
 
     /// nil for anything it does not know, or a chord without a key.
     public init?(_ text: String) {
-        let parts = text.split(separator: "+", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }
+        let parts = text.split(separator: "+", omittingEmptySubsequences: false).map { $0.trimmingSpaces() }
         guard let key = parts.last, !key.isEmpty else { return nil }
         var modifiers: UInt16 = 0
         for name in parts.dropLast() {
@@ -88,7 +89,7 @@ public final class HotkeyGrab: @unchecked Sendable {
         let fd = xcb_get_file_descriptor(connection)
         // The listening thread owns the connection until `release` has stopped it.
         let owned = UncheckedConnection(connection)
-        Thread.detachNewThread {
+        Threads.detach {
             let connection = owned.pointer
             defer { stopped.signal() }
             while !stop.isRaised {

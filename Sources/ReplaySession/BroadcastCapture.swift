@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
 package import Logging
 package import ReplayCapture
 package import ReplayIPC
@@ -111,7 +115,7 @@ package final class BroadcastCapture: Sendable {
                                      video: BroadcastOutput.VideoSurfaces(pool: pool, width: size.width, height: size.height))
         let queue = self.queue, stopFlag = self.stopFlag
         pipeline.enter()
-        Thread.detachNewThread { [self] in
+        Threads.detach { [self] in
             defer { pipeline.leave() }
             var failure: String?
             do throws(CaptureError) {
@@ -124,7 +128,7 @@ package final class BroadcastCapture: Sendable {
         }
         startAudio()
         pipeline.enter()
-        Thread.detachNewThread { [self] in
+        Threads.detach { [self] in
             defer { pipeline.leave() }
             sendSamples(audioOrigin: audioOrigin, deliver: deliver)
         }
@@ -157,7 +161,7 @@ package final class BroadcastCapture: Sendable {
             do {
                 let capture = try backend.makeAudioCapture(source)
                 let box = UncheckedBox(capture)
-                Thread.detachNewThread { [self] in
+                Threads.detach { [self] in
                     do throws(CaptureError) { try box.value.run(output: output, stop: stopFlag) } catch {
                         logger.warning("broadcast audio ended: \(error.description)")
                     }

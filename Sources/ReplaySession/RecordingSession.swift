@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Dispatch
 package import Logging
 import ReplayCapture
 package import ReplayCaptureModel
@@ -164,7 +165,7 @@ package final class RecordingSession: Sendable {
         }
         if let camera {
             // Not a producer of the movie: it only keeps its newest picture for the compositor.
-            Thread.detachNewThread { [self] in
+            Threads.detach { [self] in
                 do throws(CaptureError) {
                     try camera.run(stop: stopFlag)
                     logger.debug("camera stopped", metadata: ["recording": "\(id)", "pictures": "\(camera.pictureCount)"])
@@ -176,7 +177,7 @@ package final class RecordingSession: Sendable {
         let producers = DispatchGroup()
         let screenBox = UncheckedBox(screen)
         producers.enter()
-        Thread.detachNewThread { [self] in
+        Threads.detach { [self] in
             defer { producers.leave() }
             do throws(CaptureError) {
                 try screenBox.value.run(output: output, stop: stopFlag)
@@ -187,7 +188,7 @@ package final class RecordingSession: Sendable {
         for capture in audioCaptures {
             let box = UncheckedBox(capture)
             producers.enter()
-            Thread.detachNewThread { [self] in
+            Threads.detach { [self] in
                 defer { producers.leave() }
                 do throws(CaptureError) {
                     try box.value.run(output: output, stop: stopFlag)
@@ -198,7 +199,7 @@ package final class RecordingSession: Sendable {
             }
         }
         let sinkBox = UncheckedBox(sink)
-        Thread.detachNewThread { [self] in writeMovie(sinkBox.value, audioSources: audioSources, origin: origin) }
+        Threads.detach { [self] in writeMovie(sinkBox.value, audioSources: audioSources, origin: origin) }
         producers.notify(queue: .global()) { inbox.close() }
 
         // A stop (or a failure) that came while starting winds the recording down now.

@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 import ReplaySystem
 
 /// The daemons the dialog answers for: the person's own replayd (its default socket, or the

@@ -1,6 +1,6 @@
 import CPulse
 import CXCB
-import Foundation
+import FoundationEssentials
 import ReplaySystem
 #if canImport(Glibc)
 import Glibc
@@ -26,7 +26,7 @@ public enum DemoScene {
         // even the first beep is where it belongs.
         let epoch = (MonotonicClock.nanoseconds() / 1_000_000_000 + 2) * 1_000_000_000
         let stop = StopFlag()
-        Thread.detachNewThread { BeepPlayer.run(epoch: epoch, stop: stop, verbose: verbose) }
+        Threads.detach { BeepPlayer.run(epoch: epoch, stop: stop, verbose: verbose) }
         try FlashPainter(frameRate: frameRate).run(epoch: epoch)
     }
 
@@ -140,7 +140,7 @@ private enum BeepPlayer {
         var error: Int32 = 0
         guard let stream = pa_simple_new(nil, "OpenReplayKit demo scene", PA_STREAM_PLAYBACK, nil, "beep",
                                          &spec, nil, &attributes, &error) else {
-            FileHandle.standardError.write(Data("demo scene: no audio (\(String(cString: pa_strerror(error))))\n".utf8))
+            StandardStreams.writeError("demo scene: no audio (\(String(cString: pa_strerror(error))))\n")
             return
         }
         defer { pa_simple_free(stream) }
@@ -158,8 +158,8 @@ private enum BeepPlayer {
                 // Said, because the beeps then stray for a while (see PlaybackAnchor): a lip-sync
                 // check of a recording made meanwhile measures the scene as well as the recorder.
                 // At most every 5 s: a busy machine starves the stream many times a second.
-                FileHandle.standardError.write(Data(("demo scene: the beep stream starved or its latency moved \(restartsUnsaid) "
-                    + "time(s) up to \(Double(start) / 1e9) s; each time its beeps are placed anew\n").utf8))
+                StandardStreams.writeError("demo scene: the beep stream starved or its latency moved \(restartsUnsaid) "
+                    + "time(s) up to \(Double(start) / 1e9) s; each time its beeps are placed anew\n")
                 restartsUnsaid = 0
                 lastSaid = start
             }

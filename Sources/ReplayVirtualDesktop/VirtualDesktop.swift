@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 import ReplaySystem
 #if canImport(Glibc)
 import Glibc
@@ -44,7 +44,7 @@ public final class VirtualDesktop: @unchecked Sendable {
     public let pulseServer: String?
     public let directory: URL
     private var processes: [(component: Component, process: ChildProcess)] = []
-    private let lock = NSLock()
+    private let lock = ConditionLock()
 
     /// The servers and clients a desktop runs.
     public enum Component: Sendable {
@@ -86,7 +86,7 @@ public final class VirtualDesktop: @unchecked Sendable {
                                        stderr: .descriptor(2))
                 desktop.processes.append((.demoScene, scene))
                 // The scene's first flash comes once its audio has settled, 1-2 s from now.
-                Thread.sleep(forTimeInterval: 1)
+                Threads.sleep(seconds: 1)
                 guard scene.isRunning else {
                     desktop.stop()
                     throw StartError(description: "the demo scene exited at start")
@@ -179,7 +179,7 @@ public final class VirtualDesktop: @unchecked Sendable {
                 _ = pactl(["set-default-source", "replay_microphone"], server: server)
                 return (pulse, server)
             }
-            Thread.sleep(forTimeInterval: 0.1)
+            Threads.sleep(seconds: 0.1)
         }
         pulse.terminate()
         throw StartError(description: "PulseAudio did not start (are the pulseaudio and pulseaudio-utils packages installed?)")

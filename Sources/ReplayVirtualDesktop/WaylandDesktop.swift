@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 import ReplayDBus
 import ReplayIPC
 import ReplaySystem
@@ -143,7 +143,7 @@ public final class WaylandDesktop: @unchecked Sendable {
     /// Seconds from start to a portal that answers.
     public private(set) var startupSeconds = 0.0
     private var processes: [(name: String, process: ChildProcess)] = []
-    private let lock = NSLock()
+    private let lock = ConditionLock()
 
     /// What a client of this desktop needs: the runtime directory, Wayland display, session bus, and audio server.
     public var environment: [String: String] {
@@ -464,7 +464,7 @@ public final class WaylandDesktop: @unchecked Sendable {
             if left.isEmpty { break }
             for pid in left { kill(pid, signal) }
             let deadline = Date().addingTimeInterval(2)
-            while !Self.members(of: sessions).isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+            while !Self.members(of: sessions).isEmpty && Date() < deadline { Threads.sleep(seconds: 0.05) }
         }
         try? FileManager.default.removeItem(at: directory)
     }
@@ -534,7 +534,7 @@ public final class WaylandDesktop: @unchecked Sendable {
         while !ready() {
             try checkRunning()
             guard Date() < deadline else { throw VirtualDesktop.StartError(description: "\(what) did not start within \(Int(timeout)) s") }
-            Thread.sleep(forTimeInterval: 0.02)
+            Threads.sleep(seconds: 0.02)
         }
     }
 
@@ -602,10 +602,10 @@ public final class WaylandDesktop: @unchecked Sendable {
         if scene.showsCursor {
             let rgb = [16, 8, 0].map { String((scene.background >> UInt32($0)) & 0xFF) }
             try launch("scene", "/usr/bin/python3", ["-c", Self.cursorWindow] + rgb)
-            Thread.sleep(forTimeInterval: 1)
+            Threads.sleep(seconds: 1)
             return try checkRunning()
         }
-        let colour = String(format: "0xff%06x", scene.background & 0xFF_FFFF)
+        let colour = String(printf: "0xff%06x", scene.background & 0xFF_FFFF)
         let fullscreen = scene.window == nil ? sceneFullscreen : "fullscreen=false"
         let (width, height) = scene.window ?? (width, height)
         let pattern = scene.colourBars ? ["pattern=smpte"]
@@ -616,7 +616,7 @@ public final class WaylandDesktop: @unchecked Sendable {
             "!", "waylandsink", fullscreen,
         ])
         // Mapped and drawn takes a few frames; a scene that cannot reach the compositor exits.
-        Thread.sleep(forTimeInterval: 0.5)
+        Threads.sleep(seconds: 0.5)
         try checkRunning()
     }
 
@@ -644,7 +644,7 @@ public final class WaylandDesktop: @unchecked Sendable {
         try launch("beeps", VirtualDesktop.siblingExecutable("replay-demo-scene").path, ["--verbose", "--beeps", String(epoch)],
                    environment: ["PULSE_SERVER": pulseServer])
         // Until the first flash: a recording that starts now has the whole pattern.
-        Thread.sleep(forTimeInterval: max(0.5, Double(epoch - MonotonicClock.nanoseconds()) / 1e9))
+        Threads.sleep(seconds: max(0.5, Double(epoch - MonotonicClock.nanoseconds()) / 1e9))
         try checkRunning()
     }
 

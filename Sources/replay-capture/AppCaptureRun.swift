@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import ReplayCapture
 import ReplayCaptureModel
@@ -51,7 +51,7 @@ enum AppCaptureRun {
         let stop = StopFlag()
         let output = SlotOutput(surface: surface, slotSize: slotSize, channel: channel, stop: stop)
         let captureBox = UncheckedBox(capture)
-        Thread.detachNewThread {
+        Threads.detach {
             let failure: String?
             do throws(CaptureError) {
                 try captureBox.value.run(output: output, stop: stop)

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Dispatch
 import Logging
 import ReplayCapture
 import ReplayCaptureModel
@@ -29,7 +30,7 @@ enum CaptureProcessMain {
         do {
             try ProcessMemory.refuseUserfaultfds()
         } catch {
-            FileHandle.standardError.write(Data("replay-capture: could not confine itself further: \(error)\n".utf8))
+            StandardStreams.writeError("replay-capture: could not confine itself further: \(error)\n")
             exit(1)
         }
         signal(SIGPIPE, SIG_IGN)
@@ -41,7 +42,7 @@ enum CaptureProcessMain {
         if CommandLine.arguments.dropFirst().first == "--remux" { remux(Array(CommandLine.arguments.dropFirst()), logger: logger) }
         let channel = CaptureChannel(descriptor: 3)
         guard CommandLine.arguments.count == 1 || CommandLine.arguments.dropFirst().first == "--channel-fd=3" else {
-            FileHandle.standardError.write(Data("replay-capture runs one session for replayd, which starts it, or one export's remux (--remux)\n".utf8))
+            StandardStreams.writeError("replay-capture runs one session for replayd, which starts it, or one export's remux (--remux)\n")
             exit(2)
         }
         let first = channel.receive(CaptureCommand.self)
@@ -55,7 +56,7 @@ enum CaptureProcessMain {
             BroadcastCaptureRun.run(plan, channel: channel, logger: logger)
         }
         guard let (command, descriptors) = first, case .start(let plan) = command else {
-            FileHandle.standardError.write(Data("replay-capture: no start message on descriptor 3 (it is started by replayd)\n".utf8))
+            StandardStreams.writeError("replay-capture: no start message on descriptor 3 (it is started by replayd)\n")
             exit(2)
         }
         logger[metadataKey: "recording"] = "\(plan.id)"
@@ -187,7 +188,7 @@ extension CaptureProcessMain {
     /// line on standard error saying why.
     static func remux(_ arguments: [String], logger: Logger) -> Never {
         guard let job = RemuxJob(arguments: arguments) else {
-            FileHandle.standardError.write(Data("replay-capture: not a remux: \(arguments.joined(separator: " "))\n".utf8))
+            StandardStreams.writeError("replay-capture: not a remux: \(arguments.joined(separator: " "))\n")
             exit(2)
         }
         let container: MovieRemuxer.Container = job.container == .matroska ? .matroska : .mp4
@@ -201,7 +202,7 @@ extension CaptureProcessMain {
             }
             exit(0)
         } catch {
-            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            StandardStreams.writeError("\(error)\n")
             exit(1)
         }
     }

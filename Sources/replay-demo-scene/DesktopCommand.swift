@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import ReplaySystem
 import ReplayVirtualDesktop
 import Synchronization
@@ -109,7 +109,7 @@ enum DesktopCommand {
     }
 
     private static func printError(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        StandardStreams.writeError((text + "\n"))
     }
 }
 

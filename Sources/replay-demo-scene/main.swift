@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+import ReplaySystem
 import ReplayIPC
 import ReplayVirtualDesktop
 
@@ -52,7 +56,7 @@ if arguments.first == "--version" {
     exit(0)
 }
 if let unknown = arguments.first, unknown.hasPrefix("-"), !["--desktop", "--wayland-desktop", "--sway-desktop", "--beeps"].contains(unknown) {
-    FileHandle.standardError.write(Data("replay-demo-scene: unknown option '\(unknown)'\n\n\(usage)\n".utf8))
+    StandardStreams.writeError("replay-demo-scene: unknown option '\(unknown)'\n\n\(usage)\n")
     exit(2)
 }
 let desktops: [String: DesktopCommand.Kind] = ["--desktop": .x11, "--wayland-desktop": .wayland(.gnome), "--sway-desktop": .wayland(.sway)]
@@ -65,7 +69,7 @@ if let flag = arguments.first, let kind = desktops[flag] {
 if arguments.first == "--beeps" {
     // The scene's sound alone, beeping on whole seconds of the monotonic clock from EPOCH_NS.
     guard arguments.count == 2, let epoch = Int64(arguments[1]) else {
-        FileHandle.standardError.write(Data("usage: replay-demo-scene --beeps EPOCH_NS\n".utf8))
+        StandardStreams.writeError("usage: replay-demo-scene --beeps EPOCH_NS\n")
         exit(2)
     }
     DemoScene.playBeeps(epoch: epoch, verbose: verbose)
@@ -76,6 +80,6 @@ if arguments.first == "--beeps" {
 do {
     try DemoScene.run(verbose: verbose)
 } catch {
-    FileHandle.standardError.write(Data("replay-demo-scene: \(error)\n".utf8))
+    StandardStreams.writeError("replay-demo-scene: \(error)\n")
     exit(1)
 }

@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+import ReplaySystem
 import ReplayIPC
 import ReplayUIModel
 import Synchronization
@@ -46,7 +50,7 @@ final class AgentLink: Sendable {
         default: throw LinkError(description: "unexpected reply from replayd")
         }
         let channel = self.channel
-        Thread.detachNewThread {
+        Threads.detach {
             while true {
                 let event: DaemonEvent, body: [UInt8]
                 do {

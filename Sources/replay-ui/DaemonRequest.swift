@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import ReplaySystem
 import ReplayIPC
 
 /// A request to replayd that takes a while (starting a broadcast, copying a movie out), sent on
@@ -13,7 +14,7 @@ enum DaemonRequest {
     /// (`isReply` says which), or why there is none.
     static func send(_ request: ClientRequest, to socket: String, isReply: @escaping @Sendable (DaemonEvent) -> Bool,
                      done: @escaping @Sendable (Result<DaemonEvent, Failure>) -> Void) {
-        Thread.detachNewThread {
+        Threads.detach {
             let result: Result<DaemonEvent, Failure>
             do {
                 let channel = try connect(socket)
@@ -33,7 +34,7 @@ enum DaemonRequest {
     /// telling `progress` the fraction copied as it goes.
     static func export(_ id: String, from: Double? = nil, to: Double? = nil, into path: String, socket: String,
                        progress: @escaping @Sendable (Double) -> Void, done: @escaping @Sendable (Failure?) -> Void) {
-        Thread.detachNewThread {
+        Threads.detach {
             let failure: Failure?
             do {
                 let channel = try connect(socket)
@@ -46,17 +47,14 @@ enum DaemonRequest {
                 guard case .exportBegin(let size) = try reply(on: channel, isReply: { if case .exportBegin = $0 { true } else { false } }) else {
                     throw Failure(description: "replayd did not send the movie")
                 }
-                guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
-                      let file = FileHandle(forWritingAtPath: path) else {
-                    throw Failure(description: "cannot write \(path)")
-                }
-                defer { try? file.close() }
+                guard let file = try? OutputFile(creating: path, mode: 0o600) else { throw Failure(description: "cannot write \(path)") }
+                defer { file.close() }
                 var written: Int64 = 0
                 while true {
                     guard let (event, body) = try channel.receive(DaemonEvent.self) else { throw Failure(description: "replayd closed the connection") }
                     switch event {
                     case .exportChunk:
-                        try file.write(contentsOf: body)
+                        try file.write(body)
                         written += Int64(body.count)
                         let fraction = size > 0 ? Double(written) / Double(size) : 0
                         MainLoop.post { progress(fraction) }

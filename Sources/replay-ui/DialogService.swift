@@ -1,5 +1,6 @@
 import CGtk
-import Foundation
+import FoundationEssentials
+import ReplaySystem
 import ReplayIPC
 import ReplayUIModel
 
@@ -139,5 +140,5 @@ final class DialogService: @unchecked Sendable {
 
 /// A line on standard error (the bus's log when the bus started the program).
 func say(_ line: String) {
-    FileHandle.standardError.write(Data("replay-ui: \(line)\n".utf8))
+    StandardStreams.writeError("replay-ui: \(line)\n")
 }

@@ -1,6 +1,9 @@
 import CGtk
 import CReplayUI
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
 import ReplayIPC
 import ReplayUIModel
 
@@ -177,7 +180,8 @@ final class PreviewWindow: @unchecked Sendable {
         guard !busy else { return }
         busy = true
         gtk_widget_set_sensitive(save, 0)
-        let partial = (path as NSString).deletingLastPathComponent + "/.\((path as NSString).lastPathComponent).partial"
+        let file = URL(fileURLWithPath: path)
+        let partial = file.deletingLastPathComponent().path + "/.\(file.lastPathComponent).partial"
         let kept = span.exportSpan
         DaemonRequest.export(recordingID, from: kept?.from, to: kept?.to, into: partial, socket: socket, progress: { [weak self] fraction in
             self?.say("Saving… \(Int(fraction * 100))%")

@@ -1,5 +1,7 @@
 // replay-ui: OpenReplayKit's dialogs on the person's desktop (see DialogService).
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 // A few small windows need no GPU: GTK's cairo renderer draws them, and with GL switched off
 // GDK does not load the GL drivers to choose a visual either. A GL context costs a dialog some

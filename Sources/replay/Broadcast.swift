@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import ReplayIPC
 import ReplaySystem
 import Synchronization
@@ -124,7 +124,7 @@ extension Replay.Broadcast {
             let end = duration.map { Date().addingTimeInterval($0) }
             var last: BroadcastStatus?
             while !StopRequest.asked && end.map({ Date() < $0 }) ?? true {
-                Thread.sleep(forTimeInterval: 0.2)
+                Threads.sleep(seconds: 0.2)
                 try channel.send(ClientRequest.broadcastStatus)
                 guard case .broadcasts(let list) = try DaemonClient.next(channel).message else { continue }
                 last = list.first { $0.id == id }
@@ -195,8 +195,8 @@ extension Replay.Broadcast {
         }
 
         private func ask(_ prompt: String) -> String? {
-            FileHandle.standardError.write(Data(prompt.utf8))
-            return readLine()?.trimmingCharacters(in: .whitespaces)
+            StandardStreams.writeError(prompt)
+            return readLine()?.trimmingSpaces()
         }
     }
 
@@ -283,12 +283,12 @@ struct SetupValues {
         var setup = SetupValues()
         if let file {
             for line in try contents(of: file).split(whereSeparator: \.isNewline) {
-                let text = line.trimmingCharacters(in: .whitespaces)
+                let text = line.trimmingSpaces()
                 guard !text.isEmpty, !text.hasPrefix("#") else { continue }
                 guard let equals = text.firstIndex(of: "="), equals != text.startIndex else {
                     throw DaemonClient.Failure(description: "\(file): a line must be KEY=VALUE, not '\(text)'")
                 }
-                setup.values[String(text[..<equals]).trimmingCharacters(in: .whitespaces)] = String(text[text.index(after: equals)...])
+                setup.values[String(text[..<equals]).trimmingSpaces()] = String(text[text.index(after: equals)...])
             }
         }
         var readStandardInput = false
@@ -298,7 +298,7 @@ struct SetupValues {
             if value == "-" {
                 guard !readStandardInput else { throw DaemonClient.Failure(description: "only one --setup KEY=- can read standard input") }
                 readStandardInput = true
-                setup.values[key] = withoutFinalNewline(String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self))
+                setup.values[key] = withoutFinalNewline(String(decoding: StandardStreams.readInput(), as: UTF8.self))
             } else if value.hasPrefix("@") {
                 setup.values[key] = withoutFinalNewline(try contents(of: String(value.dropFirst())))
             } else {

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import ReplaySystem
 import ReplayIPC
 
 extension Replay {
@@ -116,9 +117,9 @@ extension Replay.Clip {
                     return
                 }
                 if clip.isShort, let asked = clip.asked {
-                    printError("warning: only \(String(format: "%.1f", clip.duration)) s were kept so far, not the \(String(format: "%g", asked)) s asked")
+                    printError("warning: only \(String(printf: "%.1f", clip.duration)) s were kept so far, not the \(String(printf: "%g", asked)) s asked")
                 }
-                let line = "Saved \(clip.id): \(String(format: "%.1f", clip.duration)) s, \(clip.frames) frames."
+                let line = "Saved \(clip.id): \(String(printf: "%.1f", clip.duration)) s, \(clip.frames) frames."
                 // Standard output may be carrying the movie.
                 if to.map(MovieDestination.init) == .standardOutput { printError(line) } else { print(line) }
             }
@@ -141,7 +142,7 @@ extension Replay.Clip {
                 if json {
                     print(try status.map(Self.encode) ?? "null")
                 } else if let status {
-                    print("clip buffering\(status.paused ? " (paused)" : ""): \(String(format: "%.1f", status.buffered)) of "
+                    print("clip buffering\(status.paused ? " (paused)" : ""): \(String(printf: "%.1f", status.buffered)) of "
                         + "\(Int(status.length)) s kept, \(status.bytes >> 20) of \(status.byteBudget >> 20) MB\(status.onDisk == true ? " on disk" : ""), "
                         + "\(status.width)x\(status.height) (\(status.id))")
                     for save in status.saves ?? [] { print(Self.describe(save)) }
@@ -153,14 +154,12 @@ extension Replay.Clip {
 
         /// "  saved ID: 30.0 s at 12:00:05, by the hotkey".
         static func describe(_ save: ClipSaveRecord) -> String {
-            let formatter = DateFormatter()
-            formatter.dateFormat = "HH:mm:ss"
-            let time = formatter.string(from: Date(timeIntervalSince1970: save.saved))
+            let time = LocalTime.string(save.saved, format: "%H:%M:%S")
             let how = switch save.trigger {
             case .hotkey: "by the hotkey"
             case .command: "by a save command"
             }
-            return "  saved \(save.id): \(String(format: "%.1f", save.duration)) s at \(time), \(how)"
+            return "  saved \(save.id): \(String(printf: "%.1f", save.duration)) s at \(time), \(how)"
         }
 
         static func encode(_ value: some Encodable) throws -> String {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import ReplayIPC
 import ReplaySystem
 import Synchronization
@@ -85,16 +85,16 @@ extension Replay {
         }
 
         private func ask() -> Bool {
-            FileHandle.standardError.write(Data("Allow? [y/N] ".utf8))
+            StandardStreams.writeError("Allow? [y/N] ")
             guard let line = readLine() else { return false }
-            return ["y", "yes"].contains(line.trimmingCharacters(in: .whitespaces).lowercased())
+            return ["y", "yes"].contains(line.trimmingSpaces().lowercased())
         }
 
         private func printJSON(_ event: DaemonEvent) {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys]
             guard let data = try? encoder.encode(event) else { return }
-            FileHandle.standardOutput.write(data + Data("\n".utf8))
+            StandardStreams.writeOutput(data + Data("\n".utf8))
         }
 
         private func openInBrowser(_ url: String) { BrowserQueue.shared.open(url) }

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import ReplayIPC
 import ReplaySystem
 import Synchronization
@@ -59,7 +59,7 @@ enum DaemonClient {
         var lastError: (any Error)?
         while Date() < deadline {
             do { return try MessageChannel.connect(path: path, client: "replay") } catch let error as SystemError { lastError = error }
-            Thread.sleep(forTimeInterval: 0.05)
+            Threads.sleep(seconds: 0.05)
         }
         throw Failure(description: "replayd did not start listening on \(path): \(lastError.map { "\($0)" } ?? "timed out")")
     }
@@ -73,13 +73,13 @@ enum DaemonClient {
         // Appended to, never truncated: the log of a daemon that went before (its crash, say) stays.
         let fd = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw Failure(description: "cannot write \(logPath): \(String(cString: strerror(errno)))") }
-        let log = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        defer { close(fd) }
         let executable = ReplayPaths.siblingExecutable("replayd").path
         var arguments = ["--socket", socket, "--detach", "--idle-exit", "300"]
         if let display { arguments += ["--display", display] }
         do {
             let daemon = try ChildProcess(path: executable, arguments: arguments, environment: environment,
-                                          stdout: .descriptor(log.fileDescriptor), stderr: .descriptor(log.fileDescriptor))
+                                          stdout: .descriptor(fd), stderr: .descriptor(fd))
             daemons.withLock { $0.append(daemon) }
         } catch {
             throw Failure(description: "cannot start replayd (\(executable)): \(error)")
@@ -122,7 +122,7 @@ func reportingFailure(_ body: () throws -> Void) throws {
 
 /// Writes a line to standard error.
 func printError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+    StandardStreams.writeError((text + "\n"))
 }
 
 /// Whether a process has ended, as far as this machine says.
@@ -134,9 +134,9 @@ enum ProcessState {
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
                   let afterName = stat.lastIndex(of: ")") else { return true }
             // The state letter follows the command's name in parentheses.
-            let state = stat[stat.index(after: afterName)...].trimmingCharacters(in: .whitespaces).first
+            let state = stat[stat.index(after: afterName)...].trimmingSpaces().first
             if state == "Z" || state == "X" { return true }
-            Thread.sleep(forTimeInterval: 0.05)
+            Threads.sleep(seconds: 0.05)
         }
         return false
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import ReplaySystem
 import ReplayIPC
 #if canImport(Glibc)
 import Glibc
@@ -102,7 +103,7 @@ enum MovieDestination: Equatable {
 
     static func reason(_ code: Int32) -> String { String(cString: strerror(code)) }
 
-    static func megabytes(_ bytes: Int64) -> String { String(format: "%.0f MB", Double(bytes) / 1_000_000) }
+    static func megabytes(_ bytes: Int64) -> String { String(printf: "%.0f MB", Double(bytes) / 1_000_000) }
 }
 
 extension ContainerChoice {

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import ReplayIPC
 
 /// `replay pause` and `replay resume`: act on a running recording from any terminal, as the

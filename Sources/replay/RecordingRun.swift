@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import ReplaySystem
 import ReplayIPC
 #if canImport(Glibc)
 import Glibc
@@ -60,7 +62,7 @@ struct RecordingRun {
                 if let pid = try? channel.peer(executableOf: { _ in nil }).pid, ProcessState.hasEnded(pid) {
                     // Said once, with what the person needs: the take is in the store up to its last second.
                     printError("error: replayd stopped while recording (it was killed or crashed). \(started.id) is kept in the store, "
-                        + "interrupted after about \(String(format: "%.0f", recorded)) s; the movie plays up to its last second. "
+                        + "interrupted after about \(String(printf: "%.0f", recorded)) s; the movie plays up to its last second. "
                         + "Export it with: replay recordings export \(started.id) --to FILE")
                     return Outcome(id: started.id, succeeded: false, daemonStopped: true)
                 }
@@ -86,16 +88,18 @@ struct RecordingRun {
     private func report(_ summary: RecordingSummary) {
         let say: (String) -> Void = summaryToStandardError ? { printError($0) } : { print($0) }
         if json {
-            var object: [String: Any] = [
-                "id": summary.id, "duration": (summary.duration * 1000).rounded() / 1000,
-                "frames": summary.frames, "dropped": summary.dropped,
-            ]
-            if let error = summary.error { object["error"] = error }
-            let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+            struct Report: Encodable {
+                let id: String, duration: Double, frames: Int, dropped: Int, error: String?
+            }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys]
+            let object = Report(id: summary.id, duration: (summary.duration * 1000).rounded() / 1000,
+                                frames: summary.frames, dropped: summary.dropped, error: summary.error)
+            let data = (try? encoder.encode(object)) ?? Data()
             print(String(decoding: data, as: UTF8.self))
         } else {
             say("id:       \(summary.id)")
-            say("duration: \(String(format: "%.2f", summary.duration)) s")
+            say("duration: \(String(printf: "%.2f", summary.duration)) s")
             say("frames:   \(summary.frames)")
             say("dropped:  \(summary.dropped)")
         }
@@ -113,14 +117,14 @@ struct ProgressLine {
 
     func show(_ progress: RecordingProgress, duration: Double?) {
         guard enabled else { return }
-        let total = duration.map { String(format: " / %.0f", $0) } ?? ""
+        let total = duration.map { String(printf: " / %.0f", $0) } ?? ""
         let megabytes = Double(progress.bytes) / 1_000_000
-        let line = String(format: "\r● recording %.1f%@ s · %d frames · %d dropped · %.1f MB  ",
-                          progress.elapsed, total, progress.frames, progress.dropped, megabytes)
-        FileHandle.standardError.write(Data(line.utf8))
+        let line = "\r● recording \(String(printf: "%.1f", progress.elapsed))\(total) s · \(progress.frames) frames · "
+            + "\(progress.dropped) dropped · \(String(printf: "%.1f", megabytes)) MB  "
+        StandardStreams.writeError(line)
     }
 
     func finish() {
-        if enabled { FileHandle.standardError.write(Data("\r\u{1b}[K".utf8)) }
+        if enabled { StandardStreams.writeError("\r\u{1b}[K") }
     }
 }

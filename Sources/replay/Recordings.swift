@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import ReplayIPC
 import ReplayMedia
 import ReplaySystem
@@ -54,14 +54,12 @@ extension Replay.Recordings {
                 print("No recordings yet. Make one with: replay record --duration 10")
                 return
             }
-            let dateFormatter = DateFormatter()
-            dateFormatter.dateFormat = "yyyy-MM-dd HH:mm"
             for info in recordings {
-                let date = dateFormatter.string(from: Date(timeIntervalSince1970: info.created))
-                let size = String(format: "%8.1f MB", Double(info.bytes) / 1_000_000)
+                let date = LocalTime.string(info.created, format: "%Y-%m-%d %H:%M")
+                let size = String(printf: "%8.1f MB", Double(info.bytes) / 1_000_000)
                 // The store keeps fragmented MP4: what an export writes unless asked for Matroska.
                 let format = "\(info.codec?.rawValue ?? "?")/mp4"
-                var line = "\(info.id)  \(date)  \(String(format: "%7.1f s", info.duration))  \(info.width)x\(info.height)  "
+                var line = "\(info.id)  \(date)  \(String(printf: "%7.1f s", info.duration))  \(info.width)x\(info.height)  "
                     + "\(info.frames) frames  \(format)  \(size)  \(info.state.rawValue)"
                 if let error = info.error { line += " (\(error))" }
                 print(line)
@@ -231,7 +229,7 @@ struct Exporter {
                     }
                     try output.finish(force: force)
                     if !quiet {
-                        let megabytes = String(format: "%.1f", Double(written) / 1_000_000)
+                        let megabytes = String(printf: "%.1f", Double(written) / 1_000_000)
                         switch destination {
                         case .file(let path): printError("Exported \(id) to \(path) (\(megabytes) MB).")
                         case .standardOutput: printError("Wrote \(id) to standard output (\(megabytes) MB).")

@@ -1,5 +1,5 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
 import ReplayIPC
 import ReplaySystem
 #if canImport(Glibc)
@@ -31,7 +31,7 @@ enum VirtualDesktopRun {
         kill(status.pid, SIGTERM)
         // It removes its socket once its recordings are closed.
         let deadline = Date().addingTimeInterval(10)
-        while FileManager.default.fileExists(atPath: socket) && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        while FileManager.default.fileExists(atPath: socket) && Date() < deadline { Threads.sleep(seconds: 0.05) }
     }
 
     /// Whether this process runs inside such a desktop (its daemon is ours alone).

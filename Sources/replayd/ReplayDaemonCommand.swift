@@ -1,6 +1,6 @@
 import ArgumentParser
 import CReplayd
-import Foundation
+import FoundationEssentials
 import Logging
 import NIOCore
 import NIOPosix

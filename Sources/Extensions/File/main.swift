@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 import ReplayExtensionKit
 import ReplayMedia
+import ReplaySystem
 
 /// The reference upload extension: instead of uploading, it writes one JSON line per
 /// lifecycle event and sample into `broadcast.jsonl` in the directory the person chose.
@@ -8,12 +9,12 @@ import ReplayMedia
 /// flag), sound, drops as replayd tells them, and a tick a second, which comes on a still
 /// screen too.
 final class FileUploadHandler: BroadcastSampleHandler {
-    private var output: FileHandle?
+    private var output: OutputFile?
     private var frames = 0
 
     override func broadcastStarted(setupInfo: [String: String]) {
         let path = URL(fileURLWithPath: setupInfo["dir"] ?? "/tmp").appendingPathComponent("broadcast.jsonl").path
-        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forWritingAtPath: path) else {
+        guard let handle = try? OutputFile(creating: path) else {
             finishBroadcast(error: "cannot write \(path)")
             return
         }
@@ -32,7 +33,7 @@ final class FileUploadHandler: BroadcastSampleHandler {
 
     override func broadcastFinished() {
         write(["event": "finished", "frames": frames])
-        try? output?.close()
+        output?.close()
     }
 
     override func processSampleBuffer(_ sample: SampleBuffer) {
@@ -52,9 +53,28 @@ final class FileUploadHandler: BroadcastSampleHandler {
         }
     }
 
-    private func write(_ fields: [String: Any]) {
-        guard let output, let data = try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys]) else { return }
-        output.write(data + Data("\n".utf8))
+    private func write(_ fields: [String: any Encodable]) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        guard let output, let data = try? encoder.encode(Line(fields: fields)) else { return }
+        try? output.write(data + Data("\n".utf8))
+    }
+}
+
+/// One line's fields, of whatever types, as one JSON object.
+private struct Line: Encodable {
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    let fields: [String: any Encodable]
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        for (name, value) in fields { try container.encode(value, forKey: Key(stringValue: name)) }
     }
 }
 

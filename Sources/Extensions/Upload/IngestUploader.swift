@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Dispatch
 public import ReplayCodec
 import ReplaySystem
 import Synchronization
@@ -59,7 +60,7 @@ public final class IngestUploader: @unchecked Sendable {
     }
 
     public func start() {
-        Thread.detachNewThread { [self] in
+        Threads.detach { [self] in
             run()
             done.signal()
         }
@@ -128,7 +129,7 @@ public final class IngestUploader: @unchecked Sendable {
             let pause = min(policy.backoff[min(attempt, policy.backoff.count - 1)], max(0.1, limit - waited))
             attempt += 1
             let wakeAt = MonotonicClock.nanoseconds() + Int64(pause * 1e9)
-            while MonotonicClock.nanoseconds() < wakeAt && !isStopping { Thread.sleep(forTimeInterval: 0.05) }
+            while MonotonicClock.nanoseconds() < wakeAt && !isStopping { Threads.sleep(seconds: 0.05) }
             if isStopping { return }
         }
     }

@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+import ReplaySystem
+#if canImport(Glibc)
+import Glibc
+#endif
 public import ReplayCodec
 public import ReplayMedia
 
@@ -7,7 +11,7 @@ public import ReplayMedia
 /// pictures at a time from the oldest end, so what remains always starts decodable.
 public final class PacketBacklog: @unchecked Sendable {
     // @unchecked: every stored property is guarded by `condition`.
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     /// Sent and dropped slots are emptied at once, so their memory goes back straight away.
     private var packets: [EncodedPacket?] = []
     private var head = 0

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Dispatch
 import ReplayCodec
 public import ReplayExtensionKit
 public import ReplayMedia
@@ -81,10 +82,10 @@ public final class UploadHandler: BroadcastSampleHandler, @unchecked Sendable {
         self.keepalive = keepalive
         // Callbacks are quiet until resumed or finished, which wait for this thread to end, so
         // the encoder is never used by two threads at once.
-        Thread.detachNewThread { [self] in
+        Threads.detach { [self] in
             while !keepalive.stopped {
                 let wake = MonotonicClock.nanoseconds() + Int64(Self.pauseRepeat * 1e9)
-                while MonotonicClock.nanoseconds() < wake && !keepalive.stopped { Thread.sleep(forTimeInterval: 0.02) }
+                while MonotonicClock.nanoseconds() < wake && !keepalive.stopped { Threads.sleep(seconds: 0.02) }
                 if keepalive.stopped { break }
                 let now = MediaTime(nanoseconds: MonotonicClock.nanoseconds())
                 guard let encoder else { break }
@@ -116,7 +117,7 @@ public final class UploadHandler: BroadcastSampleHandler, @unchecked Sendable {
             for period in mixer.finish() { encode(audio: period) }
             backlog.append(try encoder.finish())
         } catch {
-            FileHandle.standardError.write(Data("upload extension: \(error)\n".utf8))
+            StandardStreams.writeError("upload extension: \(error)\n")
         }
         uploader.finish(drainTimeout: Self.drainTimeout)
     }
@@ -185,7 +186,7 @@ public final class UploadHandler: BroadcastSampleHandler, @unchecked Sendable {
         }
         var info = ["connection": state.rawValue,
                     "server": settings?.target.displayURL ?? "",
-                    "buffered-seconds": String(format: "%.1f", backlog.bufferedDuration.seconds),
+                    "buffered-seconds": String(printf: "%.1f", backlog.bufferedDuration.seconds),
                     "dropped-packets": String(backlog.droppedPackets)]
         if let uploader {
             info["reconnects"] = String(max(0, uploader.connections - 1))

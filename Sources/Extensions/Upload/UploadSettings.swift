@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 public import ReplayCodec
 public import ReplayProcessing
 import ReplaySystem
@@ -36,7 +36,7 @@ public struct UploadSettings: Sendable, Equatable {
 
     public init(service: UploadService, setup: [String: String]) throws(Problem) {
         func value(_ key: String) -> String? {
-            let text = setup[key]?.trimmingCharacters(in: .whitespaces) ?? ""
+            let text = setup[key]?.trimmingSpaces() ?? ""
             return text.isEmpty ? nil : text
         }
         func number(_ key: String, default fallback: Double, in range: ClosedRange<Double>, unit: String) throws(Problem) -> Double {
@@ -101,8 +101,8 @@ public struct UploadSettings: Sendable, Equatable {
             guard let directory = value("dir"), directory.hasPrefix("/") else {
                 throw Problem(description: "dir must be an absolute path to a directory")
             }
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+            var isDirectory = false
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory else {
                 throw Problem(description: "\(directory) is not a directory")
             }
             let base = URL(fileURLWithPath: directory)
@@ -125,6 +125,6 @@ public struct UploadSettings: Sendable, Equatable {
     /// A value as one query parameter: everything but unreserved characters percent-encoded.
     static func queryEscaped(_ value: String) -> String {
         let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~".utf8)
-        return value.utf8.map { allowed.contains($0) ? String(UnicodeScalar($0)) : String(format: "%%%02X", $0) }.joined()
+        return value.utf8.map { allowed.contains($0) ? String(UnicodeScalar($0)) : String(printf: "%%%02X", $0) }.joined()
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Logging
 import ReplayCaptureModel
 import ReplayIPC
@@ -12,7 +12,7 @@ struct ExtensionCatalog: Sendable {
 
     static func defaultDirectories(environment: [String: String] = ProcessInfo.processInfo.environment) -> [URL] {
         // /usr/lib: the Debian package's (executables belong under lib/, and lie beside their manifests).
-        ExtensionFolders.paths(environment: environment, home: NSHomeDirectory()).map { URL(fileURLWithPath: $0) }
+        ExtensionFolders.paths(environment: environment, home: FileManager.default.homeDirectoryForCurrentUser.path).map { URL(fileURLWithPath: $0) }
     }
 
     /// Every valid upload extension; the first directory to define an id wins.

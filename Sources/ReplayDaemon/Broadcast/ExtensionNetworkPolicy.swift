@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import ReplaySystem
 import ReplayCaptureModel
 
 /// The TCP ports an upload extension may connect to: those of the servers its setup names.
@@ -16,7 +17,7 @@ public struct ExtensionNetworkPolicy: Equatable, Sendable {
 
     public init(setup: [String: String]) {
         let urls = setup.values.compactMap { value -> (scheme: String, port: Int?)? in
-            guard let url = URLComponents(string: value.trimmingCharacters(in: .whitespaces)),
+            guard let url = URLComponents(string: value.trimmingSpaces()),
                   let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty else { return nil }
             return (scheme, url.port)
         }

@@ -1,5 +1,5 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
 import Logging
 import ReplayCaptureModel
 import ReplayIPC
@@ -282,8 +282,11 @@ final class ExtensionProcess: ExtensionLink {
 
     /// The pid in the first line bwrap writes on its status descriptor: `{ "child-pid": N }`.
     private static func childPID(statusLine text: String) -> Int32? {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return nil }
-        return (object["child-pid"] as? NSNumber).map { Int32(truncating: $0) }
+        struct Status: Decodable {
+            let childPID: Int32
+            enum CodingKeys: String, CodingKey { case childPID = "child-pid" }
+        }
+        return (try? JSONDecoder().decode(Status.self, from: Data(text.utf8)))?.childPID
     }
 
     deinit {
@@ -346,16 +349,16 @@ final class ExtensionProcess: ExtensionLink {
 
     /// Whether this bwrap has `--disable-userns` (0.8): an older one refuses to start with it.
     static let disablesUserNamespaces: Bool = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: bubblewrap)
-        process.arguments = ["--version"]
-        let output = Pipe()
-        process.standardOutput = output
-        guard (try? process.run()) != nil else { return false }
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        guard let pipe = try? Pipe.make() else { return false }
+        let output = FileDescriptor(owning: pipe.read)
+        let process = try? ChildProcess(path: bubblewrap, arguments: ["--version"], environment: ChildProcess.environment(adding: [:]),
+                                        stdout: .descriptor(pipe.write))
+        Glibc.close(pipe.write)
+        guard let process else { return false }
+        let text = String(decoding: (try? output.read(upTo: 4096)) ?? [], as: UTF8.self)
+        _ = process.wait()
         // "bubblewrap 0.8.0"
-        let version = (text.split(separator: " ").last ?? "").split(separator: ".").compactMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        let version = (text.split(separator: " ").last ?? "").split(separator: ".").compactMap { Int($0.trimmingWhitespace()) }
         return version.count >= 2 && (version[0], version[1]) >= (0, 8)
     }()
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ReplaySystem
 
 /// What `replayd --check` says of the upload extensions' sandbox here, for the user replayd

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ReplayCaptureModel
 import ReplayIPC
 import ReplaySystem
@@ -75,7 +75,7 @@ enum SandboxUsage {
     private static func children(of pid: Int32) -> [Int32] {
         ProcFS.entries(of: "/proc/\(pid)/task").flatMap { task -> [Int32] in
             guard let text = ProcFS.text("/proc/\(pid)/task/\(task)/children") else { return [] }
-            return text.split(separator: " ").compactMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            return text.split(separator: " ").compactMap { Int32($0.trimmingWhitespace()) }
         }
     }
 

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Dispatch
 public import ReplayCaptureModel
 import ReplayIPC
 import ReplayLoopbackServer
@@ -272,7 +273,7 @@ public final class ConsentBroker: Sendable {
         notifyAgents(.consentResolved(requestID: requestID, allowed: allowed))
         if allowed { grant(pending.key, pending.capabilities) }
         pending.decided(allowed ? .allowed : .declined(answer == nil
-            ? reason ?? String(format: "nobody answered within %g seconds", settings.timeout.inSeconds) : "the person declined"))
+            ? reason ?? String(printf: "nobody answered within %g seconds", settings.timeout.inSeconds) : "the person declined"))
         return true
     }
 

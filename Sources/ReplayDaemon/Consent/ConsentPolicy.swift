@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 public import ReplayCaptureModel
 import ReplayIPC
 
@@ -28,7 +28,7 @@ public struct ConsentPolicy: Sendable, Equatable, Decodable {
         do {
             data = try Data(contentsOf: url)
         } catch {
-            throw DaemonError(code: .malformedRequest, message: "cannot read the consent policy \(url.path): \(error.localizedDescription)")
+            throw DaemonError(code: .malformedRequest, message: "cannot read the consent policy \(url.path): \(error)")
         }
         do {
             var policy = try JSONDecoder().decode(ConsentPolicy.self, from: data)

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ReplaySystem
 #if canImport(Glibc)
 import Glibc
@@ -52,11 +52,10 @@ struct DesktopEntries: Sendable {
         var seen = Set<String>()
         var read = 0
         for folder in folders {
-            guard let walker = FileManager.default.enumerator(at: folder, includingPropertiesForKeys: [.isRegularFileKey]) else { continue }
-            while let file = walker.nextObject() as? URL, read < Self.maxEntries {
-                guard file.pathExtension == "desktop" else { continue }
+            for path in Self.desktopFiles(under: folder.path, limit: Self.maxEntries) where read < Self.maxEntries {
+                let file = URL(fileURLWithPath: path)
                 // The desktop file id: the path under `applications`, '/' as '-'. The first folder's wins.
-                let id = file.path.dropFirst(folder.path.count + 1).replacingOccurrences(of: "/", with: "-")
+                let id = String(file.path.dropFirst(folder.path.count + 1)).replacing("/", with: "-")
                 guard seen.insert(id).inserted else { continue }
                 read += 1
                 guard let text = Self.contents(of: file), let entry = DesktopEntry(parsing: text), !entry.hidden,
@@ -84,10 +83,28 @@ struct DesktopEntries: Sendable {
     }
 
     private static func contents(of file: URL) -> String? {
-        guard let handle = try? FileHandle(forReadingFrom: file) else { return nil }
-        defer { try? handle.close() }
-        guard let data = try? handle.read(upToCount: maxEntrySize + 1), data.count <= maxEntrySize else { return nil }
-        return String(data: data, encoding: .utf8)
+        guard let handle = try? FileDescriptor.open(file.path, flags: O_RDONLY),
+              let data = try? handle.read(upTo: maxEntrySize + 1), data.count <= maxEntrySize else { return nil }
+        return String(validating: data, as: UTF8.self)
+    }
+
+    /// The `.desktop` files under `folder` and its subfolders (symbolic links not followed), at most `limit`.
+    private static func desktopFiles(under folder: String, limit: Int) -> [String] {
+        var found: [String] = []
+        var pending = [folder]
+        while let directory = pending.popLast(), found.count < limit {
+            for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
+                let path = directory + "/" + name
+                var info = stat()
+                guard lstat(path, &info) == 0 else { continue }
+                if info.st_mode & S_IFMT == S_IFDIR {
+                    pending.append(path)
+                } else if name.hasSuffix(".desktop") {
+                    found.append(path)
+                }
+            }
+        }
+        return found
     }
 }
 
@@ -105,7 +122,7 @@ struct DesktopEntry: Equatable {
         var inEntry = false
         var found = false
         for rawLine in text.split(whereSeparator: \.isNewline) {
-            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            let line = rawLine.trimmingSpaces()
             if line.isEmpty || line.hasPrefix("#") { continue }
             if line.hasPrefix("[") {
                 inEntry = line == "[Desktop Entry]"
@@ -113,8 +130,8 @@ struct DesktopEntry: Equatable {
                 continue
             }
             guard inEntry, let equals = line.firstIndex(of: "=") else { continue }
-            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
-            let value = Self.unescaped(line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces))
+            let key = line[..<equals].trimmingSpaces()
+            let value = Self.unescaped(line[line.index(after: equals)...].trimmingSpaces())
             switch key {
             case "Type": type = value
             case "Name": name = value

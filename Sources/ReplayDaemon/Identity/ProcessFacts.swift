@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ReplayCaptureModel
 import ReplayIPC
 import ReplaySystem
@@ -39,7 +39,7 @@ struct ProcessFacts: Codable, Equatable, Sendable {
             variables.contains { $0.hasPrefix("\(name)=") && $0.count > name.count + 1 }
         }
         let tracer = status.split(separator: "\n").first { $0.hasPrefix("TracerPid:") }
-            .flatMap { Int32($0.dropFirst("TracerPid:".count).trimmingCharacters(in: .whitespaces)) }
+            .flatMap { Int32($0.dropFirst("TracerPid:".count).trimmingSpaces()) }
         return ProcessFacts(
             executable: PeerIdentity.executable(of: pid),
             executableFile: FileIdentity(path: "\(directory)/exe"),

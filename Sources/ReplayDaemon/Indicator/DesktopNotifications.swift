@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
 import Logging
 import ReplayCaptureModel
 import ReplayDBus
@@ -204,8 +208,8 @@ final class DesktopNotifications: CaptureIndicator, @unchecked Sendable {
     /// The body as plain text: control characters shown, and the markup characters a server
     /// may interpret (`<a href>`, `<img>`) escaped, so an app's name is shown as it is named.
     static func plainBody(_ body: String) -> String {
-        VisibleText.of(body).replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;")
+        VisibleText.of(body).replacing("&", with: "&amp;").replacing("<", with: "&lt;")
+            .replacing(">", with: "&gt;")
     }
 
     /// Notify(app name, replaces id, icon, summary, body, actions, hints, timeout): the id, with

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import ReplaySystem
 import Hummingbird
 import Logging
 import NIOCore
@@ -301,7 +302,7 @@ extension LoopbackPages {
     private static func session(_ request: Request) -> String? {
         for header in request.headers[values: .cookie] {
             for pair in header.split(separator: ";") {
-                let parts = pair.trimmingCharacters(in: .whitespaces).split(separator: "=", maxSplits: 1)
+                let parts = pair.trimmingSpaces().split(separator: "=", maxSplits: 1)
                 if parts.count == 2, parts[0] == cookieName { return String(parts[1]) }
             }
         }
@@ -312,7 +313,7 @@ extension LoopbackPages {
 
     /// The movie, whole or the byte range a player asks for (browsers seek with Range).
     private static func movie(path: String, id: String, request: Request, context: BasicRequestContext) async throws -> Response {
-        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber)?.intValue ?? 0
+        let size = FileFacts.size(atPath: path).map { Int($0) } ?? 0
         guard size > 0 else { return notFound() }
         var headers: HTTPFields = [.contentType: "video/mp4", .acceptRanges: "bytes"]
         if request.uri.queryParameters.get("download") != nil {
@@ -344,7 +345,7 @@ extension LoopbackPages {
         var fields: [String: String] = [:]
         for pair in text.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1).map {
-                String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
+                String($0).replacing("+", with: " ").removingPercentEncoding() ?? ""
             }
             if parts.count == 2 { fields[parts[0]] = parts[1] }
         }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import ReplaySystem
 import ReplayCaptureModel
 import ReplayIPC
 
@@ -49,7 +50,7 @@ enum PageTemplates {
         return page(title: "Recording \(id)", body: """
             <h1>Recording \(id)</h1>
             <video id="movie" controls autoplay muted src="\(movie)"></video>
-            <p class="who">\(String(format: "%.1f", info.duration)) s, \(info.width)x\(info.height)\
+            <p class="who">\(String(printf: "%.1f", info.duration)) s, \(info.width)x\(info.height)\
             \(info.error.map { ", ended early: " + escape($0) } ?? "")</p>
             <p><a id="save" class="button primary" href="\(movie)?download=1" download="\(id).mp4">Save</a></p>
             <form method="post" action="/preview/\(id)/delete">

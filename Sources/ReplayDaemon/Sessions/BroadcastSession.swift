@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+import Dispatch
 import Logging
 import ReplayCaptureModel
 import ReplayIPC
@@ -236,7 +240,7 @@ final class BroadcastSession: Sendable {
         let (ready, ending) = state.withLock { ($0.isReady, $0.isEnding) }
         guard ready && !ending else {
             let why = state.withLock { $0.status.lastError }
-                ?? (ending ? "was stopped before it was ready" : "did not get ready within \(String(format: "%g", timing.ready)) seconds")
+                ?? (ending ? "was stopped before it was ready" : "did not get ready within \(String(printf: "%g", timing.ready)) seconds")
             end(failure: why)
             let failure = DaemonError(code: .captureFailed, message: "cannot start the broadcast: extension '\(manifest.id)' \(why)")
             return onFinish { _ in started(failure) }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import ReplaySystem
 import ReplayCaptureModel
 
 /// What one app, and all apps together, may capture at once: one consent let an app start
@@ -55,12 +56,12 @@ struct CaptureQuota {
         let clipBytes = max(clipBytes, 0)
         let reserved = held.values.reduce(0) { $0 + $1.clipBytes }
         if clipBytes > 0 && reserved + clipBytes > clipBytesInAll {
-            return String(format: "clip buffers may hold %.1f GiB in all (a quarter of this machine's memory); %.1f GiB are taken "
+            return String(printf: "clip buffers may hold %.1f GiB in all (a quarter of this machine's memory); %.1f GiB are taken "
                 + "and this one asks %.1f GiB: ask for a smaller budget, or stop another clip buffer",
                 Double(clipBytesInAll) / Double(1 << 30), Double(reserved) / Double(1 << 30), Double(clipBytes) / Double(1 << 30))
         }
         if diskBytes > 0, let freeDisk, diskBytesReserved + diskBytes > freeDisk / 2 {
-            return String(format: "clip buffers kept on disk may reserve half of the store's free space, %.1f GiB; %.1f GiB are "
+            return String(printf: "clip buffers kept on disk may reserve half of the store's free space, %.1f GiB; %.1f GiB are "
                 + "reserved and this one asks %.1f GiB: ask for a smaller budget (--budget), or stop another clip buffer",
                 Double(freeDisk / 2) / Double(1 << 30), Double(diskBytesReserved) / Double(1 << 30), Double(diskBytes) / Double(1 << 30))
         }

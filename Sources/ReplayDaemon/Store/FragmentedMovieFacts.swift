@@ -1,4 +1,8 @@
-import Foundation
+import FoundationEssentials
+#if canImport(Glibc)
+import Glibc
+#endif
+import ReplaySystem
 import ReplayCaptureModel
 
 /// What a fragmented MP4 in the store really holds: its video track's frames, length and
@@ -18,13 +22,9 @@ struct FragmentedMovieFacts: Equatable {
     /// Reads the movie at `url`; nil when it is no fragmented MP4 with a video track. Only
     /// box headers, moov and the moofs are read: a long movie's media data is never loaded.
     init?(contentsOf url: URL) {
-        guard let file = FileHandle(forReadingAtPath: url.path) else { return nil }
-        defer { try? file.close() }
-        guard let size = try? file.seekToEnd() else { return nil }
-        func read(_ offset: UInt64, _ count: Int) -> [UInt8]? {
-            guard (try? file.seek(toOffset: offset)) != nil, let data = try? file.read(upToCount: count), data.count == count else { return nil }
-            return [UInt8](data)
-        }
+        guard let file = try? FileDescriptor.open(url.path, flags: O_RDONLY), let length = try? file.size() else { return nil }
+        let size = UInt64(length)
+        func read(_ offset: UInt64, _ count: Int) -> [UInt8]? { file.bytes(count: count, at: Int64(offset)) }
         var boxes: [(type: String, content: [UInt8]?, isComplete: Bool)] = []
         var offset: UInt64 = 0
         while offset + 8 <= size, let header = read(offset, Int(min(16, size - offset))), let size32 = header.uint32(at: 0),

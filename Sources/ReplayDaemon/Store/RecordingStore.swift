@@ -1,4 +1,4 @@
-public import Foundation
+public import FoundationEssentials
 public import ReplayCaptureModel
 public import ReplayIPC
 import ReplayMedia
@@ -131,8 +131,7 @@ public final class RecordingStore: RecordingShelf {
     public static func appReserve(diskSize: Int64) -> Int64 { min(diskSize / 20, 2 << 30) }
 
     public func fileSize(id: String) -> Int64 {
-        guard let path = moviePath(id: id),
-              let size = try? FileManager.default.attributesOfItem(atPath: path.path)[.size] as? NSNumber else { return 0 }
-        return size.int64Value
+        guard let path = moviePath(id: id) else { return 0 }
+        return FileFacts.size(atPath: path.path) ?? 0
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ReplayIPC
 import ReplayMedia
 import ReplaySystem
@@ -27,7 +27,7 @@ public enum BroadcastExtension {
                       announcedMinorVersion: environment[BroadcastCodec.minorVersionVariable].flatMap(UInt16.init))
             exit(0)
         } catch {
-            FileHandle.standardError.write(Data("broadcast extension: \(error)\n".utf8))
+            StandardStreams.writeError("broadcast extension: \(error)\n")
             exit(3)
         }
     }

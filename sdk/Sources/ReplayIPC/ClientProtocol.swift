@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The version of the protocol between replayd and its clients, and its handshake
 /// (docs/protocol.md).
@@ -172,9 +172,8 @@ public enum ClientProtocol {
             // The message enums refuse a name they do not know as a type mismatch of the whole
             // document; a known name with bad fields fails deeper down, at a coding path.
             if case DecodingError.typeMismatch(_, let context)? = error as? DecodingError, context.codingPath.isEmpty,
-               let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], object.count == 1,
-               let (name, fields) = object.first, fields is [String: Any] {
-                return .unknown(name: name)
+               let shape = try? JSONDecoder().decode(MessageShape.self, from: data) {
+                return .unknown(name: shape.name)
             }
             throw ProtocolError.malformed(explaining: error)
         }
@@ -210,5 +209,26 @@ extension ClientRequest {
     public var name: String {
         let text = String(describing: self)
         return String(text.prefix { $0 != "(" })
+    }
+}
+
+/// A JSON object with one key whose value is an object: every message's shape, whatever its name.
+private struct MessageShape: Decodable {
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    let name: String
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        guard container.allKeys.count == 1, let key = container.allKeys.first else {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not one key"))
+        }
+        _ = try container.nestedContainer(keyedBy: Key.self, forKey: key)
+        name = key.stringValue
     }
 }

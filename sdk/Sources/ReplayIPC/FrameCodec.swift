@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The wire format of one message of the client protocol (docs/protocol.md): a header of
 /// two little-endian UInt32 lengths, the JSON document's and the body's, then the JSON

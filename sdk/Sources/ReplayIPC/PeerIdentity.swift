@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
+import FoundationEssentials
 public import ReplaySystem
 
 /// Who is on the other end of a Unix socket, as the kernel tells it (SO_PEERCRED), not as

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 extension ProtocolError {
     /// A JSON document that does not decode as the message expected, in words that point at the field.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A first-in first-out hand-off between threads. Producers that must not block (screen
 /// capture) use `offer`, which refuses once `capacity` offered elements wait, so the caller
@@ -7,7 +7,7 @@ import Foundation
 /// queue is closed.
 public final class BoundedQueue<Element: Sendable>: @unchecked Sendable {
     // @unchecked: every stored property is guarded by `condition`.
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     /// Popped slots are emptied at once: a popped 3 MB picture must not stay referenced here.
     private var elements: [(element: Element, offered: Bool)?] = []
     private var head = 0

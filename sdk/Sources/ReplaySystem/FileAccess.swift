@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What a confined child may open by path (`ChildProcess(confinedPath:files:)`, Landlock):
 /// read and execute beneath `readable`, anything beneath `writable`, nothing else. What it was

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-public import Foundation
+public import FoundationEssentials
 
 /// Opens a loopback page in the person's browser without putting its address on a command
 /// line: every user can read command lines (`ps`, /proc/PID/cmdline), and the address holds
@@ -38,8 +38,8 @@ public enum PageOpener {
         }
         removeStale(in: directory)
         let file = directory.appendingPathComponent("page-\(UUID().uuidString).html")
-        let escaped = url.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
-            .replacingOccurrences(of: "<", with: "&lt;").replacingOccurrences(of: ">", with: "&gt;")
+        let escaped = url.replacing( "&", with: "&amp;").replacing( "\"", with: "&quot;")
+            .replacing( "<", with: "&lt;").replacing( ">", with: "&gt;")
         let html = """
             <!doctype html>
             <html><head><meta charset="utf-8"><meta name="referrer" content="no-referrer">
@@ -60,9 +60,11 @@ public enum PageOpener {
     }
 
     private static func removeStale(in directory: URL) {
-        let files = (try? FileManager.default.contentsOfDirectory(at: directory, includingPropertiesForKeys: [.contentModificationDateKey])) ?? []
-        for file in files where file.pathExtension == "html" {
-            let modified = (try? file.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate) ?? .distantPast
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        for name in names where name.hasSuffix(".html") {
+            let file = directory.appendingPathComponent(name)
+            let attributes = try? FileManager.default.attributesOfItem(atPath: file.path)
+            let modified = attributes?[.modificationDate] as? Date ?? .distantPast
             if Date().timeIntervalSince(modified) > keep { try? FileManager.default.removeItem(at: file) }
         }
     }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #endif
-public import Foundation
+public import FoundationEssentials
 
 /// Where the daemon's socket and store live by default.
 public enum ReplayPaths {
@@ -52,7 +52,7 @@ public enum ReplayPaths {
         public let owner: uid_t?
 
         public var description: String {
-            let quoted = "'" + path.replacingOccurrences(of: "'", with: "'\\''") + "'"
+            let quoted = "'" + path.replacing( "'", with: "'\\''") + "'"
             guard let owner else { return "\(path) is not a folder (a link or a file is there; remove it: rm \(quoted))" }
             let name = getpwuid(owner).flatMap { $0.pointee.pw_name.map { String(cString: $0) } }
             return "\(path) belongs to uid \(owner)\(name.map { " (\($0))" } ?? ""), not to you (uid \(geteuid())), and is not used "
@@ -86,7 +86,7 @@ public enum ReplayPaths {
         if let dir = environment["XDG_DATA_HOME"], !dir.isEmpty {
             base = URL(fileURLWithPath: dir)
         } else {
-            let home = environment["HOME"] ?? NSHomeDirectory()
+            let home = environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
             base = URL(fileURLWithPath: home).appendingPathComponent(".local/share")
         }
         return base.appendingPathComponent("openreplaykit/recordings")
@@ -98,7 +98,7 @@ public enum ReplayPaths {
         if let dir = environment["XDG_STATE_HOME"], !dir.isEmpty {
             return URL(fileURLWithPath: dir).appendingPathComponent("openreplaykit")
         }
-        let home = environment["HOME"] ?? NSHomeDirectory()
+        let home = environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path
         return URL(fileURLWithPath: home).appendingPathComponent(".local/state/openreplaykit")
     }
 

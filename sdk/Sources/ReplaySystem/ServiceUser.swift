@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+public import Glibc
 #endif
-public import Foundation
+public import FoundationEssentials
 
 /// The daemon's own user in system mode (`replayd`): it alone owns the store, so no app,
 /// whatever user it runs as, can open a recording's file.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Secrets a URL can carry, where everyone who sees the URL sees them too: a command line
 /// (`/proc/PID/cmdline`), a log, a status line. A password in its user part, or a query
@@ -10,7 +10,7 @@ public enum URLSecrets {
     /// What secrets `text` carries when it is a URL (`scheme://…`): "a password" and the query
     /// parameters named above, as they are written; empty for anything else.
     public static func carried(by text: String) -> [String] {
-        guard let schemeEnd = text.range(of: "://") else { return [] }
+        guard let schemeEnd = text.firstRange(of: "://") else { return [] }
         let rest = text[schemeEnd.upperBound...]
         let authority = rest.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         var found: [String] = []

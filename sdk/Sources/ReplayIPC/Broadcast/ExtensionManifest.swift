@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What an upload extension declares about itself: a JSON file beside (or naming) its
 /// executable, found in the system and user extension directories.
@@ -206,8 +206,8 @@ public struct ExtensionManifest: Codable, Sendable, Equatable {
         }
         for field in setupFields where field.kind == .directory {
             guard let path = setup[field.key], !path.isEmpty else { continue }
-            var isDirectory: ObjCBool = false
-            guard path.hasPrefix("/"), FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            var isDirectory = false
+            guard path.hasPrefix("/"), FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory else {
                 return "\(field.key) must be an existing directory, given as an absolute path"
             }
         }
