@@ -237,7 +237,9 @@ public final class ClipBuffer: MovieSink, @unchecked Sendable {
                 defer { av_packet_free(&owned) }
                 // Audio encoded just before the first keyframe but heard after: as `PacketRing.last` leaves it out.
                 if time < origin { continue }
-                guard let stream = container.pointee.streams[track] else { throw CodecError(.muxerFailed, "no such track") }
+                guard codecs.indices.contains(track), let stream = container.pointee.streams[track] else {
+                    throw CodecError(.muxerFailed, "a packet of no track of this clip")
+                }
                 let codec = codecs[track], codecBase = codec.pointee.time_base
                 // An audio packet is stamped before its encoder's priming delay (AAC: 1024 samples);
                 // out of its first place in the track it is heard that much later.

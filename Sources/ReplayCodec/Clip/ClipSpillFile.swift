@@ -102,7 +102,10 @@ struct SpilledGroup {
             return T(littleEndian: bytes.loadUnaligned(fromByteOffset: at, as: T.self))
         }
         while at < length {
-            guard length - at >= Self.headerSize else { break }
+            guard length - at >= Self.headerSize else {
+                packets.forEach { var owned: UnsafeMutablePointer<AVPacket>? = $0.packet; av_packet_free(&owned) }
+                throw CodecError(.muxerFailed, "the clip buffer's file does not read back as written")
+            }
             let pts = take(Int64.self), dts = take(Int64.self), duration = take(Int64.self), time = take(Int64.self)
             let size = Int(take(UInt32.self)), flags = take(Int32.self), stream = Int(take(UInt32.self))
             _ = take(UInt32.self)
