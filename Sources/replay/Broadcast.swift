@@ -98,10 +98,13 @@ extension Replay.Broadcast {
                 }
                 try VirtualDesktopRun.execInOwnDesktop()
             }
+            // Only a desktop this command brought is its to keep live and to stop; in one a script
+            // started it in, it returns at once, as anywhere else.
+            let ownDesktop = VirtualDesktopRun.broughtItsOwn
             let privateDesktop = VirtualDesktopRun.isPrivate
             let socket = daemon.socket ?? (privateDesktop ? ProcessInfo.processInfo.environment[ReplayPaths.socketVariable] : nil)
             var channel: MessageChannel?
-            defer { if privateDesktop, let channel, let socket { VirtualDesktopRun.stopPrivateDaemon(channel, socket: socket) } }
+            defer { if ownDesktop, let channel, let socket { VirtualDesktopRun.stopPrivateDaemon(channel, socket: socket) } }
             try reportingFailure {
                 let setup = try SetupValues.read(pairs: setupPairs, file: setupFile)
                 try SetupValues.refuseSecretsOnCommandLine(setup, extensionID: `extension`, socket: daemon.socket)
@@ -113,7 +116,7 @@ extension Replay.Broadcast {
                     throw DaemonClient.Failure(description: "unexpected reply from replayd")
                 }
                 printStatus([status], json: json)
-                if privateDesktop || duration != nil { try stayLive(status.id, on: connection) }
+                if ownDesktop || duration != nil { try stayLive(status.id, on: connection) }
             }
         }
 

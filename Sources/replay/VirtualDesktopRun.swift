@@ -15,6 +15,9 @@ enum VirtualDesktopRun {
     /// own, passes on its output, Ctrl-C and exit status, and stops them all afterwards.
     /// The desktop lives in that process, so replay itself links none of it.
     static func execInOwnDesktop() throws -> Never {
+        // The command runs again in there, and knows the desktop is its own (not one a script
+        // started it in, where it must behave as anywhere else).
+        setenv(broughtVariable, "1", 1)
         let launcher = ReplayPaths.siblingExecutable("replay-demo-scene").path
         let arguments = [launcher, "--desktop", "--", ReplayPaths.runningExecutable().path] + CommandLine.arguments.dropFirst()
         let argv = arguments.map { strdup($0) } + [nil]
@@ -36,6 +39,11 @@ enum VirtualDesktopRun {
 
     /// Whether this process runs inside such a desktop (its daemon is ours alone).
     static var isPrivate: Bool { !(ProcessInfo.processInfo.environment[ReplayPaths.virtualDesktopVariable] ?? "").isEmpty }
+
+    /// Whether this command brought the desktop it runs in itself (`execInOwnDesktop`).
+    static var broughtItsOwn: Bool { isPrivate && ProcessInfo.processInfo.environment[broughtVariable] == "1" }
+
+    private static let broughtVariable = "OPENREPLAYKIT_OWN_DESKTOP"
 
     /// Neither an X display nor a Wayland one is named.
     static var noDesktop: Bool {
