@@ -88,7 +88,7 @@ public struct PickerForm: Sendable, Equatable {
 
     /// " from 1 to 30", " from 1", " up to 30", or nothing.
     static func bounds(of field: ExtensionManifest.SetupField) -> String {
-        let shown = { (number: Double) in number == number.rounded() ? String(Int64(number)) : String(number) }
+        let shown = ExtensionManifest.SetupField.shown
         switch (field.minimum, field.maximum) {
         case (let low?, let high?): return " from \(shown(low)) to \(shown(high))"
         case (let low?, nil): return " from \(shown(low))"

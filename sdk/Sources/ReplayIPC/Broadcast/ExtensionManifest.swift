@@ -102,7 +102,7 @@ public struct ExtensionManifest: Codable, Sendable, Equatable {
         }
 
         /// 30 rather than 30.0; 2.5 as it is.
-        static func shown(_ number: Double) -> String {
+        package static func shown(_ number: Double) -> String {
             number == number.rounded() && abs(number) < 1e15 ? String(Int64(number)) : String(number)
         }
     }
