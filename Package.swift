@@ -1,4 +1,9 @@
 // swift-tools-version: 6.1
+// OpenReplayKit's SDKs, added by this repository's URL: the app SDK (OpenReplayKit) and the
+// upload extension SDK (ReplayExtensionKit, with its test harness ReplayExtensionTesting).
+// It depends on no other Swift package, so adding it resolves nothing else and builds offline.
+// replayd, replay, replay-ui, the capture process and the shipped extensions are a package of
+// their own in system/, which depends on this one by path.
 import PackageDescription
 
 /// Every Swift target: Swift 6 language mode plus the upcoming features that keep
@@ -13,283 +18,39 @@ let package = Package(
     name: "OpenReplayKit",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "replayd", targets: ["replayd"]),
-        .executable(name: "replay-capture", targets: ["replay-capture"]),
-        .executable(name: "replay", targets: ["replay"]),
-        .executable(name: "replay-demo-scene", targets: ["replay-demo-scene"]),
-        .executable(name: "replay-ui", targets: ["replay-ui"]),
+        // For apps: recording with consent, in-app capture, the clip buffer, the broadcast
+        // picker, capture state, protected windows.
         .library(name: "OpenReplayKit", targets: ["OpenReplayKit"]),
-        // An upload extension's author depends on the package in sdk/ instead: it holds the
-        // extension kit, its test harness and what they use, and depends on nothing else.
-        .executable(name: "replay-file-extension", targets: ["replay-file-extension"]),
-        .executable(name: "replay-rtmp-extension", targets: ["replay-rtmp-extension"]),
-        .executable(name: "replay-srt-extension", targets: ["replay-srt-extension"]),
-        .executable(name: "replay-hls-extension", targets: ["replay-hls-extension"]),
-        .executable(name: "replay-webrtc-extension", targets: ["replay-webrtc-extension"]),
-        .executable(name: "replay-videoroom-extension", targets: ["replay-videoroom-extension"]),
-    ],
-    dependencies: [
-        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
-        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
-        // No default traits: FullFoundation and ConfigurationSupport load Foundation and ICU (issue 48).
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
-        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        // For upload extensions, and the harness their tests run them in.
+        .library(name: "ReplayExtensionKit", targets: ["ReplayExtensionKit"]),
+        .library(name: "ReplayExtensionTesting", targets: ["ReplayExtensionTesting"]),
+        // The sample types and the pixel conversion an extension may use.
+        .library(name: "ReplayMedia", targets: ["ReplayMedia"]),
+        .library(name: "ReplayProcessing", targets: ["ReplayProcessing"]),
+        // The wire protocols and system calls under both SDKs, for OpenReplayKit's own programs
+        // (system/); what only they may use is SPI (`@_spi(OpenReplayKitInternal)`).
+        .library(name: "ReplayIPC", targets: ["ReplayIPC"]),
+        .library(name: "ReplaySystem", targets: ["ReplaySystem"]),
     ],
     targets: [
-        // C libraries from Debian's packages, at the edges.
-        .systemLibrary(
-            name: "CFFmpeg", pkgConfig: "libavformat",
-            providers: [.apt(["libavcodec-dev", "libavformat-dev", "libavutil-dev", "libx264-dev"])]),
-        .systemLibrary(name: "CYUV", path: "sdk/Sources/CYUV", providers: [.apt(["libyuv-dev"])]),
-        .systemLibrary(
-            name: "CXCB", pkgConfig: "xcb",
-            providers: [.apt(["libxcb1-dev", "libxcb-shm0-dev", "libxcb-damage0-dev",
-                              "libxcb-xfixes0-dev", "libxcb-randr0-dev", "libxcb-res0-dev"])]),
-        .systemLibrary(
-            name: "CGStreamer", pkgConfig: "gstreamer-webrtc-1.0",
-            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev", "libgstreamer-plugins-bad1.0-dev",
-                              "gstreamer1.0-plugins-base", "gstreamer1.0-plugins-good", "gstreamer1.0-plugins-bad",
-                              "gstreamer1.0-plugins-ugly", "gstreamer1.0-nice"])]),
-        .systemLibrary(name: "CPulse", pkgConfig: "libpulse-simple", providers: [.apt(["libpulse-dev"])]),
-        // The ScreenCast portal over D-Bus (sd-bus) and its PipeWire stream (Wayland capture).
-        .systemLibrary(name: "CSDBus", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
-        .systemLibrary(
-            name: "CPipeWire", pkgConfig: "libpipewire-0.3", providers: [.apt(["libpipewire-0.3-dev", "libspa-0.2-dev"])]),
-        // SPA's pod builders and loop calls are C macros and inline functions: wrapped here, prefixed CPW_.
-        .target(name: "CPipeWireShim", dependencies: ["CPipeWire"]),
-
-        // GTK 4 for the desktop's dialogs (replay-ui), and its signal trampolines (g_signal_connect
-        // is a macro; each signal has handlers of its own shape), prefixed CReplayUI_.
-        .systemLibrary(name: "CGtk", pkgConfig: "gtk4", providers: [.apt(["libgtk-4-dev"])]),
-        .target(name: "CReplayUI", dependencies: ["CGtk"]),
-
+        // libyuv from Debian's package, for pixel conversion.
+        .systemLibrary(name: "CYUV", providers: [.apt(["libyuv-dev"])]),
         // Small C helpers for macros and GNU-only calls (CMSG_*, memfd seals), prefixed CShims_.
-        .target(name: "CShims", path: "sdk/Sources/CShims"),
-        .target(name: "CReplayd"),
-
+        .target(name: "CShims"),
         // Core value types: no C, no Glibc.
-        .target(name: "ReplayMedia", path: "sdk/Sources/ReplayMedia", swiftSettings: strictSettings),
+        .target(name: "ReplayMedia", swiftSettings: strictSettings),
         // Pixel conversion and audio timing.
-        .target(name: "ReplayProcessing", dependencies: ["ReplayMedia", "CYUV"], path: "sdk/Sources/ReplayProcessing", swiftSettings: strictSettings),
-        // What the control daemon and a capture process share about a session: the channel
-        // between them and its messages, session control, areas, protected windows, errors.
-        // Links no C library, so replayd stays light.
-        .target(
-            name: "ReplayCaptureModel",
-            dependencies: ["ReplayMedia", "ReplaySystem", "ReplayIPC", .product(name: "Logging", package: "swift-log")],
-            swiftSettings: strictSettings),
-        // The desktop without capturing it: X11's windows and key grabs (the X11 probes) and
-        // PulseAudio's device list. replayd links this and no capture library.
-        .target(
-            name: "ReplayDesktop",
-            dependencies: ["ReplayCaptureModel", "ReplayMedia", "ReplaySystem", "CXCB", "CPulse"],
-            swiftSettings: strictSettings),
-        // X11 screen capture, Wayland capture through the ScreenCast portal and PipeWire, PulseAudio capture.
-        .target(
-            name: "ReplayCapture",
-            dependencies: ["ReplayCaptureModel", "ReplayDesktop", "ReplayMedia", "ReplayProcessing", "ReplaySystem", "ReplayDBus",
-                           "CXCB", "CPulse", "CPipeWire", "CPipeWireShim"],
-            swiftSettings: strictSettings),
-        // FFmpeg-backed encoders and the fragmented MP4 writer.
-        .target(name: "ReplayCodec", dependencies: ["ReplayMedia", "ReplaySystem", "CFFmpeg"], swiftSettings: strictSettings),
-        // A D-Bus client over sd-bus: calls and signals with typed values (the ScreenCast portal, the test desktop).
-        .target(name: "ReplayDBus", dependencies: ["ReplaySystem", "CSDBus"], swiftSettings: strictSettings),
+        .target(name: "ReplayProcessing", dependencies: ["ReplayMedia", "CYUV"], swiftSettings: strictSettings),
         // Syscall funnel, descriptors, processes, clocks.
-        .target(name: "ReplaySystem", dependencies: ["CShims"], path: "sdk/Sources/ReplaySystem", swiftSettings: strictSettings),
-        // Wire protocol between replayd and its clients.
-        .target(name: "ReplayIPC", dependencies: ["ReplaySystem", "ReplayMedia", "CShims"], path: "sdk/Sources/ReplayIPC", swiftSettings: strictSettings),
-        // A Hummingbird server on loopback, started from synchronous code, and URL tokens:
-        // replayd's pages and the WebRTC extension's viewer page.
-        .target(
-            name: "ReplayLoopbackServer",
-            dependencies: [.product(name: "Hummingbird", package: "hummingbird"), .product(name: "HummingbirdCore", package: "hummingbird"),
-                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "Logging", package: "swift-log"),
-                           .product(name: "ServiceLifecycle", package: "swift-service-lifecycle")],
-            swiftSettings: strictSettings),
-        // A recording's pipeline (capture → encode → movie or clip buffer) and what every
-        // session is built from: run inside a capture process (replay-capture), or in replayd.
-        .target(
-            name: "ReplaySession",
-            dependencies: ["ReplayCaptureModel", "ReplayMedia", "ReplayProcessing", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplaySystem",
-                           .product(name: "Logging", package: "swift-log")],
-            swiftSettings: strictSettings),
-        // One recording or clip buffer in a short-lived process of its own, started by replayd.
-        .executableTarget(
-            name: "replay-capture",
-            dependencies: ["ReplaySession", "ReplayCaptureModel", "ReplayDesktop", "ReplayCapture", "ReplayCodec", "ReplayIPC", "ReplayMedia", "ReplaySystem",
-                           .product(name: "Logging", package: "swift-log")],
-            swiftSettings: strictSettings),
-        // replayd as a library: connections, consent, the store, sessions and their processes.
-        .target(
-            name: "ReplayDaemon",
-            dependencies: [
-                "ReplayCaptureModel", "ReplayDesktop", "ReplayMedia", "ReplayIPC", "ReplaySystem", "ReplayLoopbackServer", "ReplayDBus",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-            ],
-            swiftSettings: strictSettings),
-        // The virtual desktops (Xvfb, PulseAudio null sink, demo scene; or headless mutter, PipeWire and
-        // the ScreenCast portal on a private bus): replay-demo-scene --desktop
-        // runs `replay record` in one on a headless machine; the integration tests use it too.
-        .target(
-            name: "ReplayVirtualDesktop",
-            dependencies: ["ReplaySystem", "ReplayIPC", "ReplayDBus", "CXCB", "CPulse"],
-            swiftSettings: strictSettings),
-        .executableTarget(
-            name: "replayd",
-            dependencies: [
-                "ReplayDaemon", "ReplayCaptureModel", "ReplayIPC", "ReplaySystem", "CReplayd",
-                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-            ],
-            swiftSettings: strictSettings),
-        .executableTarget(
-            name: "replay",
-            dependencies: [
-                "ReplayIPC", "ReplayMedia", "ReplaySystem",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            swiftSettings: strictSettings),
+        .target(name: "ReplaySystem", dependencies: ["CShims"], swiftSettings: strictSettings),
+        // The wire protocols: replayd's and the extension's.
+        .target(name: "ReplayIPC", dependencies: ["ReplaySystem", "ReplayMedia", "CShims"], swiftSettings: strictSettings),
         // The app SDK: recording, in-app capture and capture state, all through replayd.
         .target(name: "OpenReplayKit", dependencies: ["ReplayIPC", "ReplaySystem", "ReplayMedia"], swiftSettings: strictSettings),
-        // The SDK for upload extensions, and its offline test harness.
-        .target(
-            name: "ReplayExtensionKit", dependencies: ["ReplayIPC", "ReplaySystem", "ReplayMedia"],
-            path: "sdk/Sources/ReplayExtensionKit", swiftSettings: strictSettings),
+        // What an extension is written with, and the harness its tests run it in.
+        .target(name: "ReplayExtensionKit", dependencies: ["ReplayIPC", "ReplaySystem", "ReplayMedia"], swiftSettings: strictSettings),
         .target(
             name: "ReplayExtensionTesting", dependencies: ["ReplayExtensionKit", "ReplayIPC", "ReplayMedia", "ReplaySystem"],
-            path: "sdk/Sources/ReplayExtensionTesting", swiftSettings: strictSettings),
-        // Reference upload extension: writes what it receives to a file (tests use it).
-        .executableTarget(
-            name: "replay-file-extension", dependencies: ["ReplayExtensionKit", "ReplayMedia", "ReplaySystem"],
-            path: "Sources/Extensions/File", exclude: ["file.json"], swiftSettings: strictSettings),
-        // What the RTMP, SRT and HLS extensions share: the live video source, the audio mix,
-        // encoding and an ingest connection that reconnects.
-        .target(
-            name: "ReplayUpload",
-            dependencies: ["ReplayExtensionKit", "ReplayProcessing", "ReplayCodec", "ReplayMedia", "ReplaySystem"],
-            path: "Sources/Extensions/Upload", swiftSettings: strictSettings),
-        .executableTarget(
-            name: "replay-rtmp-extension", dependencies: ["ReplayUpload"],
-            path: "Sources/Extensions/RTMP", exclude: ["rtmp.json"], swiftSettings: strictSettings),
-        .executableTarget(
-            name: "replay-srt-extension", dependencies: ["ReplayUpload"],
-            path: "Sources/Extensions/SRT", exclude: ["srt.json"], swiftSettings: strictSettings),
-        .executableTarget(
-            name: "replay-hls-extension", dependencies: ["ReplayUpload"],
-            path: "Sources/Extensions/HLS", exclude: ["hls.json"], swiftSettings: strictSettings),
-        // WebRTC publishing (WHIP) and local viewers (WHEP) through GStreamer's webrtcbin; the
-        // GStreamer calls live in the C target CWebRTC.
-        .target(
-            name: "CWebRTC", dependencies: ["CGStreamer"], path: "Sources/Extensions/CWebRTC",
-            cSettings: [.define("GST_USE_UNSTABLE_API")],
-            linkerSettings: ["gstreamer-1.0", "gstbase-1.0", "gstapp-1.0", "gstvideo-1.0", "gstsdp-1.0", "gstwebrtc-1.0",
-                             "gobject-2.0", "glib-2.0"].map { .linkedLibrary($0) }),
-        // The encoder pipeline and its peers (WebRTCSession) and the loss-based bitrate
-        // control, shared by the WebRTC and the Janus VideoRoom extensions.
-        .target(
-            name: "ReplayWebRTC", dependencies: ["CWebRTC", "ReplayMedia", "ReplayProcessing"], path: "Sources/Extensions/WebRTCCore",
-            swiftSettings: strictSettings),
-        .executableTarget(
-            name: "replay-webrtc-extension",
-            dependencies: [
-                "ReplayWebRTC", "CWebRTC", "ReplayExtensionKit", "ReplayProcessing", "ReplayMedia", "ReplaySystem", "ReplayLoopbackServer",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            path: "Sources/Extensions/WebRTC", exclude: ["webrtc.json"], swiftSettings: strictSettings),
-        // A participant in a Janus VideoRoom room (a video call), through Janus's HTTP API.
-        .executableTarget(
-            name: "replay-videoroom-extension",
-            dependencies: ["ReplayWebRTC", "CWebRTC", "ReplayExtensionKit", "ReplayProcessing", "ReplayMedia", "ReplaySystem"],
-            path: "Sources/Extensions/VideoRoom", exclude: ["videoroom.json"], swiftSettings: strictSettings),
-        // Misbehaving extensions for the host's fault tests (never installed).
-        .executableTarget(
-            name: "replay-hostile-extension", dependencies: ["ReplayExtensionKit", "ReplayMedia"],
-            path: "Tests/HostileExtension", swiftSettings: strictSettings),
-        // A PipeWire video source that sends DMA-BUF (or tiled, or shared-memory) buffers, for the capture's tests.
-        .executableTarget(name: "replay-pipewire-test-source", dependencies: ["CPipeWire"], path: "Tests/PipeWireTestSource"),
-        // Times the live video source's per-frame work for bench/processing.
-        .executableTarget(
-            name: "replay-processing-bench", dependencies: ["ReplayProcessing", "ReplayMedia"],
-            path: "bench/ProcessingBench", swiftSettings: strictSettings),
-        // The examples' window (plain XCB) and JSON lines.
-        .target(name: "ExampleWindow", dependencies: ["CXCB"], path: "Examples/Shared", swiftSettings: strictSettings),
-        // An app that uses all of OpenReplayKit: hides its secret while captured, records, shares its window.
-        .executableTarget(
-            name: "secret-notes",
-            dependencies: ["OpenReplayKit", "ExampleWindow", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            path: "Examples/SecretNotes", swiftSettings: strictSettings),
-        // A call app: shares its own window into a video call through the picker and the videoroom extension.
-        .executableTarget(
-            name: "call-share",
-            dependencies: ["OpenReplayKit", "ExampleWindow", .product(name: "ArgumentParser", package: "swift-argument-parser")],
-            path: "Examples/CallShare", swiftSettings: strictSettings),
-        .executableTarget(
-            name: "replay-demo-scene",
-            dependencies: ["ReplayVirtualDesktop", "ReplaySystem", "ReplayIPC"],
-            swiftSettings: strictSettings),
-
-        .testTarget(
-            name: "ReplayExtensionKitTests",
-            dependencies: ["ReplayExtensionKit", "ReplayExtensionTesting", "ReplayMedia", "ReplayIPC", "ReplaySystem", "ReplayTestEvents"],
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "ReplayUploadTests", dependencies: ["ReplayUpload", "ReplayCodec", "ReplayMedia", "ReplayProcessing"],
-            swiftSettings: strictSettings),
-        // The WebRTC extension's own logic (bitrate control, setup), tested in its executable module.
-        .testTarget(
-            name: "ReplayWebRTCTests", dependencies: ["replay-webrtc-extension", "replay-videoroom-extension", "ReplayWebRTC", "ReplayProcessing"],
-            swiftSettings: strictSettings),
-        // What the desktop's dialogs decide, without GTK: when Allow may be pressed and by whom,
-        // which daemons they answer for, what they say.
-        .target(name: "ReplayUIModel", dependencies: ["ReplayIPC", "ReplaySystem"], swiftSettings: strictSettings),
-        .executableTarget(
-            name: "replay-ui", dependencies: ["CGtk", "CReplayUI", "ReplayUIModel", "ReplayIPC", "ReplaySystem"], swiftSettings: strictSettings),
-        .testTarget(name: "ReplayUIModelTests", dependencies: ["ReplayUIModel", "ReplayIPC"], swiftSettings: strictSettings),
-        .testTarget(name: "ReplayMediaTests", dependencies: ["ReplayMedia"], swiftSettings: strictSettings),
-        .testTarget(
-            name: "ReplayProcessingTests", dependencies: ["ReplayProcessing", "ReplayMedia"],
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "ReplayCodecTests", dependencies: ["ReplayCodec", "ReplayMedia", "ReplaySystem", "ReplayTesting"],
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "ReplayCaptureTests", dependencies: ["ReplayCapture", "ReplayCaptureModel", "ReplayDesktop", "ReplayDBus", "ReplaySystem", "ReplayMedia"],
-            swiftSettings: strictSettings),
-        // Events a unit test awaits with a deadline, for test targets that do not see ReplayCaptureModel's Completion.
-        .target(name: "ReplayTestEvents", path: "Tests/ReplayTestEvents", swiftSettings: strictSettings),
-        .testTarget(name: "ReplaySystemTests", dependencies: ["ReplaySystem", "ReplayTestEvents"], swiftSettings: strictSettings),
-        .testTarget(name: "ReplayIPCTests", dependencies: ["ReplayIPC", "ReplaySystem", "ReplayMedia"], swiftSettings: strictSettings),
-        // The app SDK against a fake daemon on socket pairs.
-        .testTarget(
-            name: "OpenReplayKitTests", dependencies: ["OpenReplayKit", "ReplayIPC", "ReplaySystem", "ReplayMedia"],
-            swiftSettings: strictSettings),
-        .testTarget(
-            name: "ReplayDaemonTests",
-            dependencies: ["ReplayDaemon", "ReplaySession", "ReplayCaptureModel", "ReplayDesktop", "ReplayIPC", "ReplaySystem", "ReplayCapture",
-                           "ReplayCodec", "ReplayMedia", "ReplayLoopbackServer",
-                           .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
-                           .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio")],
-            swiftSettings: strictSettings),
-        // Shared fixture and media checks for the integration tests.
-        .target(
-            name: "ReplayTesting", dependencies: ["ReplaySystem", "ReplayIPC", "ReplayVirtualDesktop"],
-            path: "Tests/ReplayTesting", exclude: ["Janus"], swiftSettings: strictSettings),
-        .testTarget(
-            name: "IntegrationTests",
-            dependencies: [
-                "ReplayTesting", "ReplaySystem", "ReplayIPC", "ReplayCapture", "ReplayCaptureModel", "ReplayDBus", "ReplayMedia", "ReplayVirtualDesktop", "replayd", "replay-capture", "replay", "replay-demo-scene", "secret-notes", "call-share",
-                "replay-file-extension", "replay-hostile-extension",
-                "replay-rtmp-extension", "replay-srt-extension", "replay-hls-extension", "replay-webrtc-extension",
-                "replay-videoroom-extension",
-            ],
             swiftSettings: strictSettings),
     ]
 )

@@ -11,11 +11,11 @@ let package = Package(
         .executable(name: "template-hls-extension", targets: ["TemplateHLSExtension"]),
     ],
     dependencies: [
-        // OpenReplayKit's extension SDK, in the repository's sdk/ folder: it depends on no other
-        // package, so this builds offline. The explicit `name:` is what `package:` below refers
-        // to, whatever the folder is called. Outside the repository, point `path:` at your copy
-        // of sdk/.
-        .package(name: "OpenReplayKitSDK", path: "../../sdk"),
+        // OpenReplayKit's SDKs, the package at the root of the repository this sits in: it
+        // depends on no other package, so this builds offline. The explicit `name:` is what
+        // `package:` below refers to, whatever the folder is called. In a repository of your
+        // own: .package(url: "https://…/OpenReplayKit.git", from: "0.25.0").
+        .package(name: "OpenReplayKit", path: "../.."),
     ],
     targets: [
         // FFmpeg's C libraries from Debian's packages, found with pkg-config.
@@ -26,16 +26,16 @@ let package = Package(
             name: "TemplateHLSExtension",
             dependencies: [
                 "CLibAV",
-                .product(name: "ReplayExtensionKit", package: "OpenReplayKitSDK"),
-                .product(name: "ReplayMedia", package: "OpenReplayKitSDK"),
-                .product(name: "ReplayProcessing", package: "OpenReplayKitSDK"),
+                .product(name: "ReplayExtensionKit", package: "OpenReplayKit"),
+                .product(name: "ReplayMedia", package: "OpenReplayKit"),
+                .product(name: "ReplayProcessing", package: "OpenReplayKit"),
             ]),
         .testTarget(
             name: "TemplateHLSExtensionTests",
             dependencies: [
                 "TemplateHLSExtension",
-                .product(name: "ReplayExtensionTesting", package: "OpenReplayKitSDK"),
-                .product(name: "ReplayMedia", package: "OpenReplayKitSDK"),
+                .product(name: "ReplayExtensionTesting", package: "OpenReplayKit"),
+                .product(name: "ReplayMedia", package: "OpenReplayKit"),
             ]),
     ]
 )

@@ -1,5 +1,5 @@
 // libFuzzer entry for BroadcastCodec.decode: built by scripts/fuzz-decoder broadcast together
-// with sdk/Sources/ReplayIPC/Broadcast/BroadcastMessage.swift and BroadcastCodec.swift.
+// with Sources/ReplayIPC/Broadcast/BroadcastMessage.swift and BroadcastCodec.swift.
 // Decoding must never trap; whatever decodes must survive an encode/decode round trip.
 
 @_cdecl("LLVMFuzzerTestOneInput")

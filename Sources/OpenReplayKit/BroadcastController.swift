@@ -26,7 +26,7 @@ public final class BroadcastController: Sendable {
     }
 
     /// A controller whose connection is a socket `connect` hands out (the SDK's tests).
-    package init(connect: @escaping @Sendable () throws -> Int32) {
+    @_spi(OpenReplayKitInternal) public init(connect: @escaping @Sendable () throws -> Int32) {
         endpoint = .connector(connect)
     }
 

@@ -22,7 +22,7 @@ public final class CaptureState: Sendable {
     }
 
     /// A watcher whose connection is a socket `connect` hands out (the SDK's tests).
-    package init(connect: @escaping @Sendable () throws -> Int32) {
+    @_spi(OpenReplayKitInternal) public init(connect: @escaping @Sendable () throws -> Int32) {
         endpoint = .connector(connect)
     }
 

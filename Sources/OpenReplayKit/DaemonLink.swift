@@ -1,5 +1,5 @@
 import Foundation
-import ReplayIPC
+@_spi(OpenReplayKitInternal) import ReplayIPC
 import ReplaySystem
 import Synchronization
 

@@ -37,7 +37,7 @@ public final class ScreenRecorder: Sendable {
 
     /// A recorder whose every connection is a socket `connect` hands out (the SDK's tests: a
     /// fake daemon's end of a socket pair).
-    package init(connect: @escaping @Sendable () throws -> Int32) {
+    @_spi(OpenReplayKitInternal) public init(connect: @escaping @Sendable () throws -> Int32) {
         endpoint = .connector(connect)
     }
 
