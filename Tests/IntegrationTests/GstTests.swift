@@ -90,6 +90,30 @@ extension IntegrationTests {
             #expect(!everything.contains("gst-secret-key"), "the stream key leaked")
         }
 
+        @Test func srtsinkCallsAListenerThatReceivesH264AndAACInMPEGTS() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            let received = fixture.file("received.ts")
+            let listener = try SRTListener(output: received)
+            try fixture.startDaemon(Self.installExtension(in: fixture))
+            let tail = "x264enc tune=zerolatency key-int-max=30 ! h264parse ! mpegtsmux name=mux alignment=7 ! srtsink uri=\(listener.url) "
+                + "audio. ! voaacenc ! aacparse ! mux."
+            let start = try fixture.replay(["broadcast", "start", "--extension", "gst", "--setup", "pipeline=\(tail)"])
+            #expect(start.status == 0, "\(start)\n\(fixture.daemonLog)")
+            // ffmpeg writes what it received: a few hundred kB is several seconds of the scene.
+            let size = poll(timeout: 30) { () -> Int? in
+                let bytes = (try? FileManager.default.attributesOfItem(atPath: received.path)[.size] as? Int) ?? 0
+                return bytes > 300_000 ? bytes : nil
+            }
+            #expect(size != nil, "\(String(describing: try? Broadcast.latestStatus(fixture)))\n\(fixture.daemonLog)")
+            #expect(try fixture.replay(["broadcast", "stop"]).status == 0)
+            #expect(try Broadcast.waitUntilOver(fixture)?["state"] as? String == "finished")
+            let result = listener.finish()
+            let probe = try MediaProbe(received)
+            #expect(probe.video?.codec == "h264" && probe.audio.first?.codec == "aac", "\(probe)\n\(result)")
+            #expect((probe.video?.packets ?? 0) >= 30, "\(probe)")
+        }
+
         @Test func aServerThatGoesAwayEndsTheBroadcastWithAClearError() throws {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 320, height: 240))
             defer { fixture.stop() }

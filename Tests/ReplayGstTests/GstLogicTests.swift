@@ -89,7 +89,7 @@ struct FakePipeline: GstParsedPipeline {
     @Test func anEncoderMuxerAndSinkOnTheListPass() throws {
         try Self.check([GstParsedElement(factory: "x264enc"), GstParsedElement(factory: "flvmux"),
                         GstParsedElement(factory: "rtmp2sink", properties: ["location": "rtmp://127.0.0.1:1935/live/k"])])
-        try Self.check([GstParsedElement(factory: "x264enc"), GstParsedElement(factory: "mpegtsmux"),
+        try Self.check([GstParsedElement(factory: "x264enc"), GstParsedElement(factory: "mpegtsmux", properties: ["alignment": "7"]),
                         GstParsedElement(factory: "srtsink", properties: ["uri": "srt://127.0.0.1:9000"])])
         try Self.check([GstParsedElement(factory: "x264enc"), GstParsedElement(factory: "h264parse"), GstParsedElement(factory: "mp4mux"),
                         GstParsedElement(factory: "filesink", properties: ["location": "/out/a.mp4"])])
@@ -154,6 +154,19 @@ struct FakePipeline: GstParsedPipeline {
             Issue.record("\(element) passed")
         } catch {
             #expect("\(error)".contains(expected), "\(error)")
+        }
+    }
+
+    /// mpegtsmux's default buffers are too large for SRT's live messages: the video was lost
+    /// without an error.
+    @Test func mpegtsIntoSRTNeedsSevenPacketsAMessage() {
+        #expect(throws: GstAllowedElements.Refusal.self) {
+            try Self.check([GstParsedElement(factory: "x264enc"), GstParsedElement(factory: "mpegtsmux", properties: ["alignment": "-1"]),
+                            GstParsedElement(factory: "srtsink", properties: ["uri": "srt://127.0.0.1:9000"])])
+        }
+        #expect(throws: Never.self) {
+            try Self.check([GstParsedElement(factory: "x264enc"), GstParsedElement(factory: "mpegtsmux", properties: ["alignment": "-1"]),
+                            GstParsedElement(factory: "filesink", properties: ["location": "/out/a.ts"])])
         }
     }
 

@@ -36,6 +36,12 @@ import Testing
         #expect(!plan.pipeline.takesAudio)
     }
 
+    /// The alignment is read back as GStreamer holds it, given or not.
+    @Test func mpegtsmuxsAlignmentDecidesWhetherSRTIsTaken() throws {
+        #expect(Self.refusal(["pipeline": "x264enc ! mpegtsmux ! srtsink uri=srt://127.0.0.1:9000"]).contains("needs alignment=7"))
+        _ = try Self.plan(["pipeline": "x264enc ! mpegtsmux alignment=7 ! srtsink uri=srt://127.0.0.1:9000"])
+    }
+
     @Test(arguments: [
         ("x264enc ! flvmux ! fdsink fd=3", "'fdsink', which the gst extension does not allow"),
         ("x264enc ! flvmux ! tcpclientsink host=127.0.0.1 port=22", "'tcpclientsink', which the gst extension does not allow"),

@@ -44,6 +44,7 @@ enum GstAllowedElements {
         "x265enc": ["option-string"],
         "vp8enc": ["multipass-mode"],
         "vp9enc": ["multipass-mode"],
+        "mpegtsmux": ["alignment"],
     ]
 
     /// The plugins (libgstNAME.so) that hold the allowed elements, the extension's own
@@ -91,6 +92,13 @@ enum GstAllowedElements {
         }
         guard sinkCount > 0 else {
             throw Refusal(description: "the pipeline ends in no sink: end it in \(sinks.sorted().joined(separator: ", "))")
+        }
+        // SRT's live mode sends a message of at most 1316 bytes: seven TS packets. mpegtsmux's
+        // default buffers are larger, and srtsink loses them without a word (only small audio
+        // packets arrived in a test).
+        if elements.contains(where: { $0.factory == "srtsink" }),
+           elements.contains(where: { $0.factory == "mpegtsmux" && $0.properties["alignment"] != "7" }) {
+            throw Refusal(description: "mpegtsmux before srtsink needs alignment=7 (seven TS packets per SRT message); without it SRT drops the video")
         }
     }
 

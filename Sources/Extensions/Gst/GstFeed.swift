@@ -20,10 +20,9 @@ struct GstFeed {
         case .video(let frame):
             if let shaped = source.process(frame) { pipeline.push(shaped) }
         case .audio(let buffer):
-            if mixer != nil {
-                mixer!.append(buffer)
-                for period in mixer!.nextPeriods() { pipeline.push(period) }
-            }
+            // Mutated in place through the optional: a copy would copy its buffers each time.
+            mixer?.append(buffer)
+            for period in mixer?.nextPeriods() ?? [] { pipeline.push(period) }
             if let repeated = source.idle(now: buffer.time) { pipeline.push(repeated) }
         }
     }
