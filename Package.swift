@@ -307,6 +307,6 @@ let package = Package(
             path: "Sources/Extensions/Gst", exclude: ["gst.json"], swiftSettings: strictSettings),
         // Its allowed list, the description built from the tail and its settings, with a fake parser and with GStreamer's.
         .testTarget(
-            name: "ReplayGstTests", dependencies: ["replay-gst-extension", "ReplayMedia", "ReplayTestEvents"], swiftSettings: strictSettings),
+            name: "ReplayGstTests", dependencies: ["replay-gst-extension"], swiftSettings: strictSettings),
     ]
 )
