@@ -179,6 +179,7 @@ struct FakePipeline: GstParsedPipeline {
         #expect(throws: GstAllowedElements.Refusal.self) { try GstAllowedElements.checkText("x264enc ! queue name=audio ! filesink") }
         #expect(throws: GstAllowedElements.Refusal.self) { try GstAllowedElements.checkText("x264enc ! queue name=\"replay-video\" ! filesink") }
         #expect(throws: Never.self) { try GstAllowedElements.checkText("x264enc ! queue name=audiomux ! filesink location=/o/audio.mp4") }
+        #expect(throws: Never.self) { try GstAllowedElements.checkText("x264enc ! mpegtsmux alignment=7 ! srtsink uri=srt://[::1]:9000") }
     }
 }
 

@@ -64,7 +64,9 @@ enum GstAllowedElements {
     /// (`bin::child::property`), which would reach inside an allowed element, and the
     /// extension's own sources' names.
     static func checkText(_ tail: String) throws(Refusal) {
-        if tail.contains("::") {
+        // `child::property=value`: the name before the `=`, so an IPv6 address in a value
+        // (`uri=srt://[::1]:9000`) is no child's property.
+        if GstPipelineText.words(of: tail).contains(where: { $0.prefix { $0 != "=" }.contains("::") }) {
             throw Refusal(description: "the pipeline sets a property of an element's child ('::'); only the elements' own properties may be set")
         }
         let words = Set(GstPipelineText.words(of: tail).map { $0.filter { $0 != "\"" && $0 != "'" } })
