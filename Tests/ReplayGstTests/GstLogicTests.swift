@@ -80,7 +80,6 @@ struct FakePipeline: GstParsedPipeline {
 /// The allowed list and where each sink may go, over the elements a (fake) parser made.
 @Suite struct GstAllowedElementsTests {
     static let head = [GstParsedElement(factory: "appsrc", name: "replay-video"), GstParsedElement(factory: "queue", name: "replay-video-queue")]
-    static let own = head
 
     static func check(_ elements: [GstParsedElement], directory: String? = "/out") throws {
         try GstAllowedElements.check(head + elements, head: head, directory: directory)
