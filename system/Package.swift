@@ -31,6 +31,7 @@ let package = Package(
         .executable(name: "replay-hls-extension", targets: ["replay-hls-extension"]),
         .executable(name: "replay-webrtc-extension", targets: ["replay-webrtc-extension"]),
         .executable(name: "replay-videoroom-extension", targets: ["replay-videoroom-extension"]),
+        .executable(name: "replay-gst-extension", targets: ["replay-gst-extension"]),
     ],
     dependencies: [
         // The SDKs, by path; `name:` keeps product references fixed whatever the checkout's folder is called.
@@ -274,8 +275,25 @@ let package = Package(
                 "ReplayTesting", sdk("ReplaySystem"), sdk("ReplayIPC"), "ReplayCapture", "ReplayCaptureModel", "ReplayDBus", sdk("ReplayMedia"), "ReplayVirtualDesktop", "replayd", "replay-capture", "replay", "replay-demo-scene", "secret-notes", "call-share",
                 "replay-file-extension", "replay-hostile-extension",
                 "replay-rtmp-extension", "replay-srt-extension", "replay-hls-extension", "replay-webrtc-extension",
-                "replay-videoroom-extension",
+                "replay-videoroom-extension", "replay-gst-extension",
             ],
             swiftSettings: strictSettings),
+
+        // The gst extension: the person's GStreamer pipeline tail, fed the broadcast through appsrc.
+        // GStreamer's core and appsrc from Debian; its calls (macros, GObject) in the C target CGstPipeline.
+        .systemLibrary(
+            name: "CGstApp", path: "Sources/Extensions/CGstApp", pkgConfig: "gstreamer-app-1.0",
+            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev", "gstreamer1.0-plugins-base",
+                              "gstreamer1.0-plugins-good", "gstreamer1.0-plugins-bad", "gstreamer1.0-plugins-ugly"])]),
+        .target(
+            name: "CGstPipeline", dependencies: ["CGstApp"], path: "Sources/Extensions/CGstPipeline",
+            linkerSettings: ["gstreamer-1.0", "gstbase-1.0", "gstapp-1.0", "gobject-2.0", "glib-2.0"].map { .linkedLibrary($0) }),
+        .executableTarget(
+            name: "replay-gst-extension",
+            dependencies: ["CGstPipeline", sdk("ReplayExtensionKit"), sdk("ReplayProcessing"), sdk("ReplayMedia"), sdk("ReplaySystem")],
+            path: "Sources/Extensions/Gst", exclude: ["gst.json"], swiftSettings: strictSettings),
+        // Its allowed list, the description built from the tail and its settings, with a fake parser and with GStreamer's.
+        .testTarget(
+            name: "ReplayGstTests", dependencies: ["replay-gst-extension"], swiftSettings: strictSettings),
     ]
 )

@@ -53,6 +53,7 @@ extension IntegrationTests {
                          "share/openreplaykit/extensions/rtmp.json", "share/openreplaykit/extensions/replay-rtmp-extension",
                          "share/openreplaykit/extensions/file.json", "share/openreplaykit/extensions/replay-webrtc-extension",
                          "share/openreplaykit/extensions/videoroom.json", "share/openreplaykit/extensions/replay-videoroom-extension",
+                         "share/openreplaykit/extensions/gst.json", "share/openreplaykit/extensions/replay-gst-extension",
                          "share/systemd/user/replayd.service", "share/systemd/user/replayd.socket",
                          "share/systemd/user/replayd@.service", "share/systemd/user/replayd@.socket",
                          "bin/replay-ui", "share/dbus-1/services/org.openreplaykit.UI.service", "share/man/man1/replay-ui.1",

@@ -58,7 +58,7 @@ import Testing
     @Test func theShippedManifestsDescribeThemselvesAndTheirDefaultsPass() throws {
         let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Sources/Extensions")
-        for path in ["File/file.json", "RTMP/rtmp.json", "SRT/srt.json", "HLS/hls.json", "WebRTC/webrtc.json", "VideoRoom/videoroom.json"] {
+        for path in ["File/file.json", "RTMP/rtmp.json", "SRT/srt.json", "HLS/hls.json", "WebRTC/webrtc.json", "VideoRoom/videoroom.json", "Gst/gst.json"] {
             let manifest = try JSONDecoder().decode(ExtensionManifest.self, from: Data(contentsOf: sources.appendingPathComponent(path)))
             #expect(manifest.definitionProblem == nil, "\(path)")
             #expect(manifest.description?.isEmpty == false && manifest.icon?.isEmpty == false, "\(path)")

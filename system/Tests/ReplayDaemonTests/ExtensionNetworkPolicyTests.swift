@@ -32,6 +32,17 @@ import Testing
         #expect(ExtensionNetworkPolicy(setup: setup).connectPorts == [443, 1935])
     }
 
+    /// A pipeline (the gst extension's setup) names its servers as words: each one's port
+    /// counts, with a placeholder or quotes in the path; a file or a word names none.
+    @Test func theServersNamedInsideAPipelineCount() {
+        let pipeline = "x264enc ! flvmux name=mux ! rtmp2sink location=rtmp://127.0.0.1:19350/live/{key} audio. ! voaacenc ! mux."
+        #expect(ExtensionNetworkPolicy(setup: ["pipeline": pipeline]).connectPorts == [19350])
+        let tee = "x264enc ! tee name=t ! queue ! flvmux ! rtmp2sink location=\"rtmps://a.example.com/app/x y\" t. ! queue ! mpegtsmux ! srtsink uri=srt://127.0.0.1:9000?mode=caller"
+        let policy = ExtensionNetworkPolicy(setup: ["pipeline": tee])
+        #expect(policy.connectPorts == [443] && policy.udpPorts == [9000], "\(policy)")
+        #expect(ExtensionNetworkPolicy(setup: ["pipeline": "x264enc ! mp4mux ! filesink location=/out/a.mp4"]).connectPorts == [])
+    }
+
     /// pasta forwards to the host's loopback the TCP ports, and the UDP ports SRT and UDP URLs
     /// name; nothing into the sandbox.
     @Test func pastaForwardsOnlyTheSetupsPortsToTheHost() {
