@@ -142,16 +142,21 @@ extension IntegrationTests {
                                                     "--geometry", "600,400,300,200"])
             defer { app.process.terminate() }
             let session = desktop.session
-            let frame = try #require(try session.accessibility.find("replay-ui", role: "frame", name: "Share an app's windows?"),
-                                     "no dialog: \(session.log)\n\(desktop.fixture.daemonLog.suffix(1500))")
-            let picture = try #require(try session.accessibility.find("replay-ui", role: "image", name: "What it would see now (the rest stays black):"))
-            let window = Desktop.drawn((630, 500, 240, 90), in: picture)
-            let dialog = Desktop.drawn((frame.x + 10, frame.y + 10, frame.width - 20, 30), in: picture)
-            let elsewhere = Desktop.drawn((0, 0, 560, 360), in: picture)
-            let shot = try #require(poll(timeout: 15, every: 0.3) { () -> DecodedFrame? in
-                guard let shot = try? desktop.screenshot("consent-dialog-in-app.png") else { return nil }
-                return shot.fraction(x: window.x, y: window.y, width: window.width, height: window.height, step: 2, Self.isGreen) > 0.9 ? shot : nil
+            _ = try #require(try session.accessibility.find("replay-ui", role: "frame", name: "Share an app's windows?"),
+                             "no dialog: \(session.log)\n\(desktop.fixture.daemonLog.suffix(1500))")
+            // Where the dialog and its picture are is asked again with each screenshot: the
+            // dialog may still be settling its layout (its title wrapping) when first found.
+            typealias Area = (x: Int, y: Int, width: Int, height: Int)
+            let seen = try #require(poll(timeout: 15, every: 0.3) { () -> (shot: DecodedFrame, dialog: Area, elsewhere: Area)? in
+                guard let frame = try? session.accessibility.find("replay-ui", role: "frame", name: "Share an app's windows?", timeout: 2),
+                      let picture = try? session.accessibility.find("replay-ui", role: "image",
+                                                                   name: "What it would see now (the rest stays black):", timeout: 2),
+                      let shot = try? desktop.screenshot("consent-dialog-in-app.png") else { return nil }
+                let window = Desktop.drawn((630, 500, 240, 90), in: picture)
+                guard shot.fraction(x: window.x, y: window.y, width: window.width, height: window.height, step: 2, Self.isGreen) > 0.9 else { return nil }
+                return (shot, Desktop.drawn((frame.x + 10, frame.y + 10, frame.width - 20, 30), in: picture), Desktop.drawn((0, 0, 560, 360), in: picture))
             }, "the live picture never showed the app's window: \(desktop.fixture.daemonLog.suffix(1500))")
+            let (shot, dialog, elsewhere) = seen
             #expect(shot.blackFraction(x: elsewhere.x, y: elsewhere.y, width: elsewhere.width, height: elsewhere.height, step: 2) > 0.98,
                     "the live picture shows more than the app's window")
             #expect(shot.blackFraction(x: dialog.x, y: dialog.y, width: dialog.width, height: dialog.height, step: 2) > 0.98,
