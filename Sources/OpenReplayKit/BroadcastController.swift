@@ -85,6 +85,17 @@ public final class BroadcastController: Sendable {
         try await connection().ask(make(id), failure: .interrupted, cancellable: false) { if case .broadcasts = $0 { true } else { false } }
     }
 
+    /// Hangs up, which ends a broadcast of the app's own windows; the updates' streams finish
+    /// (the C library's `ork_client_free`).
+    package func close() {
+        let (connection, subscribers) = state.withLock { state in
+            defer { state.subscribers = [:] }
+            return (state.connection, Array(state.subscribers.values))
+        }
+        connection?.link.close()
+        for subscriber in subscribers { subscriber.finish() }
+    }
+
     /// One long-lived connection: the daemon sends the broadcast's updates on it.
     private func connection() async throws(RecordingError) -> DaemonConnection {
         if let open = state.withLock({ $0.connection }) { return open }

@@ -56,6 +56,12 @@ public final class CaptureState: Sendable {
         return stream
     }
 
+    /// Hangs up: the changes' streams finish; a later use connects again (the C library's
+    /// `ork_client_free`).
+    package func close() {
+        state.withLock { $0.link }?.close()
+    }
+
     private func startWatching() throws(RecordingError) {
         guard state.withLock({ $0.link == nil }) else { return }
         let link = try DaemonLink.openNow(endpoint)

@@ -6,6 +6,12 @@ public struct PreviewHandle: Sendable, Equatable, Hashable {
     /// How long the recording is, in seconds.
     public let duration: Double
 
+    /// A handle for a recording id an app kept (the C library's apps pass ids, not handles).
+    package init(recordingID: String, duration: Double) {
+        self.recordingID = recordingID
+        self.duration = duration
+    }
+
     /// Asks replayd to show the person the preview page (through their consent agent),
     /// where they can watch, save or delete the recording.
     public func show(recorder: ScreenRecorder = .shared) async throws(RecordingError) {
