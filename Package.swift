@@ -19,6 +19,7 @@ let package = Package(
         .executable(name: "replay-demo-scene", targets: ["replay-demo-scene"]),
         .executable(name: "replay-ui", targets: ["replay-ui"]),
         .library(name: "OpenReplayKit", targets: ["OpenReplayKit"]),
+        .library(name: "openreplaykit", type: .dynamic, targets: ["OpenReplayKitC"]),
         // An upload extension's author depends on the package in sdk/ instead: it holds the
         // extension kit, its test harness and what they use, and depends on nothing else.
         .executable(name: "replay-file-extension", targets: ["replay-file-extension"]),
@@ -291,5 +292,16 @@ let package = Package(
                 "replay-videoroom-extension",
             ],
             swiftSettings: strictSettings),
+
+        // libopenreplaykit: the app SDK for C and every language with a C FFI (issue 49), its
+        // calls @_cdecl wrappers over OpenReplayKit; the soname carries the C interface's
+        // major version.
+        // COpenReplayKit holds the header (and the pkg-config template), so the Swift side
+        // is written against the very types C programs see.
+        .target(name: "COpenReplayKit", exclude: ["openreplaykit.pc.in"]),
+        .target(
+            name: "OpenReplayKitC", dependencies: ["COpenReplayKit", "OpenReplayKit", "ReplayIPC", "ReplayMedia"],
+            swiftSettings: strictSettings,
+            linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libopenreplaykit.so.1"])]),
     ]
 )

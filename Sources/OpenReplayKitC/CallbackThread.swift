@@ -1,0 +1,97 @@
+import Foundation
+
+/// What a callback reports: each kind has its own callback, and its own generation.
+enum CallbackKind: Hashable, Sendable {
+    case captureState, frame, broadcast
+}
+
+/// The one thread of a client's own that calls the app's callbacks: in order, never two at
+/// once, never on a thread of the app's or of Swift's concurrency pool, so a callback may block
+/// or call back into the library. While one blocks, capture-state and broadcast changes wait in
+/// order; of the pictures only the newest waits (the others are dropped and counted).
+final class CallbackThread: @unchecked Sendable {
+    // @unchecked: every stored var is read and written only with `condition` locked.
+    private struct Job {
+        let kind: CallbackKind
+        let run: @Sendable () -> Void
+    }
+
+    private let condition = NSCondition()
+    private var jobs: [Job] = []
+    private var running: CallbackKind?
+    private var stopped = false
+    private var finished = false
+    private var thread: Thread?
+    private var dropped: UInt64 = 0
+
+    init() {
+        let thread = Thread { [self] in loop() }
+        thread.name = "openreplaykit-callbacks"
+        self.thread = thread
+        thread.start()
+    }
+
+    private func locked<T>(_ body: () -> T) -> T {
+        condition.lock()
+        defer { condition.unlock() }
+        return body()
+    }
+
+    var droppedFrames: UInt64 { locked { dropped } }
+
+    /// Whether the caller is this thread (a call from inside a callback).
+    var isCurrent: Bool { locked { thread === Thread.current } }
+
+    func post(_ kind: CallbackKind, _ run: @escaping @Sendable () -> Void) {
+        locked {
+            guard !stopped else { return }
+            if kind == .frame, let index = jobs.firstIndex(where: { $0.kind == .frame }) {
+                jobs.remove(at: index)
+                dropped += 1
+            }
+            jobs.append(Job(kind: kind, run: run))
+            condition.broadcast()
+        }
+    }
+
+    /// Drops the calls of `kind` not yet made, and waits for one running now to return,
+    /// unless called from a callback (which would wait for itself).
+    func cancel(_ kind: CallbackKind) {
+        let current = isCurrent
+        locked {
+            jobs.removeAll { $0.kind == kind }
+            while running == kind && !current { condition.wait() }
+        }
+    }
+
+    /// Ends the thread: what is queued is dropped; a callback running now is waited for
+    /// (unless this is called from it: then the thread ends after it returns).
+    func stop() {
+        let current = isCurrent
+        locked {
+            stopped = true
+            jobs.removeAll()
+            condition.broadcast()
+            while !finished && !current { condition.wait() }
+        }
+    }
+
+    private func loop() {
+        condition.lock()
+        while true {
+            while jobs.isEmpty && !stopped { condition.wait() }
+            if stopped { break }
+            let job = jobs.removeFirst()
+            running = job.kind
+            condition.unlock()
+            job.run()
+            condition.lock()
+            running = nil
+            condition.broadcast()
+        }
+        finished = true
+        thread = nil
+        condition.broadcast()
+        condition.unlock()
+    }
+}

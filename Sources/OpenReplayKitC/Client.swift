@@ -1,0 +1,158 @@
+import Foundation
+import OpenReplayKit
+import Synchronization
+
+/// What one `ork_client` holds: the SDK's objects, the callback thread, and what runs.
+final class Client: Sendable {
+    /// The watchers that feed callbacks: each a task reading an SDK stream, and per kind a
+    /// generation that a queued callback checks before it runs (so none runs after its
+    /// watcher was replaced or stopped).
+    struct Watchers {
+        var tasks: [CallbackKind: Task<Void, Never>] = [:]
+        var generations: [CallbackKind: Int] = [:]
+    }
+
+    let recorder: ScreenRecorder
+    let captureState: CaptureState
+    let broadcast: BroadcastController
+    let callbacks = CallbackThread()
+    let watchers = Mutex(Watchers())
+    /// A token for C: the handle this client is known by.
+    let handle = Mutex<UInt>(0)
+
+    init(socket: String?) {
+        recorder = ScreenRecorder(socket: socket)
+        captureState = CaptureState(socket: socket)
+        broadcast = BroadcastController(socket: socket)
+    }
+
+    var cHandle: OpaquePointer? { OpaquePointer(bitPattern: handle.withLock { $0 }) }
+
+    /// Starts a new generation of `kind`'s callbacks, fed by no task yet: calls queued before
+    /// will not be made, and one running now has returned (unless this is called from a
+    /// callback). Returns the new generation.
+    @discardableResult
+    func replace(_ kind: CallbackKind) -> Int {
+        let (previous, generation) = watchers.withLock { watchers in
+            let previous = watchers.tasks.removeValue(forKey: kind)
+            let generation = (watchers.generations[kind] ?? 0) + 1
+            watchers.generations[kind] = generation
+            return (previous, generation)
+        }
+        previous?.cancel()
+        callbacks.cancel(kind)
+        return generation
+    }
+
+    /// Makes `task` the feeder of `generation`; cancels it when another generation came meanwhile.
+    func install(_ kind: CallbackKind, _ generation: Int, _ task: Task<Void, Never>) {
+        let installed = watchers.withLock { watchers in
+            guard watchers.generations[kind] == generation else { return false }
+            watchers.tasks[kind] = task
+            return true
+        }
+        if !installed { task.cancel() }
+    }
+
+    func isCurrent(_ kind: CallbackKind, _ generation: Int) -> Bool { watchers.withLock { $0.generations[kind] == generation } }
+
+    /// Calls `body` on the callback thread, if `kind`'s generation is still `generation` then.
+    func post(_ kind: CallbackKind, _ generation: Int, _ body: @escaping @Sendable (OpaquePointer?) -> Void) {
+        callbacks.post(kind) { [self] in
+            if isCurrent(kind, generation) { body(cHandle) }
+        }
+    }
+
+    /// Ends everything the client runs, as `ork_client_free` says.
+    func close() {
+        let tasks = watchers.withLock { watchers in
+            defer { watchers.tasks = [:] }
+            return Array(watchers.tasks.values)
+        }
+        for task in tasks { task.cancel() }
+        callbacks.stop()
+        let recorder = self.recorder
+        // Each ends what runs, or says it was not running; both are fine here.
+        _ = try? runBlocking { () async throws(RecordingError) in try await recorder.stopCapture() }
+        _ = try? runBlocking { () async throws(RecordingError) in try await recorder.stopClipBuffering() }
+        if recorder.isRecording {
+            _ = try? runBlocking { () async throws(RecordingError) in try await recorder.stopRecording() }
+        }
+        captureState.close()
+        broadcast.close()
+    }
+}
+
+let clients = HandleTable<Client>(tag: 0x4f52_4b43 << 32)
+
+/// The client behind `handle`, or `ORK_ERROR_INVALID_HANDLE`.
+func client(_ handle: OpaquePointer?) throws(CFailure) -> Client {
+    guard let client = clients.lookup(UnsafeRawPointer(handle)) else {
+        throw CFailure(.invalidHandle, handle == nil ? "the client is NULL" : "not a live client (freed, or never made by ork_client_new)")
+    }
+    return client
+}
+
+/// A C pointer the app gave with a callback, handed back to it as it was.
+struct UserData: @unchecked Sendable {
+    // @unchecked: the library never reads or writes through it; it only passes it back.
+    let pointer: UnsafeMutableRawPointer?
+}
+
+/// Runs an SDK call to its end on Swift's concurrency pool and blocks the calling thread (an
+/// app's, or a client's callback thread, never one of the pool's) until it has.
+func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws(RecordingError) -> T) throws(CFailure) -> T {
+    let outcome = Outcome<T>()
+    Task {
+        do throws(RecordingError) {
+            outcome.set(.success(try await body()))
+        } catch {
+            outcome.set(.failure(error))
+        }
+    }
+    switch outcome.wait() {
+    case .success(let value): return value
+    case .failure(let error): throw CFailure(error)
+    }
+}
+
+/// One result, waited for.
+final class Outcome<T: Sendable>: Sendable {
+    private let value = Mutex<Result<T, RecordingError>?>(nil)
+    private let ready = DispatchSemaphore(value: 0)
+
+    func set(_ result: Result<T, RecordingError>) {
+        value.withLock { $0 = result }
+        ready.signal()
+    }
+
+    func wait() -> Result<T, RecordingError> {
+        ready.wait()
+        return value.withLock { $0! }
+    }
+}
+
+/// A C string argument that must be there.
+func string(_ pointer: UnsafePointer<CChar>?, _ name: String) throws(CFailure) -> String {
+    guard let pointer else { throw CFailure(.invalidArgument, "\(name) is NULL") }
+    let text = String(cString: pointer)
+    guard !text.isEmpty else { throw CFailure(.invalidArgument, "\(name) is empty") }
+    return text
+}
+
+@_cdecl("ork_client_new")
+public func ork_client_new(_ socket: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
+                           _ error: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
+    call(error) { () throws(CFailure) in
+        guard let out else { throw CFailure(.invalidArgument, "the client's out-parameter is NULL") }
+        let client = Client(socket: socket.map { String(cString: $0) })
+        let handle = clients.insert(client)
+        client.handle.withLock { $0 = UInt(bitPattern: handle) }
+        out.pointee = OpaquePointer(handle)
+    }
+}
+
+@_cdecl("ork_client_free")
+public func ork_client_free(_ handle: OpaquePointer?) {
+    clients.remove(UnsafeRawPointer(handle))?.close()
+}
