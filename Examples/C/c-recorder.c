@@ -8,7 +8,9 @@
  *   cc c-recorder.c $(pkg-config --cflags --libs openreplaykit xcb) -lpthread -o c-recorder
  *   ./c-recorder --record 3                 records 3 s of its window, shows the preview
  *   ./c-recorder --share-frames 30          30 pictures of its own windows, with the colour at each one's centre
- *   ./c-recorder --go-live webrtc --seconds 5   the picker, its own window only; finishes after 5 s live
+ *   ./c-recorder --go-live file --setup dir=/tmp --seconds 5
+ *                                           the picker for the `file` extension with its folder filled
+ *                                           in, the app's own windows only; finishes after 5 s live
  *   options: --socket PATH (replayd's), --colour RRGGBB
  */
 #define _POSIX_C_SOURCE 200809L
@@ -148,6 +150,8 @@ static void on_broadcast(ork_client *client, const ork_broadcast_status *status,
 
 int main(int argc, char **argv) {
     const char *socket = NULL, *go_live = NULL;
+    const char *setup[2 * 8 + 1] = {NULL}; /* key, value, ..., NULL: the extension's settings the app fills in */
+    int settings = 0;
     double record = 0, seconds = 5;
     int share_frames = 0;
     uint32_t colour = 0x0000ff;
@@ -159,9 +163,16 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--go-live") && value) go_live = argv[++i];
         else if (!strcmp(argv[i], "--seconds") && value) seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "--colour") && value) colour = (uint32_t)strtoul(argv[++i], NULL, 16);
+        else if (!strcmp(argv[i], "--setup") && value && strchr(value, '=') && settings < 8) {
+            char *pair = argv[++i];
+            *strchr(pair, '=') = '\0';
+            setup[2 * settings] = pair;
+            setup[2 * settings + 1] = pair + strlen(pair) + 1;
+            settings++;
+        }
         else {
             fprintf(stderr, "usage: c-recorder [--socket PATH] [--colour RRGGBB] [--record SECONDS] [--share-frames N] "
-                            "[--go-live EXTENSION [--seconds S]]\n");
+                            "[--go-live EXTENSION [--seconds S] [--setup KEY=VALUE]...]\n");
             return 2;
         }
     }
@@ -206,7 +217,7 @@ int main(int argc, char **argv) {
     if (go_live) {
         struct live live = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, -1, 0};
         TRY("broadcast watch", ork_broadcast_watch(client, on_broadcast, &live, &error));
-        TRY("picker", ork_broadcast_picker_show(client, go_live, ORK_BROADCAST_SCOPE_APP, 0, NULL, &error));
+        TRY("picker", ork_broadcast_picker_show(client, go_live, ORK_BROADCAST_SCOPE_APP, 0, setup, &error));
         report("{\"event\":\"pickerShown\"}");
         pthread_mutex_lock(&live.lock);
         while (live.state != ORK_BROADCAST_LIVE && !live.over) pthread_cond_wait(&live.changed, &live.lock);

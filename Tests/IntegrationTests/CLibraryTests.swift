@@ -98,12 +98,9 @@ extension IntegrationTests {
             #expect(declined.status == 0 && declined.stdout.contains("\n0 failures"), "\(declined)")
         }
 
-        /// The C example, built through pkg-config: a window of its own, protected secret,
-        /// in-app capture of its blue window, a recording of it with the preview offered.
-        @Test func theCExampleSharesAndRecordsItself() throws {
-            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, demoScene: false))
-            defer { fixture.stop() }
-            // openreplaykit.pc as the package installs it, pointing at the build tree.
+        /// Builds the C example as its users would, through pkg-config, with openreplaykit.pc as
+        /// the package installs it but pointing at the build tree.
+        static func buildCExample(in fixture: ReplayFixture) throws -> URL {
             let prefix = fixture.file("prefix")
             try FileManager.default.createDirectory(at: prefix.appendingPathComponent("pkgconfig"), withIntermediateDirectories: true)
             let template = try String(contentsOf: Self.root.appendingPathComponent("Sources/COpenReplayKit/openreplaykit.pc.in"), encoding: .utf8)
@@ -122,6 +119,15 @@ extension IntegrationTests {
                 + ["-fuse-ld=lld", "-lpthread", "-Wl,-rpath," + directory.path]
             let built = try fixture.run(Command.which("clang"), arguments, timeout: 120)
             try #require(built.status == 0, "\(built)")
+            return example
+        }
+
+        /// The C example: a window of its own, protected secret, in-app capture of its blue
+        /// window, a recording of it with the preview offered.
+        @Test func theCExampleSharesAndRecordsItself() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, demoScene: false))
+            defer { fixture.stop() }
+            let example = try Self.buildCExample(in: fixture)
             try fixture.startDaemon(Self.policy(allowing: [example.path], in: fixture))
             let agent = try fixture.startConsentAgent(["--json"])
             defer { agent.process.terminate(grace: 2) }
@@ -129,6 +135,41 @@ extension IntegrationTests {
             let run = try fixture.run(example.path, ["--socket", fixture.socket, "--share-frames", "10", "--record", "2"], timeout: 120)
             #expect(run.status == 0, "\(run)\n\(fixture.daemonLog.suffix(3000))")
             try Self.expectSharedBlueWindowAndRecording(run.jsonLines, agent: agent, output: run.stdout)
+        }
+
+        /// The C example shares its own windows through the broadcast picker, the `file`
+        /// extension's folder filled in by the app; the person starts it on the picker's page;
+        /// the app follows it live and finishes it, and sees its state, never its pictures.
+        @Test func theCExampleGoesLiveThroughThePickerWithItsSetup() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, demoScene: false))
+            defer { fixture.stop() }
+            let example = try Self.buildCExample(in: fixture)
+            let output = fixture.file("out")
+            try FileManager.default.createDirectory(at: output, withIntermediateDirectories: true)
+            try fixture.startDaemon(Broadcast.installExtensions(in: fixture))
+            let agent = try fixture.startConsentAgent(["--json"])
+            defer { agent.process.terminate(grace: 2) }
+            let app = try fixture.start(example.path, ["--socket", fixture.socket, "--go-live", "file", "--setup", "dir=\(output.path)",
+                                                      "--seconds", "2"])
+            defer { app.process.terminate() }
+            let offer = try #require(agent.waitForJSONLine { $0["pickerOffered"] != nil }, "\(agent.outputSoFar)\n\(app.outputSoFar)")
+            let url = try #require(((offer["pickerOffered"] as? [String: Any])?["offer"] as? [String: Any])?["pageURL"] as? String)
+            let browser = try HeadlessBrowser()
+            defer { browser.stop() }
+            let page = try browser.open(url)
+            #expect(try page.evaluate("document.getElementById('scope').dataset.scope") as? String == "app")
+            #expect(try page.evaluate("document.getElementById('setup-file-dir').value") as? String == output.path)
+            try page.click("#start")
+            try page.waitUntil("document.getElementById('result') !== null && document.getElementById('result').textContent === 'Live'",
+                               timeout: 30)
+
+            let result = app.finish(timeout: 60)
+            #expect(result.status == 0, "\(result)\n\(fixture.daemonLog.suffix(3000))")
+            let states = result.jsonLines.filter { $0["event"] as? String == "broadcast" }.compactMap { $0["state"] as? String }
+            #expect(states.contains("live") && states.last == "finished", "\(result.stdout)")
+            #expect(result.jsonLines.contains { $0["event"] as? String == "broadcast" && $0["extension"] as? String == "file" })
+            let written = (try? FileManager.default.contentsOfDirectory(atPath: output.path)) ?? []
+            #expect(!written.isEmpty, "the file extension wrote nothing into \(output.path)")
         }
 
         /// The Python example (ctypes, Tk), against the same daemon.
