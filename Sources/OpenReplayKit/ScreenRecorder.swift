@@ -290,6 +290,15 @@ public final class ScreenRecorder: Sendable {
         try await control(.unprotectWindow(id: window)) { if case .windowUnprotected = $0 { true } else { false } }
     }
 
+    /// Hangs up the control connection, which drops every protection this recorder asked for
+    /// (the C library's `ork_client_free`).
+    package func closeControl() {
+        state.withLock { state in
+            defer { state.control = nil }
+            return state.control
+        }?.link.close()
+    }
+
     /// One request on a connection of its own, answered by the event `isAnswer` accepts.
     private func exchange(_ request: ClientRequest, failure: RecordingError.Code,
                           isAnswer: (DaemonEvent) -> Bool) async throws(RecordingError) {

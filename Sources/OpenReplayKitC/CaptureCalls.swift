@@ -50,8 +50,9 @@ public func ork_capture_stop(_ handle: OpaquePointer?, _ error: UnsafeMutablePoi
     call(error) { () throws(CFailure) in
         let client = try client(handle)
         let recorder = client.recorder
-        try runBlocking { () async throws(RecordingError) in try await recorder.stopCapture() }
+        // First no more callbacks (the stream's end is no "ended by itself"), then the capture.
         client.replace(.frame)
+        try runBlocking { () async throws(RecordingError) in try await recorder.stopCapture() }
     }
 }
 

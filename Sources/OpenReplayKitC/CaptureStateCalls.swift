@@ -1,4 +1,4 @@
-public import COpenReplayKit
+import COpenReplayKit
 import OpenReplayKit
 
 extension CaptureStatus {

@@ -78,6 +78,7 @@ final class Client: Sendable {
         if recorder.isRecording {
             _ = try? runBlocking { () async throws(RecordingError) in try await recorder.stopRecording() }
         }
+        recorder.closeControl()
         captureState.close()
         broadcast.close()
     }

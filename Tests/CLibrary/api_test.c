@@ -122,12 +122,14 @@ static atomic_int blocked = 0;
 static atomic_int release_block = 0;
 static atomic_int reentrant_status = -1;
 static int64_t last_time = 0;
+static atomic_int centre_u = -1;
 static uint64_t luma_sum = 0;
 
 static void on_frame(ork_client *client, const ork_frame *frame, void *user_data) {
     (void)user_data;
-    if (frame == NULL) return;
+    /* No call at all once ork_capture_stop() returned: no picture, and no NULL ("ended by itself"). */
     if (atomic_load(&capture_stopped)) atomic_fetch_add(&frames_after_stop, 1);
+    if (frame == NULL) return;
     int good = frame->format == ORK_PIXEL_FORMAT_I420 && frame->plane_count == 3 && frame->width > 0 && frame->height > 0 &&
                frame->width % 2 == 0 && frame->height % 2 == 0 && frame->strides[0] >= frame->width &&
                frame->strides[1] >= frame->width / 2 && frame->strides[2] >= frame->width / 2 &&
@@ -143,6 +145,8 @@ static void on_frame(ork_client *client, const ork_frame *frame, void *user_data
         atomic_fetch_add(&bad_frames, 1);
     }
     last_time = frame->time_ns;
+    /* The centre of this program's window (0,0, 320x240): blue, or black while protected. */
+    if (good && frame->width > 160 && frame->height > 120) atomic_store(&centre_u, frame->planes[1][60 * frame->strides[1] + 80]);
     /* Calling back into the library from a callback works. */
     uint32_t reasons = 0;
     atomic_store(&reentrant_status, ork_capture_state_get(client, &reasons, NULL));
@@ -162,6 +166,7 @@ static void on_frame(ork_client *client, const ork_frame *frame, void *user_data
 }
 
 static int five_frames(void) { return atomic_load(&frames) >= 5; }
+static int centre_is_blue(void) { return atomic_load(&centre_u) > 200; }
 static int frames_at_release = 0;
 static int more_frames(void) { return atomic_load(&frames) > frames_at_release; }
 static int is_blocked(void) { return atomic_load(&blocked); }
@@ -353,6 +358,8 @@ static void with_daemon(const char *socket, uint32_t other_window) {
     CHECK(wait_until(five_frames, 30), "5 frames never came (%d)", atomic_load(&frames));
     CHECK(atomic_load(&bad_frames) == 0, "%d frames with wrong sizes, strides or times", atomic_load(&bad_frames));
     CHECK(atomic_load(&reentrant_status) == ORK_OK, "a call from the frame callback: %d", atomic_load(&reentrant_status));
+    /* The window is protected (above): black (U 128) in its own app's pictures too. */
+    CHECK(abs(atomic_load(&centre_u) - 128) < 8, "the protected window's centre has U %d", atomic_load(&centre_u));
     EXPECT(ORK_ERROR_ALREADY_RUNNING, ork_capture_start(client, 30, on_frame, NULL, &error), "start twice");
 
     puts("# a callback that blocks");
@@ -385,7 +392,6 @@ static void with_daemon(const char *socket, uint32_t other_window) {
     EXPECT(ORK_OK, ork_capture_stop(client, &error), "stop");
     atomic_store(&capture_stopped, 1);
     EXPECT(ORK_ERROR_NOT_RUNNING, ork_capture_stop(client, &error), "stop twice");
-    /* The window is blue: U is high in every picture. */
     CHECK(luma_sum > 0, "the pictures were all zero");
 
     puts("# clip buffer");
@@ -448,8 +454,11 @@ static void with_daemon(const char *socket, uint32_t other_window) {
     pthread_mutex_unlock(&lock);
 
     puts("# free with a capture running, and from a callback");
+    CHECK(atomic_load(&frames_after_stop) == 0, "%d frame callbacks after ork_capture_stop returned", atomic_load(&frames_after_stop));
+    atomic_store(&capture_stopped, 0);
     EXPECT(ORK_OK, ork_capture_start(client, 30, on_frame, NULL, &error), "start a capture to leave running");
     ork_client_free(client);
+    atomic_store(&capture_stopped, 1); /* no callback after ork_client_free either */
     CHECK(seen == state_count, "a state callback after its watch was stopped");
     ork_client *self_freeing = NULL;
     EXPECT(ORK_OK, ork_client_new(socket, &self_freeing, &error), "another client");
@@ -457,10 +466,13 @@ static void with_daemon(const char *socket, uint32_t other_window) {
     CHECK(wait_until(was_freed, 20), "the callback never freed its client");
     EXPECT(ORK_ERROR_INVALID_HANDLE, ork_capture_state_get(self_freeing, &reasons, &error), "the client freed in a callback");
 
-    /* A new client can capture at once: the freed one's capture has ended in replayd. */
+    /* A new client can capture at once: the freed one's capture has ended in replayd; and its
+     * protection went with it: the window is blue in the pictures now. */
     EXPECT(ORK_OK, ork_client_new(socket, &client, &error), "a third client");
+    CHECK(atomic_load(&frames_after_stop) == 0, "%d frame callbacks after ork_client_free returned", atomic_load(&frames_after_stop));
     atomic_store(&capture_stopped, 0);
     EXPECT(ORK_OK, ork_capture_start(client, 30, on_frame, NULL, &error), "capture again");
+    CHECK(wait_until(centre_is_blue, 20), "the freed client's protection stayed: U %d", atomic_load(&centre_u));
     EXPECT(ORK_OK, ork_capture_stop(client, &error), "stop");
     ork_client_free(client);
     xcb_disconnect(x);
