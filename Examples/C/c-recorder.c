@@ -223,6 +223,15 @@ int main(int argc, char **argv) {
         while (live.state != ORK_BROADCAST_LIVE && !live.over) pthread_cond_wait(&live.changed, &live.lock);
         pthread_mutex_unlock(&live.lock);
         if (!live.over) {
+            /* A pause and a resume, as a call app's "pause sharing" button. */
+            TRY("pause", ork_broadcast_pause(client, &error));
+            pthread_mutex_lock(&live.lock);
+            while (live.state != ORK_BROADCAST_PAUSED && !live.over) pthread_cond_wait(&live.changed, &live.lock);
+            pthread_mutex_unlock(&live.lock);
+            TRY("resume", ork_broadcast_resume(client, &error));
+            pthread_mutex_lock(&live.lock);
+            while (live.state != ORK_BROADCAST_LIVE && !live.over) pthread_cond_wait(&live.changed, &live.lock);
+            pthread_mutex_unlock(&live.lock);
             struct timespec pause = {(time_t)seconds, 0};
             nanosleep(&pause, NULL);
             TRY("finish", ork_broadcast_finish(client, &error));

@@ -139,7 +139,7 @@ extension IntegrationTests {
 
         /// The C example shares its own windows through the broadcast picker, the `file`
         /// extension's folder filled in by the app; the person starts it on the picker's page;
-        /// the app follows it live and finishes it, and sees its state, never its pictures.
+        /// the app follows it live, pauses, resumes and finishes it, seeing its state, never its pictures.
         @Test func theCExampleGoesLiveThroughThePickerWithItsSetup() throws {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, demoScene: false))
             defer { fixture.stop() }
@@ -166,7 +166,8 @@ extension IntegrationTests {
             let result = app.finish(timeout: 60)
             #expect(result.status == 0, "\(result)\n\(fixture.daemonLog.suffix(3000))")
             let states = result.jsonLines.filter { $0["event"] as? String == "broadcast" }.compactMap { $0["state"] as? String }
-            #expect(states.contains("live") && states.last == "finished", "\(result.stdout)")
+            let firstLive = states.firstIndex(of: "live") ?? states.count, paused = states.firstIndex(of: "paused") ?? -1
+            #expect(firstLive < paused && states[paused...].contains("live") && states.last == "finished", "\(result.stdout)")
             #expect(result.jsonLines.contains { $0["event"] as? String == "broadcast" && $0["extension"] as? String == "file" })
             let written = (try? FileManager.default.contentsOfDirectory(atPath: output.path)) ?? []
             #expect(!written.isEmpty, "the file extension wrote nothing into \(output.path)")
@@ -223,8 +224,10 @@ extension IntegrationTests {
             try #require(run.status == 0, "\(run)")
             let figures = try #require(run.jsonLines.first, "\(run)")
             let bare = figures["bareKB"] as? Int ?? 0, loaded = figures["loadedKB"] as? Int ?? 0, client = figures["clientKB"] as? Int ?? 0
+            let bareTotal = figures["bareRSSKB"] as? Int ?? 0, clientTotal = figures["clientRSSKB"] as? Int ?? 0
             print("libopenreplaykit: anonymous RSS \(bare) kB bare, \(loaded) kB with the library loaded (+\(loaded - bare) kB), "
-                  + "\(client) kB with a client watching the capture state (+\(client - bare) kB)")
+                  + "\(client) kB with a client watching the capture state (+\(client - bare) kB); "
+                  + "VmRSS (shared pages too) \(bareTotal) kB bare, \(clientTotal) kB with the client")
             #expect(bare > 0 && loaded >= bare && client >= loaded, "\(figures)")
             #expect(figures["watching"] as? Bool == true, "\(figures)")
         }
