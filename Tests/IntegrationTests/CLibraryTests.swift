@@ -63,6 +63,30 @@ extension IntegrationTests {
             #expect(exported == declared, "exported, not declared: \(extra); declared, not exported: \(missing)")
         }
 
+        /// The C pages' programs compile and link against the header and the library, and the
+        /// Python page's snippets parse, so the documentation cannot drift from the interface.
+        @Test func theDocsProgramsBuild() throws {
+            let fixture = try ReplayFixture(desktop: nil)
+            defer { fixture.stop() }
+            let page = try String(contentsOf: Self.root.appendingPathComponent("docs/c-library.md"), encoding: .utf8)
+            let programs = page.matches(of: /```c\n(.*?)```/.dotMatchesNewlines()).map { String($0.1) }
+            #expect(!programs.isEmpty)
+            for (index, program) in programs.enumerated() {
+                let source = fixture.file("doc\(index).c")
+                try program.write(to: source, atomically: true, encoding: .utf8)
+                try Self.compile([source.path, "-Wno-unused-parameter"], to: fixture.file("doc\(index)"), in: fixture)
+            }
+            let python = try String(contentsOf: Self.root.appendingPathComponent("docs/python.md"), encoding: .utf8)
+            let snippets = python.matches(of: /```python\n(.*?)```/.dotMatchesNewlines()).map { String($0.1) }
+            #expect(snippets.count >= 3)
+            for (index, snippet) in snippets.enumerated() {
+                let file = fixture.file("doc\(index).py")
+                try snippet.write(to: file, atomically: true, encoding: .utf8)
+                let parsed = try fixture.run("/usr/bin/python3", ["-m", "py_compile", file.path])
+                #expect(parsed.status == 0, "docs/python.md, snippet \(index + 1): \(parsed)")
+            }
+        }
+
         /// Every call, every error and misuse (NULLs, made-up and freed handles, a callback that
         /// blocks, one that frees its own client), in C built with AddressSanitizer; then the
         /// same program refused by the person's policy.
