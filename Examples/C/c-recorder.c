@@ -137,8 +137,18 @@ static void on_broadcast(ork_client *client, const ork_broadcast_status *status,
     struct live *live = user_data;
     static const char *names[] = {"starting", "live", "paused", "finished", "failed"};
     const char *name = status->state >= 0 && status->state <= 4 ? names[status->state] : "other";
-    report("{\"event\":\"broadcast\",\"state\":\"%s\",\"extension\":\"%s\",\"framesSent\":%lld}", name, status->extension_id,
-           (long long)status->frames_sent);
+    /* What the extension tells the app (a call's "janus": joining, published), as a JSON object. */
+    char info[1024] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < status->service_info_count && used < sizeof info - 1; i++) {
+        char pair[256];
+        snprintf(pair, sizeof pair, "%s\"%s\":\"%s\"", i ? "," : "", status->service_info[2 * i], status->service_info[2 * i + 1]);
+        for (char *c = pair; *c; c++)
+            if (*c == '\\' || (unsigned char)*c < 0x20) *c = ' ';
+        used += (size_t)snprintf(info + used, sizeof info - used, "%s", pair);
+    }
+    report("{\"event\":\"broadcast\",\"state\":\"%s\",\"extension\":\"%s\",\"framesSent\":%lld,\"info\":{%s}}", name,
+           status->extension_id, (long long)status->frames_sent, info);
     pthread_mutex_lock(&live->lock);
     live->state = status->state;
     live->over = status->state == ORK_BROADCAST_FINISHED || status->state == ORK_BROADCAST_FAILED;

@@ -197,6 +197,51 @@ extension IntegrationTests {
             #expect(!written.isEmpty, "the file extension wrote nothing into \(output.path)")
         }
 
+        /// The C example shares itself into a video call (a Janus VideoRoom room) through the
+        /// picker: the app fills in the call's server, room and name, the person types the pin;
+        /// a participant sees the app's green window, its protected red one black, and nothing
+        /// else of the screen; the app sees the extension's "published".
+        @Test func theCExampleSharesItselfIntoACallThroughThePicker() throws {
+            let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480))
+            defer { fixture.stop() }
+            let example = try Self.buildCExample(in: fixture)
+            let janus = try JanusServer(in: fixture.directory)
+            defer { janus.close() }
+            try fixture.startDaemon(VideoRoom.installExtension(in: fixture))
+            let agent = try fixture.startConsentAgent(["--json"])
+            defer { agent.process.terminate(grace: 2) }
+            let app = try fixture.start(example.path, ["--socket", fixture.socket, "--colour", "00ff00", "--go-live", "videoroom",
+                                                      "--setup", "url=\(janus.url)", "--setup", "room=\(janus.room)",
+                                                      "--setup", "display=C recorder", "--seconds", "20"])
+            defer { app.process.terminate() }
+            let offer = try #require(agent.waitForJSONLine { $0["pickerOffered"] != nil }, "\(agent.outputSoFar)\n\(app.outputSoFar)")
+            let url = try #require(((offer["pickerOffered"] as? [String: Any])?["offer"] as? [String: Any])?["pageURL"] as? String)
+            let browser = try HeadlessBrowser()
+            defer { browser.stop() }
+            let picker = try browser.open(url)
+            #expect(try picker.evaluate("document.getElementById('setup-videoroom-url').value") as? String == janus.url)
+            #expect(try picker.evaluate("document.getElementById('setup-videoroom-display').value") as? String == "C recorder")
+            let participant = try browser.open(try janus.participantPage(display: "C recorder"))
+            _ = try picker.evaluate("document.getElementById('setup-videoroom-pin').value = \(String(reflecting: janus.pin))")
+            try picker.click("#start")
+            try picker.waitUntil("document.getElementById('result') !== null && document.getElementById('result').textContent === 'Live'",
+                                 timeout: 30)
+
+            try participant.waitUntil("window.call && window.call.pc !== null", timeout: 30)
+            _ = try participant.evaluate(WebRTC.installProbe)
+            try participant.waitUntil("(async () => (await (\(WebRTC.inbound("window.call.pc"))))[0] > 30)()", timeout: 30)
+            // The app's window (0,0 320x240) green; its protected secret (340,0
+            // 320x240) and the rest of the screen black.
+            try InAppBroadcast.expectOnlyTheAppsGreenWindow(participant, inside: [(100, 150), (30, 120), (280, 200)],
+                                                            outside: [(500, 120), (400, 300), (320, 460), (600, 40)])
+
+            let result = app.finish(timeout: 90)
+            #expect(result.status == 0, "\(result)\n\(fixture.daemonLog.suffix(3000))")
+            let calls = result.jsonLines.compactMap { ($0["info"] as? [String: Any])?["janus"] as? String }
+            #expect(calls.contains("published"), "\(result.stdout)")
+            #expect(result.jsonLines.last { $0["event"] as? String == "broadcast" }?["state"] as? String == "finished", "\(result.stdout)")
+        }
+
         /// The Python example (ctypes, Tk), against the same daemon.
         @Test func thePythonExampleSharesAndRecordsItself() throws {
             let fixture = try ReplayFixture(desktop: VirtualDesktop.Options(width: 640, height: 480, demoScene: false))
