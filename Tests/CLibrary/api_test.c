@@ -324,6 +324,7 @@ static void with_daemon(const char *socket, uint32_t other_window) {
     EXPECT(ORK_OK, ork_window_unprotect(client, window, &error), "unprotect");
     EXPECT(ORK_OK, ork_window_protect(client, window, &error), "protect again");
     EXPECT(ORK_ERROR_INVALID_ARGUMENT, ork_window_protect(client, 0, &error), "window 0");
+    EXPECT(ORK_ERROR_INVALID_ARGUMENT, ork_window_unprotect(client, 0, &error), "unprotect window 0");
     EXPECT(ORK_ERROR_NOT_PERMITTED, ork_window_protect(client, other_window, &error), "another process's window");
     EXPECT(ORK_ERROR_FAILED_TO_START, ork_window_protect(client, 0x7ffffff0, &error), "no such window");
 

@@ -104,9 +104,9 @@ extension IntegrationTests {
             defer { other.process.terminate() }
             let window = try #require(other.waitForJSONLine { $0["event"] as? String == "window" }?["id"] as? Int, "\(other.outputSoFar)")
 
-            // Leaks of the program's own allocations are its business; the library's threads
-            // still hold theirs at exit, so leak checking stays off.
-            let sanitizer = ["ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:halt_on_error=1", "UBSAN_OPTIONS": "halt_on_error=1"]
+            // LeakSanitizer too: what the program allocates through the library (error objects,
+            // the library's C strings) must all be freed.
+            let sanitizer = ["ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0:halt_on_error=1", "UBSAN_OPTIONS": "halt_on_error=1"]
             let result = try Command.run(program.path, [fixture.socket, String(window)], environment: fixture.environment(sanitizer),
                                          timeout: 240)
             print(result.stdout)
