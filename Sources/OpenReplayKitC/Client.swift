@@ -1,4 +1,3 @@
-import Foundation
 import OpenReplayKit
 import Synchronization
 
@@ -82,78 +81,4 @@ final class Client: Sendable {
         captureState.close()
         broadcast.close()
     }
-}
-
-let clients = HandleTable<Client>(tag: 0x4f52_4b43 << 32)
-
-/// The client behind `handle`, or `ORK_ERROR_INVALID_HANDLE`.
-func client(_ handle: OpaquePointer?) throws(CFailure) -> Client {
-    guard let client = clients.lookup(UnsafeRawPointer(handle)) else {
-        throw CFailure(.invalidHandle, handle == nil ? "the client is NULL" : "not a live client (freed, or never made by ork_client_new)")
-    }
-    return client
-}
-
-/// A C pointer the app gave with a callback, handed back to it as it was.
-struct UserData: @unchecked Sendable {
-    // @unchecked: the library never reads or writes through it; it only passes it back.
-    let pointer: UnsafeMutableRawPointer?
-}
-
-/// Runs an SDK call to its end on Swift's concurrency pool and blocks the calling thread (an
-/// app's, or a client's callback thread, never one of the pool's) until it has.
-func runBlocking<T: Sendable>(_ body: @escaping @Sendable () async throws(RecordingError) -> T) throws(CFailure) -> T {
-    let outcome = Outcome<T>()
-    Task {
-        do throws(RecordingError) {
-            outcome.set(.success(try await body()))
-        } catch {
-            outcome.set(.failure(error))
-        }
-    }
-    switch outcome.wait() {
-    case .success(let value): return value
-    case .failure(let error): throw CFailure(error)
-    }
-}
-
-/// One result, waited for.
-final class Outcome<T: Sendable>: Sendable {
-    private let value = Mutex<Result<T, RecordingError>?>(nil)
-    private let ready = DispatchSemaphore(value: 0)
-
-    func set(_ result: Result<T, RecordingError>) {
-        value.withLock { $0 = result }
-        ready.signal()
-    }
-
-    func wait() -> Result<T, RecordingError> {
-        ready.wait()
-        return value.withLock { $0! }
-    }
-}
-
-/// A C string argument that must be there.
-func string(_ pointer: UnsafePointer<CChar>?, _ name: String) throws(CFailure) -> String {
-    guard let pointer else { throw CFailure(.invalidArgument, "\(name) is NULL") }
-    let text = String(cString: pointer)
-    guard !text.isEmpty else { throw CFailure(.invalidArgument, "\(name) is empty") }
-    return text
-}
-
-@_cdecl("ork_client_new")
-public func ork_client_new(_ socket: UnsafePointer<CChar>?, _ out: UnsafeMutablePointer<OpaquePointer?>?,
-                           _ error: UnsafeMutablePointer<OpaquePointer?>?) -> Int32 {
-    call(error) { () throws(CFailure) in
-        guard let out else { throw CFailure(.invalidArgument, "the client's out-parameter is NULL") }
-        let client = Client(socket: socket.map { String(cString: $0) })
-        let handle = clients.insert(client)
-        client.handle.withLock { $0 = UInt(bitPattern: handle) }
-        out.pointee = OpaquePointer(handle)
-    }
-}
-
-@_cdecl("ork_client_free")
-public func ork_client_free(_ handle: OpaquePointer?) {
-    clients.remove(UnsafeRawPointer(handle))?.close()
 }
