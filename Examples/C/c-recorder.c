@@ -220,7 +220,8 @@ int main(int argc, char **argv) {
         nanosleep(&pause, NULL);
         ork_recording recording;
         TRY("stop", ork_recording_stop(client, &recording, &error));
-        report("{\"event\":\"recorded\",\"id\":\"%s\",\"duration\":%.2f}", recording.id, recording.duration);
+        report("{\"event\":\"recorded\",\"id\":\"%s\",\"duration\":%.2f,\"frames\":%lld}", recording.id, recording.duration,
+               (long long)recording.frames);
         TRY("preview", ork_recording_show_preview(client, recording.id, &error));
         report("{\"event\":\"previewShown\"}");
     }

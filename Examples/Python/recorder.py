@@ -31,7 +31,7 @@ class Error(Exception):
 
 
 class Recording(ctypes.Structure):
-    _fields_ = [("id", ctypes.c_char * 120), ("duration", ctypes.c_double)]
+    _fields_ = [("id", ctypes.c_char * 120), ("duration", ctypes.c_double), ("frames", ctypes.c_int64)]
 
 
 class Frame(ctypes.Structure):
@@ -111,7 +111,7 @@ class OpenReplayKit:
     def stop_recording(self):
         recording = Recording()
         self._call(self.lib.ork_recording_stop, ctypes.byref(recording))
-        return recording.id.decode(), recording.duration
+        return recording.id.decode(), recording.duration, recording.frames
 
     def show_preview(self, recording_id):
         self._call(self.lib.ork_recording_show_preview, recording_id.encode())
@@ -169,8 +169,8 @@ def work(kit, args, window):
         kit.start_recording(window=window)
         report(event="recording")
         time.sleep(args.record)
-        recording_id, duration = kit.stop_recording()
-        report(event="recorded", id=recording_id, duration=duration)
+        recording_id, duration, frames = kit.stop_recording()
+        report(event="recorded", id=recording_id, duration=duration, frames=frames)
         kit.show_preview(recording_id)
         report(event="previewShown")
 

@@ -109,7 +109,7 @@ public final class ScreenRecorder: Sendable {
             switch try await connection.inbox.next().event {
             case .recordingFinished(let summary):
                 if let error = summary.error { throw RecordingError(recordingEnded: error) }
-                return PreviewHandle(recordingID: summary.id, duration: summary.duration)
+                return PreviewHandle(recordingID: summary.id, duration: summary.duration, frames: summary.frames)
             case nil:
                 throw RecordingError(.interrupted, "replayd went away during the recording")
             default:

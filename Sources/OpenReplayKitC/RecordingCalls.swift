@@ -46,6 +46,7 @@ public func ork_recording_stop(_ handle: OpaquePointer?, _ recording: UnsafeMuta
             bytes.copyBytes(from: id)
         }
         recording.pointee.duration = preview.duration
+        recording.pointee.frames = Int64(preview.frames ?? 0)
     }
 }
 

@@ -271,7 +271,7 @@ extension IntegrationTests {
             #expect(secret.count == 3 && secret[0] < 24 && abs(secret[1] - 128) < 8 && abs(secret[2] - 128) < 8,
                     "the protected window is not black in the app's own pictures: \(shared)")
             let recorded = try #require(lines.first { $0["event"] as? String == "recorded" }, "\(output)")
-            #expect((recorded["duration"] as? Double ?? 0) > 1, "\(recorded)")
+            #expect((recorded["duration"] as? Double ?? 0) > 1 && (recorded["frames"] as? Int ?? 0) > 0, "\(recorded)")
             #expect(events.contains("previewShown"), "\(output)")
             #expect(agent.waitForJSONLine { ($0["previewOffered"] as? [String: Any]) != nil } != nil, "\(agent.outputSoFar)")
             let captured = lines.filter { $0["event"] as? String == "captureState" }.compactMap { $0["captured"] as? Bool }

@@ -185,10 +185,12 @@ int ork_recording_start(ork_client *client, uint32_t window, int microphone, ork
 typedef struct ork_recording {
     char id[ORK_RECORDING_ID_SIZE]; /* NUL-terminated */
     double duration;                /* seconds */
+    int64_t frames;                 /* pictures recorded; 0: stopped before the first one, and the store
+                                       kept nothing (the id then names no recording) */
 } ork_recording;
 
-/* Stops the recording and keeps it in the store; fills *recording (may be NULL) with its id
- * and length. A recording that ended by itself (the screen resized, the disk filled) returns
+/* Stops the recording and keeps it in the store; fills *recording (may be NULL) with its id,
+ * length and pictures (a recording stopped before its first picture is not kept). A recording that ended by itself (the screen resized, the disk filled) returns
  * why (ORK_ERROR_CONTENT_RESIZE, ORK_ERROR_INSUFFICIENT_STORAGE, ORK_ERROR_INTERRUPTED); what
  * was recorded is kept. Errors also: ORK_ERROR_INVALID_HANDLE, ORK_ERROR_NOT_RUNNING. */
 int ork_recording_stop(ork_client *client, ork_recording *recording, ork_error **error);
@@ -197,12 +199,12 @@ int ork_recording_stop(ork_client *client, ork_recording *recording, ork_error *
  * can watch, trim, save or delete it (ReplayKit's preview controller, out of process).
  * Errors: ORK_ERROR_INVALID_HANDLE, ORK_ERROR_INVALID_ARGUMENT (recording_id NULL or empty),
  * ORK_ERROR_NOT_PERMITTED (no recording this process made has that id: another app's, or deleted),
- * ORK_ERROR_FAILED_TO_SHOW_PREVIEW (nobody to show it to), ORK_ERROR_NO_DAEMON. */
+ * ORK_ERROR_FAILED_TO_SHOW_PREVIEW (not kept: no picture; nobody to show it to), ORK_ERROR_NO_DAEMON. */
 int ork_recording_show_preview(ork_client *client, const char *recording_id, ork_error **error);
 
 /* Deletes a recording this process made (ReplayKit's discardRecording).
  * Errors: ORK_ERROR_INVALID_HANDLE, ORK_ERROR_INVALID_ARGUMENT, ORK_ERROR_NOT_PERMITTED (as above),
- * ORK_ERROR_FAILED_TO_DISCARD_RECORDING, ORK_ERROR_NO_DAEMON. */
+ * ORK_ERROR_FAILED_TO_DISCARD_RECORDING (not kept: no picture), ORK_ERROR_NO_DAEMON. */
 int ork_recording_discard(ork_client *client, const char *recording_id, ork_error **error);
 
 /* ------------------------------------------------------------------- in-app capture */
