@@ -26,7 +26,6 @@ final class CallbackThread: @unchecked Sendable {
 
     init() {
         let thread = Thread { [self] in loop() }
-        thread.name = "openreplaykit-callbacks"
         self.thread = thread
         thread.start()
     }
@@ -77,6 +76,9 @@ final class CallbackThread: @unchecked Sendable {
     }
 
     private func loop() {
+        // What debuggers, top -H and /proc/PID/task/*/comm show (at most 15 bytes); set from
+        // the thread itself: Foundation names the system's thread only then.
+        Thread.current.name = "ork-callbacks"
         condition.lock()
         while true {
             while jobs.isEmpty && !stopped { condition.wait() }

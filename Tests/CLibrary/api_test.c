@@ -8,7 +8,7 @@
  *                                    (OTHER_WINDOW: an X window of another process)
  *   api_test SOCKET --declined       the person says no: every start is ORK_ERROR_USER_DECLINED
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* pthread_getname_np */
 #include <openreplaykit.h>
 
 #include <errno.h>
@@ -89,11 +89,13 @@ static int state_count = 0;
 static pthread_t callback_thread;
 static int callback_thread_known = 0;
 static int callbacks_on_two_threads = 0;
+static char callback_thread_name[16] = "";
 
 static void note_thread(void) {
     if (!callback_thread_known) {
         callback_thread = pthread_self();
         callback_thread_known = 1;
+        pthread_getname_np(callback_thread, callback_thread_name, sizeof callback_thread_name);
     } else if (!pthread_equal(callback_thread, pthread_self())) {
         callbacks_on_two_threads = 1;
     }
@@ -466,6 +468,7 @@ static void with_daemon(const char *socket, uint32_t other_window) {
     int seen = state_count;
     CHECK(callbacks_on_two_threads == 0, "callbacks ran on two threads (%d)", callbacks_on_two_threads);
     CHECK(!pthread_equal(callback_thread, pthread_self()), "a callback ran on the caller's thread");
+    CHECK(strcmp(callback_thread_name, "ork-callbacks") == 0, "the callback thread is named '%s'", callback_thread_name);
     pthread_mutex_unlock(&lock);
 
     puts("# free with a capture running, and from a callback");

@@ -224,8 +224,14 @@ extension IntegrationTests {
             let participant = try browser.open(try janus.participantPage(display: "C recorder"))
             _ = try picker.evaluate("document.getElementById('setup-videoroom-pin').value = \(String(reflecting: janus.pin))")
             try picker.click("#start")
-            try picker.waitUntil("document.getElementById('result') !== null && document.getElementById('result').textContent === 'Live'",
-                                 timeout: 30)
+            // The extension's GStreamer pipeline and its join take seconds, many more on a loaded machine.
+            do {
+                try picker.waitUntil("document.getElementById('result') !== null && document.getElementById('result').textContent === 'Live'",
+                                     timeout: 90)
+            } catch {
+                Issue.record("the picker: \((try? picker.text()) ?? "?")\napp: \(app.outputSoFar)\n\(fixture.daemonLog.suffix(4000))")
+                throw error
+            }
 
             try participant.waitUntil("window.call && window.call.pc !== null", timeout: 30)
             _ = try participant.evaluate(WebRTC.installProbe)

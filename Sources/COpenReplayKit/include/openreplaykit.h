@@ -35,7 +35,8 @@
  *   the person's consent, which may take a while: call them from a worker thread in a GUI.
  *
  *   Callbacks.  Each client has one thread of the library's own, "the client's callback
- *   thread", that calls every callback registered on that client: one at a time, never
+ *   thread" (named "ork-callbacks" in debuggers and /proc), that calls every callback
+ *   registered on that client: one at a time, never
  *   concurrently, in the order things happened; never from inside a call of yours. A callback
  *   may call any function of this library (including ork_client_free() on its own client)
  *   and may block: while it runs, capture-state and broadcast changes wait in order, and of
