@@ -300,7 +300,7 @@ let package = Package(
         // is written against the very types C programs see.
         .target(name: "COpenReplayKit", exclude: ["openreplaykit.pc.in"]),
         .target(
-            name: "OpenReplayKitC", dependencies: ["COpenReplayKit", "OpenReplayKit", "ReplayIPC", "ReplayMedia"],
+            name: "OpenReplayKitC", dependencies: ["COpenReplayKit", "OpenReplayKit", "ReplayIPC", "ReplayMedia", "ReplaySystem"],
             swiftSettings: strictSettings,
             linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libopenreplaykit.so.1"])]),
     ]

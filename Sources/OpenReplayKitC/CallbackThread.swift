@@ -1,4 +1,7 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import ReplaySystem
 
 /// What a callback reports: each kind has its own callback, and its own generation.
 enum CallbackKind: Hashable, Sendable {
@@ -16,33 +19,25 @@ final class CallbackThread: @unchecked Sendable {
         let run: @Sendable () -> Void
     }
 
-    private let condition = NSCondition()
+    private let condition = ConditionLock()
     private var jobs: [Job] = []
     private var running: CallbackKind?
     private var stopped = false
     private var finished = false
-    private var thread: Thread?
+    private var thread: pthread_t?
     private var dropped: UInt64 = 0
 
     init() {
-        let thread = Thread { [self] in loop() }
-        self.thread = thread
-        thread.start()
+        Threads.detach { [self] in loop() }
     }
 
-    private func locked<T>(_ body: () -> T) -> T {
-        condition.lock()
-        defer { condition.unlock() }
-        return body()
-    }
-
-    var droppedFrames: UInt64 { locked { dropped } }
+    var droppedFrames: UInt64 { condition.withLock { dropped } }
 
     /// Whether the caller is this thread (a call from inside a callback).
-    var isCurrent: Bool { locked { thread === Thread.current } }
+    var isCurrent: Bool { condition.withLock { thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false } }
 
     func post(_ kind: CallbackKind, _ run: @escaping @Sendable () -> Void) {
-        locked {
+        condition.withLock {
             guard !stopped else { return }
             if kind == .frame, let index = jobs.firstIndex(where: { $0.kind == .frame }) {
                 jobs.remove(at: index)
@@ -57,7 +52,7 @@ final class CallbackThread: @unchecked Sendable {
     /// unless called from a callback (which would wait for itself).
     func cancel(_ kind: CallbackKind) {
         let current = isCurrent
-        locked {
+        condition.withLock {
             jobs.removeAll { $0.kind == kind }
             while running == kind && !current { condition.wait() }
         }
@@ -67,7 +62,7 @@ final class CallbackThread: @unchecked Sendable {
     /// (unless this is called from it: then the thread ends after it returns).
     func stop() {
         let current = isCurrent
-        locked {
+        condition.withLock {
             stopped = true
             jobs.removeAll()
             condition.broadcast()
@@ -76,10 +71,9 @@ final class CallbackThread: @unchecked Sendable {
     }
 
     private func loop() {
-        // What debuggers, top -H and /proc/PID/task/*/comm show (at most 15 bytes); set from
-        // the thread itself: Foundation names the system's thread only then.
-        Thread.current.name = "ork-callbacks"
+        Self.nameThisThread("ork-callbacks")
         condition.lock()
+        thread = pthread_self()
         while true {
             while jobs.isEmpty && !stopped { condition.wait() }
             if stopped { break }
@@ -95,5 +89,14 @@ final class CallbackThread: @unchecked Sendable {
         thread = nil
         condition.broadcast()
         condition.unlock()
+    }
+
+    /// What debuggers, top -H and /proc/PID/task/*/comm show (at most 15 bytes), through the
+    /// kernel's file for the calling thread (pthread_setname_np is not in Swift's Glibc).
+    private static func nameThisThread(_ name: String) {
+        let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = name.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
+        close(fd)
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import OpenReplayKit
 
 @_cdecl("ork_clip_buffering_start")
