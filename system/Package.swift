@@ -32,6 +32,8 @@ let package = Package(
         .executable(name: "replay-webrtc-extension", targets: ["replay-webrtc-extension"]),
         .executable(name: "replay-videoroom-extension", targets: ["replay-videoroom-extension"]),
         .executable(name: "replay-gst-extension", targets: ["replay-gst-extension"]),
+        // libopenreplaykit: the app SDK for C and every language with a C FFI.
+        .library(name: "openreplaykit", type: .dynamic, targets: ["OpenReplayKitC"]),
     ],
     dependencies: [
         // The SDKs, by path; `name:` keeps product references fixed whatever the checkout's folder is called.
@@ -295,5 +297,18 @@ let package = Package(
         // Its allowed list, the description built from the tail and its settings, with a fake parser and with GStreamer's.
         .testTarget(
             name: "ReplayGstTests", dependencies: ["replay-gst-extension"], swiftSettings: strictSettings),
+
+        // libopenreplaykit: the app SDK for C and every language with a C FFI (issue 49), its
+        // calls @_cdecl wrappers over OpenReplayKit; the soname carries the C interface's
+        // major version. It is built here, not in the SDKs' package: a package others depend
+        // on may not carry linker flags.
+        // COpenReplayKit holds the header (and the pkg-config template), so the Swift side
+        // is written against the very types C programs see.
+        .target(name: "COpenReplayKit", exclude: ["openreplaykit.pc.in"]),
+        .target(
+            name: "OpenReplayKitC",
+            dependencies: ["COpenReplayKit", sdk("OpenReplayKit"), sdk("ReplayIPC"), sdk("ReplayMedia"), sdk("ReplaySystem")],
+            swiftSettings: strictSettings,
+            linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libopenreplaykit.so.1"])]),
     ]
 )

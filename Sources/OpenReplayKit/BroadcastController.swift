@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ReplayIPC
 import Synchronization
 
@@ -83,6 +83,17 @@ public final class BroadcastController: Sendable {
             throw RecordingError(.attemptToStopNonRecording, "no broadcast started from this app is running")
         }
         try await connection().ask(make(id), failure: .interrupted, cancellable: false) { if case .broadcasts = $0 { true } else { false } }
+    }
+
+    /// Hangs up, which ends a broadcast of the app's own windows; the updates' streams finish
+    /// (the C library's `ork_client_free`).
+    @_spi(OpenReplayKitInternal) public func close() {
+        let (connection, subscribers) = state.withLock { state in
+            defer { state.subscribers = [:] }
+            return (state.connection, Array(state.subscribers.values))
+        }
+        connection?.link.close()
+        for subscriber in subscribers { subscriber.finish() }
     }
 
     /// One long-lived connection: the daemon sends the broadcast's updates on it.

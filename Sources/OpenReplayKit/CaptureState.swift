@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import ReplayIPC
 import Synchronization
 
@@ -54,6 +55,12 @@ public final class CaptureState: Sendable {
         }
         continuation.onTermination = { [weak self] _ in _ = self?.state.withLock { $0.subscribers.removeValue(forKey: id) } }
         return stream
+    }
+
+    /// Hangs up: the changes' streams finish; a later use connects again (the C library's
+    /// `ork_client_free`).
+    @_spi(OpenReplayKitInternal) public func close() {
+        state.withLock { $0.link }?.close()
     }
 
     private func startWatching() throws(RecordingError) {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials  // not Foundation: no ICU in an app for this SDK (issue 48)
 @_spi(OpenReplayKitInternal) import ReplayIPC
 import ReplaySystem
 import Synchronization
@@ -29,7 +29,7 @@ final class DaemonLink: Sendable {
         let result = await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 guard attempt.begin(continuation) else { return }
-                Thread.detachNewThread { attempt.finish(connect(endpoint, attempt: attempt)) }
+                Threads.detach { attempt.finish(connect(endpoint, attempt: attempt)) }
             }
         } onCancel: {
             attempt.cancel()
@@ -103,7 +103,7 @@ final class DaemonLink: Sendable {
     /// connection ends.
     func startReading(_ handler: @escaping @Sendable (_ event: DaemonEvent?, _ body: [UInt8]) -> Void) {
         let channel = self.channel
-        Thread.detachNewThread {
+        Threads.detach {
             while let (event, body) = (try? channel.receive(DaemonEvent.self)) ?? nil {
                 handler(event, body)
             }

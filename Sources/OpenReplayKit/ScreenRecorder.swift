@@ -1,4 +1,4 @@
-public import Foundation  // public: exportClip writes to a URL
+public import FoundationEssentials  // public: exportClip writes to a URL
 import ReplayIPC  // the wire stays inside: apps see the SDK's own types only
 public import ReplayMedia  // public: a captured frame is a PixelBuffer at a MediaTime
 import Synchronization
@@ -109,7 +109,7 @@ public final class ScreenRecorder: Sendable {
             switch try await connection.inbox.next().event {
             case .recordingFinished(let summary):
                 if let error = summary.error { throw RecordingError(recordingEnded: error) }
-                return PreviewHandle(recordingID: summary.id, duration: summary.duration)
+                return PreviewHandle(recordingID: summary.id, duration: summary.duration, frames: summary.frames)
             case nil:
                 throw RecordingError(.interrupted, "replayd went away during the recording")
             default:
@@ -165,8 +165,8 @@ public final class ScreenRecorder: Sendable {
             }
         }
         let partial = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).partial")
-        var file: FileHandle?
-        defer { try? file?.close() }
+        var file: PartialFile?
+        defer { file?.close() }
         while true {
             let (event, body): EventInbox.Entry
             do {
@@ -179,18 +179,12 @@ public final class ScreenRecorder: Sendable {
             case .clipSaved:
                 continue
             case .exportBegin:
-                guard FileManager.default.createFile(atPath: partial.path, contents: nil),
-                      let handle = FileHandle(forWritingAtPath: partial.path) else {
-                    throw RecordingError(.failedToSaveClip, "cannot write \(partial.path)")
-                }
-                file = handle
+                file = try PartialFile(path: partial.path)
             case .exportChunk:
-                do { try file?.write(contentsOf: body) } catch {
-                    throw RecordingError(.failedToSaveClip, "cannot write \(partial.path): \(error)")
-                }
+                try file?.write(body)
             case .exportEnd:
                 do {
-                    try file?.close()
+                    file?.close()
                     file = nil
                     _ = try? FileManager.default.removeItem(at: url)
                     try FileManager.default.moveItem(at: partial, to: url)
@@ -288,6 +282,15 @@ public final class ScreenRecorder: Sendable {
 
     public func unprotect(window: UInt32) async throws(RecordingError) {
         try await control(.unprotectWindow(id: window)) { if case .windowUnprotected = $0 { true } else { false } }
+    }
+
+    /// Hangs up the control connection, which drops every protection this recorder asked for
+    /// (the C library's `ork_client_free`).
+    @_spi(OpenReplayKitInternal) public func closeControl() {
+        state.withLock { state in
+            defer { state.control = nil }
+            return state.control
+        }?.link.close()
     }
 
     /// One request on a connection of its own, answered by the event `isAnswer` accepts.
