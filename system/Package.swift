@@ -187,12 +187,13 @@ let package = Package(
         // The encoder pipeline and its peers (WebRTCSession) and the loss-based bitrate
         // control, shared by the WebRTC and the Janus VideoRoom extensions.
         .target(
-            name: "ReplayWebRTC", dependencies: ["CWebRTC", sdk("ReplayMedia"), sdk("ReplayProcessing")], path: "Sources/Extensions/WebRTCCore",
+            name: "ReplayWebRTC", dependencies: ["CWebRTC", sdk("ReplayMedia"), sdk("ReplayProcessing"), sdk("ReplaySystem")], path: "Sources/Extensions/WebRTCCore",
             swiftSettings: strictSettings),
         .executableTarget(
             name: "replay-webrtc-extension",
             dependencies: [
-                "ReplayWebRTC", "CWebRTC", sdk("ReplayExtensionKit"), sdk("ReplayProcessing"), sdk("ReplayMedia"), sdk("ReplaySystem"), "ReplayLoopbackServer",
+                "ReplayWebRTC", "CWebRTC", "ReplayHTTP", sdk("ReplayExtensionKit"), sdk("ReplayProcessing"), sdk("ReplayMedia"), sdk("ReplaySystem"),
+                "ReplayLoopbackServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -200,7 +201,7 @@ let package = Package(
         // A participant in a Janus VideoRoom room (a video call), through Janus's HTTP API.
         .executableTarget(
             name: "replay-videoroom-extension",
-            dependencies: ["ReplayWebRTC", "CWebRTC", sdk("ReplayExtensionKit"), sdk("ReplayProcessing"), sdk("ReplayMedia"), sdk("ReplaySystem")],
+            dependencies: ["ReplayWebRTC", "CWebRTC", "ReplayHTTP", sdk("ReplayExtensionKit"), sdk("ReplayProcessing"), sdk("ReplayMedia"), sdk("ReplaySystem")],
             path: "Sources/Extensions/VideoRoom", exclude: ["videoroom.json"], swiftSettings: strictSettings),
         // Misbehaving extensions for the host's fault tests (never installed).
         .executableTarget(
