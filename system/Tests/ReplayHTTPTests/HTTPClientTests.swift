@@ -80,6 +80,16 @@ import Testing
         #expect(error.description.contains("127.0.0.1") && error.description.contains("\(port)"), "\(error)")
     }
 
+    /// https is spoken (libcurl with OpenSSL): a server that answers a TLS hello in plain
+    /// HTTP fails as TLS, not as some other error.
+    @Test func anHTTPSRequestToAServerWithoutTLSIsATLSFailure() async throws {
+        try await TestHTTPServer.with { server in
+            let result = try await Self.send(HTTPRequest(method: "GET", url: URL(string: "https://127.0.0.1:\(server.port)/missing")!))
+            guard case .failure(let error) = result else { throw TestFailure("answered: \(result)") }
+            #expect(error.code == .tls, "\(error)")
+        }
+    }
+
     /// What JanusClient does to its long poll: cancel from another thread ends the request at
     /// once, and every later one before it is sent.
     @Test func cancelEndsTheRequestInFlightAndRefusesLaterOnes() async throws {
