@@ -1,8 +1,9 @@
 /// Why a request got no answer: no connection, no answer in time, cancelled, TLS refused,
 /// or a request that was never sent. An answer with any status is not an error.
 public struct HTTPError: Error, Sendable, Equatable, CustomStringConvertible {
-    public struct Code: Hashable, Sendable {
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
         let name: String
+        public var description: String { name }
         /// The server's address does not resolve.
         public static let couldNotResolve = Code(name: "couldNotResolve")
         /// Nothing accepted the connection (refused, unreachable, or not within the timeout).
