@@ -1,5 +1,4 @@
 import CCurl
-public import FoundationEssentials
 import Synchronization
 
 /// Sends HTTP requests through libcurl (Debian's, with OpenSSL and the system's certificates):

@@ -1,6 +1,6 @@
 import FoundationEssentials
-import ReplaySystem
 import ReplayHTTP
+import ReplaySystem
 
 /// WHIP (RFC 9725), the client side: POST the SDP offer to the endpoint with the bearer
 /// token, get 201 Created with the SDP answer and the session's Location, DELETE that
