@@ -90,8 +90,9 @@ import Testing
         }
     }
 
-    /// What JanusClient does to its long poll: cancel from another thread ends the request at
-    /// once, and every later one before it is sent.
+    /// What JanusClient does to its long poll: cancel from another thread ends the request in
+    /// flight, and every later one before it is sent. (That it ends at once, by
+    /// curl_multi_wakeup, is not seen here: libcurl's own timers wake its wait too.)
     @Test func cancelEndsTheRequestInFlightAndRefusesLaterOnes() async throws {
         try await TestHTTPServer.with { server in
             let client = HTTPClient()

@@ -9,6 +9,8 @@ final class CurlTransfer {
     private let easy: UnsafeMutableRawPointer
     private let multi: UnsafeMutableRawPointer
     private let url: URL
+    /// The request's timeout, in milliseconds: libcurl ends the transfer then.
+    private let timeoutMilliseconds: Int
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
     private let received = Received()
@@ -39,6 +41,7 @@ final class CurlTransfer {
         self.easy = easy
         self.multi = multi
         url = request.url
+        timeoutMilliseconds = max(1, Int((min(request.timeout, 86_400) * 1000).rounded(.up)))
         errorBuffer.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
         try configure(request)
         guard curl_multi_add_handle(multi, easy) == CURLM_OK else { throw HTTPError(.failed, "libcurl could not start the transfer") }
@@ -60,7 +63,7 @@ final class CurlTransfer {
         try set("redirect limit", CCurl_set_long(easy, CURLOPT_MAXREDIRS, 5))
         // No signals (SIGALRM for name resolution) in a process of many threads.
         try set("signals", CCurl_set_long(easy, CURLOPT_NOSIGNAL, 1))
-        try set("timeout", CCurl_set_long(easy, CURLOPT_TIMEOUT_MS, max(1, Int((request.timeout * 1000).rounded(.up)))))
+        try set("timeout", CCurl_set_long(easy, CURLOPT_TIMEOUT_MS, timeoutMilliseconds))
         try set("error buffer", CCurl_set_error_buffer(easy, errorBuffer))
 
         switch request.method {
@@ -130,9 +133,9 @@ final class CurlTransfer {
                 return try finished(CCurl_message_result(message))
             }
             if isCancelled() { throw HTTPError(.cancelled, "cancelled") }
-            // Waits for the sockets, libcurl's next timer (the timeout among them) or a wake-up;
-            // the second is only a bound.
-            _ = curl_multi_poll(multi, nil, 0, 1000, nil)
+            // Waits for the sockets, libcurl's next timer (the request's timeout among them) or
+            // `cancel`'s wake-up; the bound adds no wake-up of its own.
+            _ = curl_multi_poll(multi, nil, 0, Int32(clamping: timeoutMilliseconds + 1000), nil)
             if isCancelled() { throw HTTPError(.cancelled, "cancelled") }
         }
     }
