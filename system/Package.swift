@@ -180,15 +180,22 @@ let package = Package(
             cSettings: [.define("GST_USE_UNSTABLE_API")],
             linkerSettings: ["gstreamer-1.0", "gstbase-1.0", "gstapp-1.0", "gstvideo-1.0", "gstsdp-1.0", "gstwebrtc-1.0",
                              "gobject-2.0", "glib-2.0"].map { .linkedLibrary($0) }),
+        // HTTP for the WebRTC and VideoRoom extensions (WHIP, Janus's API) through Debian's libcurl,
+        // not URLSession, which would load Foundation and ICU (issue 48). curl_easy_setopt is
+        // variadic: typed setters in CCurlShim, prefixed CCurl_.
+        .systemLibrary(name: "CCurl", path: "Sources/Extensions/CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .target(name: "CCurlShim", dependencies: ["CCurl"], path: "Sources/Extensions/CCurlShim"),
+        .target(name: "ReplayHTTP", dependencies: ["CCurl", "CCurlShim"], path: "Sources/Extensions/HTTP", swiftSettings: strictSettings),
         // The encoder pipeline and its peers (WebRTCSession) and the loss-based bitrate
         // control, shared by the WebRTC and the Janus VideoRoom extensions.
         .target(
-            name: "ReplayWebRTC", dependencies: ["CWebRTC", sdk("ReplayMedia"), sdk("ReplayProcessing")], path: "Sources/Extensions/WebRTCCore",
+            name: "ReplayWebRTC", dependencies: ["CWebRTC", sdk("ReplayMedia"), sdk("ReplayProcessing"), sdk("ReplaySystem")], path: "Sources/Extensions/WebRTCCore",
             swiftSettings: strictSettings),
         .executableTarget(
             name: "replay-webrtc-extension",
             dependencies: [
-                "ReplayWebRTC", "CWebRTC", sdk("ReplayExtensionKit"), sdk("ReplayProcessing"), sdk("ReplayMedia"), sdk("ReplaySystem"), "ReplayLoopbackServer",
+                "ReplayWebRTC", "CWebRTC", "ReplayHTTP", sdk("ReplayExtensionKit"), sdk("ReplayProcessing"), sdk("ReplayMedia"), sdk("ReplaySystem"),
+                "ReplayLoopbackServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -196,7 +203,7 @@ let package = Package(
         // A participant in a Janus VideoRoom room (a video call), through Janus's HTTP API.
         .executableTarget(
             name: "replay-videoroom-extension",
-            dependencies: ["ReplayWebRTC", "CWebRTC", sdk("ReplayExtensionKit"), sdk("ReplayProcessing"), sdk("ReplayMedia"), sdk("ReplaySystem")],
+            dependencies: ["ReplayWebRTC", "CWebRTC", "ReplayHTTP", sdk("ReplayExtensionKit"), sdk("ReplayProcessing"), sdk("ReplayMedia"), sdk("ReplaySystem")],
             path: "Sources/Extensions/VideoRoom", exclude: ["videoroom.json"], swiftSettings: strictSettings),
         // Misbehaving extensions for the host's fault tests (never installed).
         .executableTarget(
@@ -235,6 +242,12 @@ let package = Package(
         // The WebRTC extension's own logic (bitrate control, setup), tested in its executable module.
         .testTarget(
             name: "ReplayWebRTCTests", dependencies: ["replay-webrtc-extension", "replay-videoroom-extension", "ReplayWebRTC", sdk("ReplayProcessing")],
+            swiftSettings: strictSettings),
+        // The HTTP client against a real HTTP server on loopback (NIO's, started by each test).
+        .testTarget(
+            name: "ReplayHTTPTests",
+            dependencies: ["ReplayHTTP", sdk("ReplaySystem"), "ReplayTestEvents", .product(name: "NIOCore", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")],
             swiftSettings: strictSettings),
         // What the desktop's dialogs decide, without GTK: when Allow may be pressed and by whom,
         // which daemons they answer for, what they say.

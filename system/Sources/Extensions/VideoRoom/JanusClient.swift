@@ -1,8 +1,6 @@
-import Foundation
+import FoundationEssentials
+import ReplayHTTP
 import Synchronization
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
 
 /// One session on a Janus server through its HTTP API (janus.transport.http), attached to
 /// the VideoRoom plugin: requests are POSTed to the session's handle, and what the plugin
@@ -38,25 +36,23 @@ final class JanusClient: Sendable {
         }
     }
 
-    /// An event from the long poll.
-    struct Event: @unchecked Sendable {
-        // @unchecked: a JSON object from JSONSerialization, read only.
-        let body: [String: Any]
+    /// An event from the long poll, or a reply.
+    struct Event: Sendable {
+        let body: JSON
 
-        var kind: String { body["janus"] as? String ?? "" }
-        var transaction: String? { body["transaction"] as? String }
+        var kind: String { body["janus"]?.string ?? "" }
+        var transaction: String? { body["transaction"]?.string }
         /// The plugin's data, for "event" (and "success" of synchronous requests).
-        var pluginData: [String: Any]? { (body["plugindata"] as? [String: Any])?["data"] as? [String: Any] }
-        var jsep: [String: Any]? { body["jsep"] as? [String: Any] }
+        var pluginData: JSON? { body["plugindata"]?["data"] }
+        var jsep: JSON? { body["jsep"] }
     }
 
     let server: URL
     /// Where to show the server in messages: scheme, host, port and path only.
     let displayServer: String
-    private let urlSession: URLSession
+    /// The session's requests; `cancel` ends them.
+    private let http = HTTPClient()
     private let ids = Mutex<(session: Int64, handle: Int64)?>(nil)
-    private let inFlight = Mutex<[URLSessionDataTask]>([])
-    private let cancelled = Atomic<Bool>(false)
 
     init(server: URL) {
         self.server = server
@@ -65,9 +61,6 @@ final class JanusClient: Sendable {
         components?.user = nil
         components?.password = nil
         displayServer = components?.string ?? server.absoluteString
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        urlSession = URLSession(configuration: configuration)
     }
 
     /// Creates the session and attaches the VideoRoom plugin.
@@ -80,23 +73,24 @@ final class JanusClient: Sendable {
 
     /// Sends `body` to the plugin (with `jsep`, an SDP offer) and waits for its answer: the
     /// event that carries the request's transaction. Other events meanwhile go to `other`.
-    func request(_ body: [String: Any], jsep: [String: Any]? = nil, timeout: Double = 20,
+    func request(_ body: [String: JSON], jsep: [String: JSON]? = nil, timeout: Double = 20,
                  other: (Event) -> Void = { _ in }) throws(Failure) -> Event {
         guard let (session, handle) = ids.withLock({ $0 }) else { throw .sessionLost(reason: "not opened") }
-        var message: [String: Any] = ["janus": "message", "body": body]
-        if let jsep { message["jsep"] = jsep }
+        var message: [String: JSON] = ["janus": "message", "body": .object(body)]
+        if let jsep { message["jsep"] = .object(jsep) }
         let transaction = Self.transaction()
         let reply = try call(server.appendingPathComponent("\(session)/\(handle)"), message, transaction: transaction)
         // A synchronous request is answered at once; the others are acknowledged and answered on the poll.
         if reply.kind == "success" { return try Self.checked(reply) }
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            for event in try poll(timeout: min(30, max(1, deadline.timeIntervalSinceNow))) {
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        while ContinuousClock.now < deadline {
+            let left = (deadline - ContinuousClock.now) / .seconds(1)
+            for event in try poll(timeout: min(30, max(1, left))) {
                 if event.transaction == transaction, event.kind == "event" { return try Self.checked(event) }
                 other(event)
             }
         }
-        throw .malformed(server: displayServer, reason: "did not answer \(body["request"] ?? "the request") within \(Int(timeout)) s")
+        throw .malformed(server: displayServer, reason: "did not answer \(body["request"]?.string ?? "the request") within \(Int(timeout)) s")
     }
 
     /// Waits for the session's next events (at most `timeout` seconds; Janus answers a quiet
@@ -106,13 +100,15 @@ final class JanusClient: Sendable {
         var components = URLComponents(url: server.appendingPathComponent(String(session)), resolvingAgainstBaseURL: false)
         components?.queryItems = [URLQueryItem(name: "maxev", value: "10"), URLQueryItem(name: "rid", value: Self.transaction())]
         guard let url = components?.url else { throw .malformed(server: displayServer, reason: "has no usable address") }
-        var request = URLRequest(url: url, timeoutInterval: timeout + 5)
-        request.httpMethod = "GET"
-        let data = try perform(request, timeout: timeout + 5)
-        let json = try? JSONSerialization.jsonObject(with: data)
-        let events = ((json as? [[String: Any]]) ?? (json as? [String: Any]).map { [$0] } ?? []).map(Event.init)
+        let data = try perform(HTTPRequest(method: "GET", url: url, timeout: timeout + 5))
+        let events: [Event]
+        switch try? JSON(parsing: data) {
+        case .array(let values)?: events = values.map(Event.init)
+        case let value?: events = [Event(body: value)]
+        case nil: events = []
+        }
         for event in events where event.kind == "error" {
-            let error = event.body["error"] as? [String: Any]
+            let error = event.body["error"]
             // 458: no such session (the server restarted, or timed the session out).
             throw .sessionLost(reason: "\(error?["reason"] ?? "error") (error \(error?["code"] ?? "?"))")
         }
@@ -123,85 +119,60 @@ final class JanusClient: Sendable {
     /// Sent even after `cancel`: a session left behind would stay in the room until it timed out.
     func close(timeout: Double = 2) {
         guard let session = ids.withLock({ state in defer { state = nil }; return state?.session }) else { return }
-        _ = try? call(server.appendingPathComponent(String(session)), ["janus": "destroy"], timeout: timeout, evenIfCancelled: true)
+        _ = try? call(server.appendingPathComponent(String(session)), ["janus": "destroy"], timeout: timeout, through: HTTPClient())
     }
 
-    /// Ends every request in flight and any made later, from another thread.
+    /// Ends every request in flight and any made later (but `close`), from another thread.
     func cancel() {
-        cancelled.store(true, ordering: .relaxed)
-        for task in inFlight.withLock({ $0 }) { task.cancel() }
+        http.cancel()
     }
 
     // MARK: HTTP
 
-    private func call(_ url: URL, _ body: [String: Any], transaction: String = JanusClient.transaction(),
-                      timeout: Double = 10, evenIfCancelled: Bool = false) throws(Failure) -> Event {
+    private func call(_ url: URL, _ body: [String: JSON], transaction: String = JanusClient.transaction(),
+                      timeout: Double = 10, through client: HTTPClient? = nil) throws(Failure) -> Event {
         var message = body
-        message["transaction"] = transaction
-        var request = URLRequest(url: url, timeoutInterval: timeout)
-        request.httpMethod = "POST"
-        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        guard let encoded = try? JSONSerialization.data(withJSONObject: message) else {
-            throw .malformed(server: displayServer, reason: "was sent a request that is not JSON")
-        }
-        request.httpBody = encoded
-        let data = try perform(request, timeout: timeout, evenIfCancelled: evenIfCancelled)
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else {
+        message["transaction"] = .string(transaction)
+        let request = HTTPRequest(method: "POST", url: url, headers: [HTTPField("Content-Type", "application/json")],
+                                  body: JSON.object(message).encoded, timeout: timeout)
+        let data = try perform(request, through: client)
+        guard let object = try? JSON(parsing: data), case .object = object else {
             throw .malformed(server: displayServer, reason: "answered with something that is not a JSON object")
         }
         let reply = Event(body: object)
         if reply.kind == "error" {
-            let error = object["error"] as? [String: Any]
-            let code = error?["code"] as? Int ?? 0
-            let reason = error?["reason"] as? String ?? "error"
+            let code = object["error"]?["code"]?.integer ?? 0
+            let reason = object["error"]?["reason"]?.string ?? "error"
             if code == 458 { throw .sessionLost(reason: "\(reason) (error 458)") }
-            throw .refused(code: code, reason: reason)
+            throw .refused(code: Int(code), reason: reason)
         }
         return reply
     }
 
-    private func perform(_ request: URLRequest, timeout: Double, evenIfCancelled: Bool = false) throws(Failure) -> Data {
-        let cancellable = !evenIfCancelled
-        if cancellable && cancelled.load(ordering: .relaxed) { throw .sessionLost(reason: "cancelled") }
-        let result = Mutex<Result<Data, Failure>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let server = displayServer
-        let task = urlSession.dataTask(with: request) { data, response, error in
-            let outcome: Result<Data, Failure>
-            if let error {
-                outcome = .failure(.unreachable(server: server, reason: error.localizedDescription))
-            } else if let http = response as? HTTPURLResponse, http.statusCode == 200 {
-                outcome = .success(data ?? Data())
-            } else {
-                let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-                outcome = .failure(.malformed(server: server, reason: "answered HTTP \(status)"))
-            }
-            result.withLock { $0 = outcome }
-            done.signal()
+    /// The body of a 200 answer.
+    private func perform(_ request: HTTPRequest, through client: HTTPClient? = nil) throws(Failure) -> [UInt8] {
+        let response: HTTPResponse
+        do throws(HTTPError) {
+            response = try (client ?? http).send(request)
+        } catch where error.code == .cancelled {
+            throw .sessionLost(reason: "cancelled")
+        } catch {
+            throw .unreachable(server: displayServer, reason: error.message)
         }
-        if cancellable { inFlight.withLock { $0.append(task) } }
-        defer { inFlight.withLock { tasks in tasks.removeAll { $0 === task } } }
-        task.resume()
-        if done.wait(timeout: .now() + timeout) == .timedOut {
-            task.cancel()
-            throw .unreachable(server: server, reason: "no answer within \(Int(timeout)) s")
-        }
-        if cancellable && cancelled.load(ordering: .relaxed) { throw .sessionLost(reason: "cancelled") }
-        // The handler sets the result before it signals.
-        guard let outcome = result.withLock({ $0 }) else { throw .malformed(server: server, reason: "gave no HTTP response") }
-        return try outcome.get()
+        guard response.status == 200 else { throw .malformed(server: displayServer, reason: "answered HTTP \(response.status)") }
+        return response.body
     }
 
     /// The plugin's own refusal, in an event's data, as a failure.
     private static func checked(_ event: Event) throws(Failure) -> Event {
-        if let data = event.pluginData, let code = data["error_code"] as? Int {
-            throw .refused(code: code, reason: data["error"] as? String ?? "the VideoRoom plugin refused")
+        if let data = event.pluginData, let code = data["error_code"]?.integer {
+            throw .refused(code: Int(code), reason: data["error"]?.string ?? "the VideoRoom plugin refused")
         }
         return event
     }
 
     private static func id(of reply: Event, server: String) throws(Failure) -> Int64 {
-        guard let data = reply.body["data"] as? [String: Any], let id = (data["id"] as? NSNumber)?.int64Value else {
+        guard let id = reply.body["data"]?["id"]?.integer else {
             throw .malformed(server: server, reason: "answered without an id")
         }
         return id

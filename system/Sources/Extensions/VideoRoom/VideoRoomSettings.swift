@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ReplayWebRTC
 
 /// What the person set up (see videoroom.json), checked before anything starts: the Janus
@@ -23,10 +23,10 @@ struct VideoRoomSettings: Sendable {
         case number(Int64)
         case name(String)
 
-        var json: Any {
+        var json: JSON {
             switch self {
-            case .number(let number): number
-            case .name(let name): name
+            case .number(let number): .integer(number)
+            case .name(let name): .string(name)
             }
         }
 
@@ -68,10 +68,10 @@ struct VideoRoomSettings: Sendable {
     }
 
     /// The body of the publisher's join, with the room's pin and token.
-    var joinRequest: [String: Any] {
-        var body: [String: Any] = ["request": "join", "ptype": "publisher", "room": room.json, "display": display]
-        if let pin { body["pin"] = pin }
-        if let token { body["token"] = token }
+    var joinRequest: [String: JSON] {
+        var body: [String: JSON] = ["request": "join", "ptype": "publisher", "room": room.json, "display": .string(display)]
+        if let pin { body["pin"] = .string(pin) }
+        if let token { body["token"] = .string(token) }
         return body
     }
 }

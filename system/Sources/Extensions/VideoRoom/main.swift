@@ -1,5 +1,5 @@
 import CWebRTC
-import Foundation
+import FoundationEssentials
 import ReplayExtensionKit
 import ReplayMedia
 import ReplayProcessing
@@ -51,7 +51,7 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
             return
         }
         self.settings = settings
-        Thread.detachNewThread { [self] in stayInRoom(session: session, settings: settings) }
+        Threads.detach { [self] in stayInRoom(session: session, settings: settings) }
         broadcast.tick { [weak self] in self?.adaptBitrate() }
     }
 
@@ -118,7 +118,7 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
             let pause = min(Self.backoff[min(attempt, Self.backoff.count - 1)], max(0.1, limit - waited))
             attempt += 1
             let wakeAt = MonotonicClock.nanoseconds() + Int64(pause * 1e9)
-            while MonotonicClock.nanoseconds() < wakeAt, !broadcast.state.withLock({ $0.finished }) { Thread.sleep(forTimeInterval: 0.05) }
+            while MonotonicClock.nanoseconds() < wakeAt, !broadcast.state.withLock({ $0.finished }) { Threads.sleep(seconds: 0.05) }
         }
     }
 
@@ -131,15 +131,15 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
             state.peer = peer
             // Kept across rejoins: the way to the server has not changed because it restarted.
             if state.controller == nil { state.controller = settings.video.controller() }
-            state.participant = (joined.pluginData?["id"] as? NSNumber)?.int64Value
+            state.participant = joined.pluginData?["id"]?.integer
             return state.finished
         }
         if finished { return }
         // No bitrate of our own in the publish: Janus's estimate (REMB) is then the room's cap
         // (our own maximum bounds us anyway).
         let published = try janus.request(["request": "publish", "audio": true, "video": true],
-                                          jsep: ["type": "offer", "sdp": offer])
-        guard let answer = published.jsep?["sdp"] as? String, published.jsep?["type"] as? String == "answer" else {
+                                          jsep: ["type": "offer", "sdp": .string(offer)])
+        guard let answer = published.jsep?["sdp"]?.string, published.jsep?["type"]?.string == "answer" else {
             throw JanusClient.Failure.malformed(server: janus.displayServer, reason: "answered the publish without an SDP answer")
         }
         try session.setAnswer(answer, peer: peer)
@@ -156,7 +156,7 @@ final class VideoRoomHandler: BroadcastSampleHandler, @unchecked Sendable {
     private func listen(to janus: JanusClient) throws {
         while !broadcast.state.withLock({ $0.finished }) {
             for event in try janus.poll() where event.kind == "hangup" {
-                throw JanusClient.Failure.sessionLost(reason: "the server hung up on the stream (\(event.body["reason"] ?? "no reason"))")
+                throw JanusClient.Failure.sessionLost(reason: "the server hung up on the stream (\(event.body["reason"]?.description ?? "no reason"))")
             }
         }
     }

@@ -1,4 +1,3 @@
-import Foundation
 
 /// The page local viewers open: a WHEP client (RFC-style: POST the offer, 201 with the
 /// answer and a Location, DELETE it when leaving) playing the broadcast in a <video>.
@@ -6,7 +5,7 @@ import Foundation
 enum ViewerPage {
     /// The page; `base` is the path every request of it goes to (`/<token>/`), so it works
     /// whether or not the address it was opened at ends with a slash.
-    static func html(base: String) -> String { template.replacingOccurrences(of: "{{BASE}}", with: base) }
+    static func html(base: String) -> String { template.replacing("{{BASE}}", with: base) }
 
     private static let template = """
         <!doctype html>

@@ -1,7 +1,8 @@
-import Foundation
+import FoundationEssentials
 import Hummingbird
 import Logging
 import ReplayLoopbackServer
+import ReplaySystem
 import ReplayWebRTC
 import Synchronization
 
@@ -92,7 +93,7 @@ final class ViewerServer: Sendable {
             // Negotiation blocks (ICE gathering): off the server's threads.
             let session = self.session
             let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<(Int32, String), any Error>, Never>) in
-                Thread.detachNewThread {
+                Threads.detach {
                     continuation.resume(returning: Result { try session.answer(offer) })
                 }
             }

@@ -1,8 +1,6 @@
-import Foundation
-import Synchronization
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import FoundationEssentials
+import ReplayHTTP
+import ReplaySystem
 
 /// WHIP (RFC 9725), the client side: POST the SDP offer to the endpoint with the bearer
 /// token, get 201 Created with the SDP answer and the session's Location, DELETE that
@@ -33,15 +31,11 @@ final class WHIPClient: Sendable {
 
     let endpoint: URL
     private let token: String?
-    private let session: URLSession
+    private let http = HTTPClient()
 
     init(endpoint: URL, token: String?) {
         self.endpoint = endpoint
         self.token = token?.isEmpty == true ? nil : token
-        let configuration = URLSessionConfiguration.ephemeral
-        configuration.timeoutIntervalForRequest = 15
-        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
-        session = URLSession(configuration: configuration)
     }
 
     /// Where to show the endpoint in messages: scheme, host, port and path, no query (which
@@ -56,64 +50,44 @@ final class WHIPClient: Sendable {
 
     /// POSTs `offer`; returns the answer and the session's resource URL.
     func publish(offer: String) throws -> (answer: String, resource: URL) {
-        var request = URLRequest(url: endpoint)
-        request.httpMethod = "POST"
-        request.setValue("application/sdp", forHTTPHeaderField: "Content-Type")
-        request.setValue("application/sdp", forHTTPHeaderField: "Accept")
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        request.httpBody = Data(offer.utf8)
-        let (data, response) = try perform(request)
-        let body = String(decoding: data, as: UTF8.self)
-        switch response.statusCode {
+        let response = try perform(HTTPRequest(method: "POST", url: endpoint,
+                                               headers: [HTTPField("Content-Type", "application/sdp"), HTTPField("Accept", "application/sdp")]
+                                                   + authorization,
+                                               body: Array(offer.utf8)))
+        let body = response.text
+        switch response.status {
         case 201:
-            guard let location = response.value(forHTTPHeaderField: "Location"),
-                  let resource = URL(string: location, relativeTo: response.url ?? endpoint)?.absoluteURL else {
+            guard let location = response.header("Location"),
+                  let resource = URL(string: location, relativeTo: response.url)?.absoluteURL else {
                 throw Failure.malformed(endpoint: displayEndpoint, reason: "answered 201 without a Location")
             }
             guard body.hasPrefix("v=0") else { throw Failure.malformed(endpoint: displayEndpoint, reason: "answered 201 without an SDP answer") }
             return (body, resource)
         case 401, 403:
-            throw Failure.unauthorized(status: response.statusCode, endpoint: displayEndpoint)
+            throw Failure.unauthorized(status: response.status, endpoint: displayEndpoint)
         default:
-            throw Failure.rejected(status: response.statusCode, endpoint: displayEndpoint,
-                                   body: body.trimmingCharacters(in: .whitespacesAndNewlines))
+            throw Failure.rejected(status: response.status, endpoint: displayEndpoint,
+                                   body: body.trimmingWhitespace())
         }
     }
 
     /// Ends the session (DELETE of its resource), waiting at most `timeout` seconds.
     @discardableResult
     func end(_ resource: URL, timeout: Double = 3) -> Int? {
-        var request = URLRequest(url: resource, timeoutInterval: timeout)
-        request.httpMethod = "DELETE"
-        if let token { request.setValue("Bearer \(token)", forHTTPHeaderField: "Authorization") }
-        return (try? perform(request, timeout: timeout))?.1.statusCode
+        (try? perform(HTTPRequest(method: "DELETE", url: resource, headers: authorization, timeout: timeout)))?.status
     }
 
-    private func perform(_ request: URLRequest, timeout: Double = 20) throws -> (Data, HTTPURLResponse) {
-        let result = Mutex<Result<(Data, HTTPURLResponse), Failure>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        let endpoint = displayEndpoint
-        let task = session.dataTask(with: request) { data, response, error in
-            let outcome: Result<(Data, HTTPURLResponse), Failure>
-            if let error {
-                outcome = .failure(.unreachable(endpoint: endpoint, reason: error.localizedDescription))
-            } else if let http = response as? HTTPURLResponse {
-                outcome = .success((data ?? Data(), http))
-            } else {
-                outcome = .failure(.malformed(endpoint: endpoint, reason: "gave no HTTP response"))
-            }
-            result.withLock { $0 = outcome }
-            done.signal()
+    /// The bearer token, when there is one.
+    private var authorization: [HTTPField] {
+        token.map { [HTTPField("Authorization", "Bearer \($0)")] } ?? []
+    }
+
+    private func perform(_ request: HTTPRequest) throws(Failure) -> HTTPResponse {
+        do throws(HTTPError) {
+            return try http.send(request)
+        } catch {
+            let reason = error.code == .timedOut ? "no answer within \(Int(request.timeout)) s" : error.message
+            throw .unreachable(endpoint: displayEndpoint, reason: reason)
         }
-        task.resume()
-        if done.wait(timeout: .now() + timeout) == .timedOut {
-            task.cancel()
-            throw Failure.unreachable(endpoint: endpoint, reason: "no answer within \(Int(timeout)) s")
-        }
-        // The handler sets the result before it signals.
-        guard let outcome = result.withLock({ $0 }) else {
-            throw Failure.malformed(endpoint: endpoint, reason: "gave no HTTP response")
-        }
-        return try outcome.get()
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ReplayWebRTC
 
 /// What the person set up (see webrtc.json), checked before anything starts: where to

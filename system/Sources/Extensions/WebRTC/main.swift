@@ -1,8 +1,10 @@
 import CWebRTC
-import Foundation
+import Dispatch
+import FoundationEssentials
 import ReplayExtensionKit
 import ReplayMedia
 import ReplayProcessing
+import ReplaySystem
 import ReplayWebRTC
 import Synchronization
 
@@ -56,7 +58,7 @@ final class WebRTCUploadHandler: BroadcastSampleHandler, @unchecked Sendable {
         if let endpoint = settings.whipURL {
             let client = WHIPClient(endpoint: endpoint, token: settings.token)
             whip = client
-            Thread.detachNewThread { [self] in publish(client, session: session) }
+            Threads.detach { [self] in publish(client, session: session) }
         }
         broadcast.tick { [weak self] in self?.adaptBitrate() }
     }

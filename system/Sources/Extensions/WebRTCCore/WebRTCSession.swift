@@ -1,5 +1,5 @@
 package import CWebRTC
-import Foundation
+import FoundationEssentials
 package import ReplayMedia
 import ReplayProcessing
 
@@ -81,7 +81,7 @@ package final class WebRTCSession: @unchecked Sendable {
     /// to `state` and `error`: what every WebRTC extension does as its broadcast starts.
     package static func start(for setup: WebRTCVideoSetup, state: @escaping @Sendable (Int32, PeerState) -> Void,
                               error: @escaping @Sendable (Int32, String) -> Void) throws -> WebRTCSession {
-        try initialize(registryDirectory: NSTemporaryDirectory())
+        try initialize(registryDirectory: FileManager.default.temporaryDirectory.path)
         return try WebRTCSession(options: Options(fps: VideoSource.playbackCap, startKbps: setup.startKbps, stunServer: setup.stunServer),
                                  events: Events(state: state, error: error))
     }

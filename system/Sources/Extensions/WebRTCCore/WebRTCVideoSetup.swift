@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import ReplaySystem
 package import ReplayProcessing
 
 /// The setup keys every WebRTC publishing extension shares (`mode`, `max-size`, `bitrate`,
@@ -48,7 +49,7 @@ package struct WebRTCVideoSetup: Sendable {
 
     /// The trimmed value of `key`; nil when absent or blank.
     package static func value(_ key: String, in setup: [String: String]) -> String? {
-        guard let text = setup[key]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+        guard let text = setup[key]?.trimmingSpaces(), !text.isEmpty else { return nil }
         return text
     }
 
