@@ -57,7 +57,8 @@ extension IntegrationTests {
                          "share/systemd/user/replayd.service", "share/systemd/user/replayd.socket",
                          "share/systemd/user/replayd@.service", "share/systemd/user/replayd@.socket",
                          "bin/replay-ui", "share/dbus-1/services/org.openreplaykit.UI.service", "share/man/man1/replay-ui.1",
-                         "share/applications/org.openreplaykit.UI.desktop", "share/icons/hicolor/scalable/apps/org.openreplaykit.UI.svg"] {
+                         "share/applications/org.openreplaykit.UI.desktop", "share/icons/hicolor/scalable/apps/org.openreplaykit.UI.svg",
+                         "lib/libopenreplaykit.so.1", "lib/libopenreplaykit.so", "include/openreplaykit.h", "lib/pkgconfig/openreplaykit.pc"] {
                 #expect(FileManager.default.fileExists(atPath: prefix.appendingPathComponent(file).path), "\(file) missing")
                 #expect(manifest.contains(prefix.appendingPathComponent(file).path + "\n"), "\(file) not in the manifest")
             }
@@ -78,13 +79,31 @@ extension IntegrationTests {
             // One Swift runtime beside the binaries, which each of them loads, not the toolchain's.
             let runtime = prefix.appendingPathComponent("lib/openreplaykit/swift").path
             #expect(manifest.contains(runtime + "/libswiftCore.so\n"))
-            for file in ["bin/replay", "bin/replayd", "lib/openreplaykit/replay-capture", "share/openreplaykit/extensions/replay-file-extension"] {
+            for file in ["bin/replay", "bin/replayd", "lib/openreplaykit/replay-capture", "share/openreplaykit/extensions/replay-file-extension",
+                         "lib/libopenreplaykit.so.1"] {
                 let libraries = try Command.run("/usr/bin/ldd", [prefix.appendingPathComponent(file).path])
                 let core = libraries.stdout.split(separator: "\n").first { $0.contains("libswiftCore.so =>") }
                     .map { String($0.split(separator: " ")[2]) }
                 #expect(core.map { URL(fileURLWithPath: $0).standardizedFileURL.deletingLastPathComponent().path } == runtime,
                         "\(file): \(libraries.stdout)")
             }
+            // libopenreplaykit as a C app's author finds it: through pkg-config, under its soname,
+            // with the prefix's runtime (a C program built against it runs).
+            let flags = try Command.run(Command.which("pkg-config"), ["--cflags", "--libs", "openreplaykit"],
+                                        environment: ["PKG_CONFIG_PATH": prefix.appendingPathComponent("lib/pkgconfig").path])
+            #expect(flags.status == 0 && flags.stdout.contains("-L\(prefix.path)/lib") && flags.stdout.contains("-I\(prefix.path)/include"), "\(flags)")
+            let program = prefix.appendingPathComponent("version-probe")
+            try "#include <openreplaykit.h>\n#include <stdio.h>\nint main(void) { puts(ork_version()); return 0; }\n"
+                .write(to: prefix.appendingPathComponent("version-probe.c"), atomically: true, encoding: .utf8)
+            let built = try Command.run(Command.which("cc"), [prefix.appendingPathComponent("version-probe.c").path, "-o", program.path]
+                                        + flags.stdout.split(whereSeparator: { $0 == " " || $0 == "\n" }).map(String.init)
+                                        + ["-Wl,-rpath,\(prefix.path)/lib"])
+            try #require(built.status == 0, "\(built)")
+            let probe = try Command.run(program.path, [])
+            #expect(probe.status == 0 && probe.stdout == ReleaseVersion.current + "\n", "\(probe)")
+            try? FileManager.default.removeItem(at: program)
+            try? FileManager.default.removeItem(at: prefix.appendingPathComponent("version-probe.c"))
+
             // The units start the installed replayd, and name the extensions of this prefix.
             let service = try String(contentsOf: prefix.appendingPathComponent("share/systemd/user/replayd.service"), encoding: .utf8)
             #expect(service.contains("ExecStart=\(prefix.path)/bin/replayd --idle-exit 300 --extensions-dir \(prefix.path)/share/openreplaykit/extensions"),
